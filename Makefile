@@ -1,0 +1,8 @@
+# The two commands: `make run` (the bot and the Slack emulator, locally) and `make test` (everything).
+.PHONY: run test
+
+run:
+	bash scripts/run.sh
+
+test:
+	bash scripts/test.sh

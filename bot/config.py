@@ -1,0 +1,130 @@
+"""Configuration read from environment variables.
+
+Every problem stops start-up with one line that names the variable; secret values are never
+echoed back (not in errors, not in ``repr``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+DEFAULT_DATABASE_URL = "sqlite:///changeops.db"
+DEFAULT_SLACK_API_URL = "https://slack.com/api/"
+
+
+class ConfigError(Exception):
+    """A missing or malformed environment variable; the message is one human line."""
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything the bot reads from its environment."""
+
+    slack_bot_token: str = field(repr=False)
+    slack_signing_secret: str = field(repr=False)
+    slack_app_token: str | None = field(default=None, repr=False)
+    database_url: str = DEFAULT_DATABASE_URL
+    kafka_bootstrap_servers: str | None = None
+    schema_registry_url: str | None = None
+    port: int = 3000
+    host: str = "0.0.0.0"
+    slack_api_url: str = DEFAULT_SLACK_API_URL
+    api_token: str | None = field(default=None, repr=False)
+    log_level: str = "INFO"
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The values that must never reach a log line."""
+        values = (self.slack_bot_token, self.slack_signing_secret, self.slack_app_token, self.api_token)
+        return tuple(v for v in values if v)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str], *, require_slack: bool = True) -> Config:
+        """Read and validate the environment; raise ConfigError naming the first bad variable."""
+        bot_token = _optional(env, "SLACK_BOT_TOKEN")
+        signing_secret = _optional(env, "SLACK_SIGNING_SECRET")
+        if require_slack:
+            if bot_token is None:
+                raise ConfigError("SLACK_BOT_TOKEN is not set: give the bot token (xoxb-...) from the Slack app's OAuth page")
+            if signing_secret is None:
+                raise ConfigError("SLACK_SIGNING_SECRET is not set: give the signing secret from the Slack app's Basic Information page")
+        if bot_token is not None and not bot_token.startswith("xoxb-"):
+            raise ConfigError("SLACK_BOT_TOKEN is malformed: a bot token starts with 'xoxb-'")
+        if signing_secret is not None and not re.fullmatch(r"[0-9A-Za-z]{8,}", signing_secret):
+            raise ConfigError("SLACK_SIGNING_SECRET is malformed: expected the hexadecimal signing secret")
+        app_token = _optional(env, "SLACK_APP_TOKEN")
+        if app_token is not None and not app_token.startswith("xapp-"):
+            raise ConfigError("SLACK_APP_TOKEN is malformed: an app-level token starts with 'xapp-'")
+        return cls(
+            slack_bot_token=bot_token or "",
+            slack_signing_secret=signing_secret or "",
+            slack_app_token=app_token,
+            database_url=_database_url(env),
+            kafka_bootstrap_servers=_bootstrap(env),
+            schema_registry_url=_http_url(env, "SCHEMA_REGISTRY_URL"),
+            port=_port(env),
+            host=_optional(env, "HOST") or "0.0.0.0",
+            slack_api_url=_http_url(env, "SLACK_API_URL", trailing_slash=True) or DEFAULT_SLACK_API_URL,
+            api_token=_api_token(env),
+            log_level=_log_level(env),
+        )
+
+
+def _optional(env: Mapping[str, str], name: str) -> str | None:
+    value = env.get(name, "").strip()
+    return value or None
+
+
+def _database_url(env: Mapping[str, str]) -> str:
+    url = _optional(env, "DATABASE_URL") or DEFAULT_DATABASE_URL
+    scheme = url.split(":", 1)[0].split("+", 1)[0]
+    if "://" not in url or scheme not in ("sqlite", "postgresql", "postgres"):
+        raise ConfigError("DATABASE_URL is malformed: use sqlite:///path/to/file.db or postgresql://user@host:port/dbname")
+    return url
+
+
+def _bootstrap(env: Mapping[str, str]) -> str | None:
+    value = _optional(env, "KAFKA_BOOTSTRAP_SERVERS")
+    if value is None:
+        return None
+    for server in value.split(","):
+        host, _, port = server.strip().rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ConfigError(f"KAFKA_BOOTSTRAP_SERVERS is malformed: {server.strip()!r} is not host:port")
+    return value
+
+
+def _http_url(env: Mapping[str, str], name: str, *, trailing_slash: bool = False) -> str | None:
+    value = _optional(env, name)
+    if value is None:
+        return None
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ConfigError(f"{name} is malformed: expected an http:// or https:// URL")
+    if trailing_slash and not value.endswith("/"):
+        value += "/"
+    return value
+
+
+def _port(env: Mapping[str, str]) -> int:
+    value = _optional(env, "PORT") or "3000"
+    if not value.isdigit() or not 0 < int(value) < 65536:
+        raise ConfigError(f"PORT is malformed: {value!r} is not a port number (1-65535)")
+    return int(value)
+
+
+def _api_token(env: Mapping[str, str]) -> str | None:
+    value = _optional(env, "CHANGEOPS_API_TOKEN")
+    if value is not None and len(value) < 16:
+        raise ConfigError("CHANGEOPS_API_TOKEN is too short: use at least 16 characters")
+    return value
+
+
+def _log_level(env: Mapping[str, str]) -> str:
+    value = (_optional(env, "LOG_LEVEL") or "INFO").upper()
+    if value not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+        raise ConfigError(f"LOG_LEVEL is malformed: {value!r} is not one of DEBUG, INFO, WARNING, ERROR")
+    return value

@@ -1,0 +1,1 @@
+"""Pure domain logic: no Slack, Kafka or database imports."""

@@ -1,0 +1,355 @@
+"""The Slack Web API, emulated over real HTTP.
+
+Serves ``/api/<method>`` with Slack's argument handling (JSON bodies, form bodies with JSON-encoded
+fields, query strings), bearer-token checks, Slack's error names, and 429 with ``Retry-After`` on
+demand. ``/_responses/<key>`` serves the response_urls that the driver hands out.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+
+from bot.emulator.limits import MESSAGE_TEXT_MAX, validate_blocks, validate_view
+from bot.emulator.workspace import (
+    APP_ID,
+    BOT_ID,
+    BOT_USER_ID,
+    RESPONSE_URL_TTL,
+    RESPONSE_URL_USES,
+    TEAM_ID,
+    Call,
+    Ephemeral,
+    Message,
+    View,
+    Workspace,
+)
+
+log = logging.getLogger(__name__)
+Args = dict[str, Any]
+JSON_FIELDS = ("blocks", "attachments", "view", "metadata")
+
+
+class SlackError(Exception):
+    """A Web API error: ``ok: false`` with Slack's error name."""
+
+    def __init__(self, error: str, messages: list[str] | None = None) -> None:
+        super().__init__(error)
+        self.error = error
+        self.messages = messages or []
+
+
+class Emulator:
+    """An aiohttp application that answers like slack.com/api."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.ws = workspace
+        self.base_url = ""
+        self.methods: dict[str, Callable[[Args], Awaitable[Args]]] = {
+            "api.test": self.api_test,
+            "auth.test": self.auth_test,
+            "chat.postMessage": self.chat_post_message,
+            "chat.update": self.chat_update,
+            "chat.delete": self.chat_delete,
+            "chat.postEphemeral": self.chat_post_ephemeral,
+            "chat.getPermalink": self.chat_get_permalink,
+            "conversations.open": self.conversations_open,
+            "conversations.info": self.conversations_info,
+            "users.info": self.users_info,
+            "usergroups.list": self.usergroups_list,
+            "usergroups.users.list": self.usergroups_users_list,
+            "views.open": self.views_open,
+            "views.push": self.views_push,
+            "views.update": self.views_update,
+            "views.publish": self.views_publish,
+        }
+
+    def application(self) -> web.Application:
+        """The aiohttp application to serve."""
+        app = web.Application(client_max_size=8 * 1024 * 1024)
+        app.router.add_route("*", "/api/{method}", self._api)
+        app.router.add_post("/_responses/{key}", self._response_url)
+        return app
+
+    # --- plumbing -------------------------------------------------------------------------------
+
+    async def _api(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        args = await _arguments(request)
+        token = request.headers.get("Authorization", "").removeprefix("Bearer ").strip() or args.pop("token", "")
+        args.pop("token", None)
+        pending = self.ws.rate_limits.get(method)
+        if pending:
+            retry_after = pending.pop(0)
+            self.ws.calls.append(Call(method, args, False, "ratelimited", 429))
+            return web.json_response({"ok": False, "error": "ratelimited"}, status=429, headers={"Retry-After": str(retry_after)})
+        handler = self.methods.get(method)
+        try:
+            if not token:
+                raise SlackError("not_authed")
+            if token != self.ws.token:
+                raise SlackError("invalid_auth")
+            if handler is None:
+                raise SlackError("unknown_method")
+            if args.pop("_invalid_json", False):
+                raise SlackError("invalid_json")
+            body = {"ok": True, **await handler(args)}
+            self.ws.calls.append(Call(method, args, True))
+        except SlackError as err:
+            body = {"ok": False, "error": err.error}
+            if err.messages:
+                body["response_metadata"] = {"messages": err.messages}
+            self.ws.calls.append(Call(method, args, False, err.error))
+        await self.ws.changed()
+        return web.json_response(body)
+
+    async def _response_url(self, request: web.Request) -> web.Response:
+        hook = self.ws.response_urls.get(request.match_info["key"])
+        if hook is None or self.ws.clock() - hook["issued"] > RESPONSE_URL_TTL:
+            return web.json_response({"ok": False, "error": "expired_url"}, status=404)
+        if hook["uses"] >= RESPONSE_URL_USES:
+            return web.json_response({"ok": False, "error": "used_url"}, status=404)
+        try:
+            payload = await request.json()
+        except json.JSONDecodeError:
+            return web.json_response({"ok": False, "error": "invalid_payload"}, status=400)
+        hook["uses"] += 1
+        try:
+            self.respond(hook, payload)
+        except SlackError as err:
+            return web.json_response({"ok": False, "error": err.error, "response_metadata": {"messages": err.messages}}, status=400)
+        finally:
+            await self.ws.changed()
+        return web.json_response({"ok": True})
+
+    def respond(self, hook: dict[str, Any], payload: dict[str, Any]) -> None:
+        """Apply a response_url or acknowledgement payload (ephemeral, in_channel, replace, delete)."""
+        channel, user = hook["channel"], hook["user"]
+        if payload.get("delete_original"):
+            self.ws.messages = [m for m in self.ws.messages if not (m.channel == channel and m.ts == hook.get("source_ts"))]
+            return
+        text, blocks = _content(payload)
+        source = hook.get("source_ts")
+        if payload.get("replace_original") and source:
+            original = self.ws.find_message(channel, source)
+            if original is not None:
+                original.text, original.blocks, original.edited = text, blocks, True
+                return
+        if payload.get("response_type") == "in_channel":
+            self.ws.messages.append(Message(channel, self.ws.next_ts(), BOT_USER_ID, text, blocks,
+                                            payload.get("thread_ts"), BOT_ID))
+        else:
+            self.ws.ephemerals.append(Ephemeral(channel, user, self.ws.next_ts(), text, blocks))
+
+    # --- methods --------------------------------------------------------------------------------
+
+    async def api_test(self, args: Args) -> Args:
+        return {"args": args}
+
+    async def auth_test(self, args: Args) -> Args:
+        return {"url": "https://changeops-emulator.slack.com/", "team": "ChangeOps Emulator", "user": "changeops",
+                "team_id": TEAM_ID, "user_id": BOT_USER_ID, "bot_id": BOT_ID, "app_id": APP_ID,
+                "is_enterprise_install": False}
+
+    async def chat_post_message(self, args: Args) -> Args:
+        channel = self._channel(args)
+        text, blocks = _content(args)
+        thread_ts = args.get("thread_ts") or None
+        if thread_ts and self.ws.find_message(channel, thread_ts) is None:
+            raise SlackError("thread_not_found")
+        message = Message(channel, self.ws.next_ts(), BOT_USER_ID, text, blocks, thread_ts, BOT_ID)
+        self.ws.messages.append(message)
+        return {"channel": channel, "ts": message.ts, "message": message.as_json()}
+
+    async def chat_update(self, args: Args) -> Args:
+        channel = self._channel(args)
+        message = self.ws.find_message(channel, str(args.get("ts", "")))
+        if message is None:
+            raise SlackError("message_not_found")
+        if message.user != BOT_USER_ID:
+            raise SlackError("cant_update_message")
+        text, blocks = _content(args, require=False)
+        if "text" in args:
+            message.text = text
+        if "blocks" in args:
+            message.blocks = blocks
+        message.edited = True
+        return {"channel": channel, "ts": message.ts, "text": message.text, "message": message.as_json()}
+
+    async def chat_delete(self, args: Args) -> Args:
+        channel = self._channel(args)
+        message = self.ws.find_message(channel, str(args.get("ts", "")))
+        if message is None:
+            raise SlackError("message_not_found")
+        self.ws.messages.remove(message)
+        return {"channel": channel, "ts": message.ts}
+
+    async def chat_post_ephemeral(self, args: Args) -> Args:
+        channel = self._channel(args)
+        user = str(args.get("user", ""))
+        if user not in self.ws.users:
+            raise SlackError("user_not_found")
+        if user not in self.ws.channels[channel].members:
+            raise SlackError("user_not_in_channel")
+        text, blocks = _content(args)
+        ephemeral = Ephemeral(channel, user, self.ws.next_ts(), text, blocks)
+        self.ws.ephemerals.append(ephemeral)
+        return {"message_ts": ephemeral.ts}
+
+    async def chat_get_permalink(self, args: Args) -> Args:
+        channel = self._channel(args)
+        ts = str(args.get("message_ts", ""))
+        if self.ws.find_message(channel, ts) is None:
+            raise SlackError("message_not_found")
+        return {"channel": channel, "permalink": f"https://changeops-emulator.slack.com/archives/{channel}/p{ts.replace('.', '')}"}
+
+    async def conversations_open(self, args: Args) -> Args:
+        users = [u for u in str(args.get("users", "")).split(",") if u]
+        if not users:
+            raise SlackError("users_list_not_supplied")
+        if len(users) > 1:
+            raise SlackError("not_implemented")
+        if users[0] not in self.ws.users:
+            raise SlackError("user_not_found")
+        return {"channel": {"id": self.ws.open_dm(users[0])}}
+
+    async def conversations_info(self, args: Args) -> Args:
+        channel = self.ws.channels[self._channel(args)]
+        return {"channel": {"id": channel.id, "name": channel.name, "is_im": channel.is_im, "is_member": True}}
+
+    async def users_info(self, args: Args) -> Args:
+        user = self.ws.users.get(str(args.get("user", "")))
+        if user is None:
+            raise SlackError("user_not_found")
+        return {"user": user}
+
+    async def usergroups_list(self, args: Args) -> Args:
+        include_users = str(args.get("include_users", "")).lower() in ("1", "true")
+        groups = [{k: v for k, v in g.items() if include_users or k != "users"} for g in self.ws.usergroups.values()]
+        return {"usergroups": groups}
+
+    async def usergroups_users_list(self, args: Args) -> Args:
+        group = self.ws.usergroups.get(str(args.get("usergroup", "")))
+        if group is None:
+            raise SlackError("no_such_subteam")
+        return {"users": list(group["users"])}
+
+    async def views_open(self, args: Args) -> Args:
+        user, error = self.ws.use_trigger(str(args.get("trigger_id", "")))
+        if error:
+            raise SlackError(error)
+        assert user is not None
+        view = self.new_view(user, args.get("view"), "modal")
+        view.root_view_id = view.id
+        return {"view": self.view_json(view)}
+
+    async def views_push(self, args: Args) -> Args:
+        user, error = self.ws.use_trigger(str(args.get("trigger_id", "")))
+        if error:
+            raise SlackError(error)
+        assert user is not None
+        stack = [v for v in self.ws.views.values() if v.user == user and v.open]
+        if not stack:
+            raise SlackError("not_found")
+        if len(stack) >= 3:
+            raise SlackError("push_limit_reached")
+        view = self.new_view(user, args.get("view"), "modal")
+        view.root_view_id = stack[0].root_view_id
+        return {"view": self.view_json(view)}
+
+    async def views_update(self, args: Args) -> Args:
+        view_id = args.get("view_id")
+        external_id = args.get("external_id")
+        target = self.ws.views.get(str(view_id)) if view_id else next(
+            (v for v in self.ws.views.values() if external_id and v.view.get("external_id") == external_id), None)
+        if target is None:
+            raise SlackError("not_found")
+        if args.get("hash") and args["hash"] != target.hash:
+            raise SlackError("hash_conflict")
+        _check_view(args.get("view"), "modal")
+        target.view, target.hash, target.errors = dict(args["view"]), self.ws.new_id("h"), {}
+        return {"view": self.view_json(target)}
+
+    async def views_publish(self, args: Args) -> Args:
+        user = str(args.get("user_id", ""))
+        if user not in self.ws.users:
+            raise SlackError("user_not_found")
+        _check_view(args.get("view"), "home")
+        existing = self.ws.home.get(user)
+        if existing is not None and args.get("hash") and args["hash"] != existing.hash:
+            raise SlackError("hash_conflict")
+        view = View(existing.id if existing else self.ws.new_id("V"), user, dict(args["view"]), self.ws.new_id("h"))
+        self.ws.home[user] = view
+        return {"view": self.view_json(view)}
+
+    # --- helpers --------------------------------------------------------------------------------
+
+    def _channel(self, args: Args) -> str:
+        channel = self.ws.channel_id(str(args.get("channel", "")))
+        if channel is None:
+            raise SlackError("channel_not_found")
+        return channel
+
+    def new_view(self, user: str, raw: Any, kind: str) -> View:
+        """Validate and open a view for ``user``."""
+        _check_view(raw, kind)
+        view = View(self.ws.new_id("V"), user, dict(raw), self.ws.new_id("h"))
+        self.ws.views[view.id] = view
+        return view
+
+    def view_json(self, view: View) -> Args:
+        """A view as the Web API returns it."""
+        return {**view.view, "id": view.id, "team_id": TEAM_ID, "hash": view.hash, "app_id": APP_ID,
+                "bot_id": BOT_ID, "root_view_id": view.root_view_id, "state": {"values": {}}}
+
+
+def _check_view(raw: Any, kind: str) -> None:
+    if not isinstance(raw, dict):
+        raise SlackError("invalid_arguments", ["[ERROR] missing required field: view"])
+    if raw.get("type") != kind:
+        raise SlackError("invalid_arguments", [f"[ERROR] view type must be {kind} [json-pointer:/view/type]"])
+    problems = validate_view(raw)
+    if problems:
+        raise SlackError("invalid_arguments", problems)
+
+
+def _content(args: Args, *, require: bool = True) -> tuple[str, list[dict[str, Any]]]:
+    text = args.get("text") or ""
+    blocks = args.get("blocks") or []
+    if not isinstance(text, str):
+        raise SlackError("invalid_arguments", ["[ERROR] text must be a string [json-pointer:/text]"])
+    if require and not text and not blocks and not args.get("attachments"):
+        raise SlackError("no_text")
+    if len(text) > MESSAGE_TEXT_MAX:
+        raise SlackError("msg_too_long")
+    if blocks:
+        problems = validate_blocks(blocks)
+        if problems:
+            raise SlackError("invalid_blocks", problems)
+    return text, blocks
+
+
+async def _arguments(request: web.Request) -> Args:
+    """Merge query, form and JSON arguments; decode JSON-encoded fields of form posts."""
+    args: Args = dict(request.query)
+    if request.can_read_body:
+        if request.content_type == "application/json":
+            try:
+                body = await request.json()
+            except json.JSONDecodeError:
+                return {**args, "_invalid_json": True}
+            if isinstance(body, dict):
+                args.update(body)
+        else:
+            args.update(dict(await request.post()))
+    for name in JSON_FIELDS:
+        if isinstance(args.get(name), str):
+            try:
+                args[name] = json.loads(args[name])
+            except json.JSONDecodeError:
+                args[name] = None
+    return args

@@ -1,0 +1,232 @@
+"""The emulated workspace: users, user groups, channels, messages, ephemerals, views, triggers."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+TEAM_ID = "T0CHANGEOPS"
+BOT_USER_ID = "UCHANGEOPS"
+BOT_ID = "BCHANGEOPS"
+APP_ID = "ACHANGEOPS"
+TRIGGER_TTL = 3.0
+RESPONSE_URL_USES = 5
+RESPONSE_URL_TTL = 30 * 60
+
+
+@dataclass
+class Message:
+    """A message in a channel (or a thread reply when ``thread_ts`` is set)."""
+
+    channel: str
+    ts: str
+    user: str
+    text: str = ""
+    blocks: list[dict[str, Any]] = field(default_factory=list)
+    thread_ts: str | None = None
+    bot_id: str | None = None
+    edited: bool = False
+
+    def as_json(self) -> dict[str, Any]:
+        """The message as the Web API shows it."""
+        data: dict[str, Any] = {"type": "message", "ts": self.ts, "user": self.user, "text": self.text, "blocks": self.blocks}
+        if self.bot_id:
+            data["bot_id"] = self.bot_id
+        if self.thread_ts:
+            data["thread_ts"] = self.thread_ts
+        if self.edited:
+            data["edited"] = {"user": self.user, "ts": self.ts}
+        return data
+
+
+@dataclass
+class Ephemeral:
+    """An ephemeral message only ``user`` sees."""
+
+    channel: str
+    user: str
+    ts: str
+    text: str = ""
+    blocks: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class Channel:
+    """A public channel or a direct-message channel with one user."""
+
+    id: str
+    name: str
+    members: set[str] = field(default_factory=set)
+    is_im: bool = False
+
+
+@dataclass
+class View:
+    """An open modal, or a user's published Home tab."""
+
+    id: str
+    user: str
+    view: dict[str, Any]
+    hash: str
+    root_view_id: str | None = None
+    open: bool = True
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Call:
+    """One Web API call the emulator received."""
+
+    method: str
+    args: dict[str, Any]
+    ok: bool
+    error: str | None = None
+    status: int = 200
+
+
+class Workspace:
+    """State of the emulated Slack workspace; every change wakes those who wait on it."""
+
+    def __init__(self, token: str, clock: Callable[[], float] = time.time) -> None:
+        self.token = token
+        self.clock = clock
+        self.users: dict[str, dict[str, Any]] = {}
+        self.usergroups: dict[str, dict[str, Any]] = {}
+        self.channels: dict[str, Channel] = {}
+        self.messages: list[Message] = []
+        self.ephemerals: list[Ephemeral] = []
+        self.views: dict[str, View] = {}
+        self.home: dict[str, View] = {}
+        self.calls: list[Call] = []
+        self.triggers: dict[str, tuple[float, str, bool]] = {}
+        self.response_urls: dict[str, dict[str, Any]] = {}
+        self.rate_limits: dict[str, list[int]] = {}
+        self._ts = itertools.count(1)
+        self._ids = itertools.count(1)
+        self._changed = asyncio.Condition()
+        self.add_user(BOT_USER_ID, "changeops", is_bot=True)
+
+    # --- set-up ---------------------------------------------------------------------------------
+
+    def add_user(self, user_id: str, name: str, *, is_admin: bool = False, is_bot: bool = False, tz: str = "UTC") -> None:
+        """Create or replace a user."""
+        self.users[user_id] = {
+            "id": user_id, "team_id": TEAM_ID, "name": name, "real_name": name.title(), "is_admin": is_admin,
+            "is_bot": is_bot, "deleted": False, "tz": tz, "profile": {"display_name": name, "real_name": name.title()},
+        }
+
+    def add_channel(self, name: str, members: list[str] | None = None) -> str:
+        """Create a public channel (the bot is a member); returns its id."""
+        channel_id = f"C{next(self._ids):08d}"
+        self.channels[channel_id] = Channel(channel_id, name, set(members or []) | {BOT_USER_ID})
+        return channel_id
+
+    def add_usergroup(self, handle: str, users: list[str]) -> str:
+        """Create a user group (subteam); returns its id."""
+        group_id = f"S{next(self._ids):08d}"
+        self.usergroups[group_id] = {"id": group_id, "team_id": TEAM_ID, "handle": handle, "name": handle, "users": list(users)}
+        return group_id
+
+    def rate_limit(self, method: str, *, times: int = 1, retry_after: int = 1) -> None:
+        """Answer the next ``times`` calls to ``method`` with HTTP 429 and ``Retry-After``."""
+        self.rate_limits.setdefault(method, []).extend([retry_after] * times)
+
+    # --- lookups --------------------------------------------------------------------------------
+
+    def channel_id(self, ref: str) -> str | None:
+        """Resolve a channel id, ``#name``/``name``, or a user id (the bot's DM with that user)."""
+        if ref in self.channels:
+            return ref
+        name = ref.lstrip("#")
+        for channel in self.channels.values():
+            if channel.name == name and not channel.is_im:
+                return channel.id
+        if ref in self.users:
+            return self.open_dm(ref)
+        return None
+
+    def open_dm(self, user: str) -> str:
+        """The id of the bot's direct-message channel with ``user``."""
+        for channel in self.channels.values():
+            if channel.is_im and user in channel.members:
+                return channel.id
+        channel_id = f"D{next(self._ids):08d}"
+        self.channels[channel_id] = Channel(channel_id, user, {user, BOT_USER_ID}, is_im=True)
+        return channel_id
+
+    def find_message(self, channel: str, ts: str) -> Message | None:
+        """The message at ``ts`` in ``channel``."""
+        return next((m for m in self.messages if m.channel == channel and m.ts == ts), None)
+
+    def channel_messages(self, channel: str, *, thread_ts: str | None = None) -> list[Message]:
+        """Top-level messages of a channel, or the replies of one thread."""
+        channel_id = self.channel_id(channel) or channel
+        if thread_ts is None:
+            return [m for m in self.messages if m.channel == channel_id and m.thread_ts in (None, m.ts)]
+        return [m for m in self.messages if m.channel == channel_id and m.thread_ts == thread_ts and m.ts != thread_ts]
+
+    def ephemerals_for(self, user: str, channel: str | None = None) -> list[Ephemeral]:
+        """Ephemeral messages shown to ``user`` (in ``channel`` if given)."""
+        return [e for e in self.ephemerals if e.user == user and (channel is None or e.channel == channel)]
+
+    def calls_to(self, method: str) -> list[Call]:
+        """Every call to one Web API method, in order."""
+        return [c for c in self.calls if c.method == method]
+
+    # --- changes --------------------------------------------------------------------------------
+
+    def next_ts(self) -> str:
+        """A fresh, increasing message timestamp."""
+        return f"{int(self.clock())}.{next(self._ts):06d}"
+
+    def new_id(self, prefix: str) -> str:
+        """A fresh identifier with a Slack-like prefix."""
+        return f"{prefix}{next(self._ids):08d}"
+
+    def issue_trigger(self, user: str) -> str:
+        """A trigger_id valid for three seconds, usable once."""
+        trigger = f"{next(self._ids)}.{secrets.token_hex(8)}"
+        self.triggers[trigger] = (self.clock(), user, False)
+        return trigger
+
+    def use_trigger(self, trigger: str) -> tuple[str | None, str | None]:
+        """Exchange a trigger for its user; returns (user, error)."""
+        entry = self.triggers.get(trigger)
+        if entry is None:
+            return None, "invalid_trigger_id"
+        issued, user, used = entry
+        if used:
+            return None, "exchanged_trigger_id"
+        if self.clock() - issued > TRIGGER_TTL:
+            return None, "expired_trigger_id"
+        self.triggers[trigger] = (issued, user, True)
+        return user, None
+
+    def issue_response_url(self, base: str, channel: str, user: str) -> str:
+        """A response_url for one interaction: five uses within thirty minutes."""
+        key = secrets.token_hex(12)
+        self.response_urls[key] = {"channel": channel, "user": user, "uses": 0, "issued": self.clock(), "source_ts": None}
+        return f"{base}/_responses/{key}"
+
+    async def changed(self) -> None:
+        """Wake every waiter; call after any change of state."""
+        async with self._changed:
+            self._changed.notify_all()
+
+    async def wait_for(self, predicate: Callable[[], Any], timeout: float = 10.0) -> Any:
+        """Wait until ``predicate()`` is truthy and return it; AssertionError on timeout."""
+        async def _wait() -> Any:
+            async with self._changed:
+                while not (result := predicate()):
+                    await self._changed.wait()
+                return result
+
+        try:
+            return await asyncio.wait_for(_wait(), timeout)
+        except TimeoutError:
+            raise AssertionError(f"the emulator did not see the expected state within {timeout} s") from None

@@ -1,0 +1,114 @@
+"""The local playground: the bot and the Slack emulator in one process, on this machine.
+
+Type slash commands at the prompt (``/schema help``), or POST them to the emulator:
+``curl -s localhost:3001/_emulator/command -d '{"text": "/schema help"}'``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import secrets
+import sys
+from typing import Any
+
+from aiohttp import web
+
+from bot.config import Config
+from bot.emulator import Emulator, SlackDriver, Workspace
+from bot.emulator.render import as_text
+from bot.runtime import Bot
+from bot.store import migrate
+
+DEMO_USER = "U0000000YOU"
+SETTLE = 0.3
+
+
+def seed(ws: Workspace) -> None:
+    """A small workspace: you, two colleagues, a changes channel and a pipeline channel."""
+    ws.add_user(DEMO_USER, "you", is_admin=True)
+    ws.add_user("U00000ALICE", "alice")
+    ws.add_user("U000000BOB", "bob")
+    ws.add_channel("changes", [DEMO_USER, "U00000ALICE", "U000000BOB"])
+    ws.add_channel("orders-pipeline", [DEMO_USER, "U00000ALICE"])
+    ws.add_usergroup("orders-team", [DEMO_USER, "U00000ALICE"])
+    ws.add_usergroup("analytics-team", ["U000000BOB"])
+
+
+class Playground:
+    """A bot wired to an emulated workspace."""
+
+    def __init__(self, config: Config) -> None:
+        token, secret = f"xoxb-playground-{secrets.token_hex(8)}", secrets.token_hex(16)
+        self.ws = Workspace(token)
+        seed(self.ws)
+        self.emulator = Emulator(self.ws)
+        self.config = dataclasses.replace(config, slack_bot_token=token, slack_signing_secret=secret, host="127.0.0.1")
+        self.bot: Bot | None = None
+        self.driver: SlackDriver | None = None
+        self._runner: web.AppRunner | None = None
+
+    async def start(self, port: int, slack_port: int) -> None:
+        """Migrate, then start the emulator and the bot pointed at it."""
+        await asyncio.to_thread(migrate.upgrade, self.config.database_url)
+        app = self.emulator.application()
+        app.router.add_post("/_emulator/command", self._command)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, "127.0.0.1", slack_port).start()
+        self.emulator.base_url = f"http://127.0.0.1:{int(self._runner.addresses[0][1])}"
+        self.bot = Bot(dataclasses.replace(self.config, slack_api_url=f"{self.emulator.base_url}/api/"))
+        await self.bot.start(port)
+        self.driver = SlackDriver(self.emulator, f"{self.bot.url}/slack/events", self.config.slack_signing_secret)
+
+    async def stop(self) -> None:
+        """Stop everything started."""
+        if self.driver:
+            await self.driver.close()
+        if self.bot:
+            await self.bot.stop()
+        if self._runner:
+            await self._runner.cleanup()
+
+    async def send(self, text: str, user: str = DEMO_USER, channel: str = "changes") -> list[str]:
+        """Send one slash command and return what appeared in Slack because of it."""
+        assert self.driver is not None
+        seen_messages, seen_ephemerals = len(self.ws.messages), len(self.ws.ephemerals)
+        delivery = await self.driver.command(text, user=user, channel=channel)
+        if delivery.status != 200:
+            return [f"(Slack would show: the command failed with HTTP {delivery.status})"]
+        await asyncio.sleep(SETTLE)
+        shown = [as_text(e.text, e.blocks) for e in self.ws.ephemerals[seen_ephemerals:] if e.user == user]
+        shown += [as_text(m.text, m.blocks) for m in self.ws.messages[seen_messages:]]
+        return shown
+
+    async def _command(self, request: web.Request) -> web.Response:
+        body: dict[str, Any] = await request.json()
+        replies = await self.send(str(body.get("text", "")), str(body.get("user", DEMO_USER)), str(body.get("channel", "changes")))
+        return web.json_response({"replies": replies}, dumps=lambda o: json.dumps(o, ensure_ascii=False))
+
+
+async def run_playground(config: Config, port: int, slack_port: int, *, prompt: bool) -> None:
+    """Run until interrupted; with ``prompt``, read slash commands from the terminal."""
+    playground = Playground(config)
+    await playground.start(port, slack_port)
+    assert playground.bot is not None
+    print(f"ChangeOps playground: bot on {playground.bot.url}, emulated Slack on {playground.emulator.base_url}")
+    print(f"Database: {config.database_url}")
+    print(f"""Send a command: curl -s {playground.emulator.base_url}/_emulator/command -d '{{"text": "/schema help"}}'""")
+    try:
+        if not prompt:
+            await asyncio.Event().wait()
+        print("Type a slash command (e.g. /schema help); Ctrl-D to quit.")
+        while True:
+            sys.stdout.write("you> ")
+            sys.stdout.flush()
+            line = await asyncio.to_thread(sys.stdin.readline)
+            if not line:
+                break
+            if line.strip():
+                for reply in await playground.send(line.strip()):
+                    print(reply, end="\n\n")
+    finally:
+        await playground.stop()

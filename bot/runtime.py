@@ -1,0 +1,79 @@
+"""The running bot: database, services, Bolt app, web server and scheduler, started and stopped together."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import timedelta
+
+from aiohttp import web
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
+from slack_bolt.async_app import AsyncApp
+
+from bot.config import Config
+from bot.services.deliveries import Deliveries
+from bot.slack.app import build_app
+from bot.slack.poster import Poster
+from bot.store import migrate
+from bot.store.database import Database
+from bot.web.server import build_web_app
+
+log = logging.getLogger(__name__)
+
+
+class Bot:
+    """One replica of the bot."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.db = Database(config.database_url)
+        self.deliveries = Deliveries(self.db)
+        self.slack: AsyncApp = build_app(config, self.deliveries)
+        self.poster = Poster(self.slack.client)
+        self.web = build_web_app(self.slack, self.db, migrate.head())
+        self.scheduler = AsyncIOScheduler(timezone="UTC")
+        self.scheduler.add_job(self.deliveries.prune, "interval", hours=1, kwargs={"older_than": timedelta(days=1)},
+                               id="prune-slack-deliveries", coalesce=True, max_instances=1)
+        self._runner: web.AppRunner | None = None
+        self._socket_mode: AsyncSocketModeHandler | None = None
+        self.port: int | None = None
+
+    @property
+    def url(self) -> str:
+        """Where the bot listens (after ``start``)."""
+        host = "127.0.0.1" if self.config.host in ("0.0.0.0", "") else self.config.host
+        return f"http://{host}:{self.port}"
+
+    async def start(self, port: int | None = None) -> None:
+        """Serve HTTP on ``port`` (0 for any free port; default from config) and start the scheduler."""
+        self._runner = web.AppRunner(self.web, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.config.host, self.config.port if port is None else port)
+        await site.start()
+        self.port = int(self._runner.addresses[0][1])
+        self.scheduler.start()
+        if self.config.slack_app_token:
+            self._socket_mode = AsyncSocketModeHandler(self.slack, self.config.slack_app_token)
+            await self._socket_mode.connect_async()
+        log.info("ChangeOps listening on %s (Slack request URL: %s/slack/events)", self.url, self.url)
+
+    async def stop(self) -> None:
+        """Stop serving, stop the scheduler, close the database."""
+        if self._socket_mode is not None:
+            await self._socket_mode.close_async()
+            self._socket_mode = None
+        if self.scheduler.running:
+            self.scheduler.shutdown(wait=False)
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        await self.db.close()
+
+    async def run_forever(self) -> None:
+        """Start, then wait until cancelled."""
+        await self.start()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await self.stop()

@@ -1,0 +1,1 @@
+"""Services own persistence and workflow; Slack, HTTP and the CLI call them."""

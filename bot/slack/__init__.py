@@ -1,0 +1,1 @@
+"""The Slack edge: the Bolt app, its listeners, and the Web API client."""

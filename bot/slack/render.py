@@ -1,0 +1,61 @@
+"""Replies as Block Kit with a plain-text fallback, kept within Slack's limits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+SECTION_TEXT_MAX = 3000
+
+
+@dataclass
+class Reply:
+    """A message body: fallback text plus blocks."""
+
+    fallback: str
+    blocks: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def text(cls, text: str) -> Reply:
+        """A one-section reply."""
+        return cls(text, [section(text)])
+
+    @classmethod
+    def sections(cls, title: str, lines: list[str]) -> Reply:
+        """A title and lines, folded into as few sections as Slack's limits allow."""
+        blocks = [section(title)] + [section(chunk) for chunk in fold(lines)]
+        return cls("\n".join([title, *lines]), blocks)
+
+    def extend(self, other: Reply) -> Reply:
+        """This reply followed by another."""
+        return Reply(f"{self.fallback}\n{other.fallback}", self.blocks + other.blocks)
+
+    def ack(self) -> dict[str, Any]:
+        """Keyword arguments for Bolt's ``ack``."""
+        return {"text": self.fallback, "blocks": self.blocks}
+
+    def respond(self) -> dict[str, Any]:
+        """Keyword arguments for Bolt's ``respond`` (ephemeral)."""
+        return {"text": self.fallback, "blocks": self.blocks, "response_type": "ephemeral"}
+
+
+def section(text: str) -> dict[str, Any]:
+    """A mrkdwn section, cut to Slack's 3,000 characters."""
+    if len(text) > SECTION_TEXT_MAX:
+        text = text[: SECTION_TEXT_MAX - 1] + "…"
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+
+
+def fold(lines: list[str], limit: int = SECTION_TEXT_MAX) -> list[str]:
+    """Join lines into chunks of at most ``limit`` characters each."""
+    chunks: list[str] = []
+    current = ""
+    for line in lines:
+        candidate = f"{current}\n{line}" if current else line
+        if len(candidate) > limit and current:
+            chunks.append(current)
+            candidate = line
+        current = candidate
+    if current:
+        chunks.append(current)
+    return chunks

@@ -1,0 +1,111 @@
+"""Tables. The database is the truth for every state the bot keeps."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import JSON, Column, DateTime, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+
+def utcnow() -> datetime:
+    """Timezone-aware now, in UTC."""
+    return datetime.now(UTC)
+
+
+def _when(**kwargs: Any) -> Any:
+    return Field(sa_column=Column(DateTime(timezone=True), **kwargs))
+
+
+class Subject(SQLModel, table=True):
+    """A registry subject (usually a Kafka topic's value schema)."""
+
+    __tablename__ = "subjects"
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(index=True, unique=True, max_length=255)
+    format: str = Field(default="AVRO", max_length=16)
+    compatibility: str = Field(default="FULL", max_length=32)
+    owner_team: str | None = Field(default=None, max_length=255)
+    channel: str | None = Field(default=None, max_length=64)
+    created_at: datetime = _when(nullable=False, default=utcnow)
+
+
+class SchemaVersion(SQLModel, table=True):
+    """One approved version of a subject's schema, numbered from 1."""
+
+    __tablename__ = "schema_versions"
+    __table_args__ = (UniqueConstraint("subject_id", "version", name="uq_schema_versions_subject_version"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    subject_id: int = Field(foreign_key="subjects.id", index=True)
+    version: int
+    schema_text: str = Field(sa_column=Column(Text, nullable=False))
+    fingerprint: str = Field(max_length=64, index=True)
+    registry_id: int | None = None
+    proposal_id: int | None = Field(default=None, foreign_key="proposals.id")
+    created_at: datetime = _when(nullable=False, default=utcnow)
+
+
+class Proposal(SQLModel, table=True):
+    """A proposed schema change and where it stands."""
+
+    __tablename__ = "proposals"
+
+    id: int | None = Field(default=None, primary_key=True)
+    subject_id: int = Field(foreign_key="subjects.id", index=True)
+    proposer: str = Field(max_length=64)
+    schema_text: str = Field(sa_column=Column(Text, nullable=False))
+    level: str = Field(max_length=16)
+    state: str = Field(default="pending", max_length=24, index=True)
+    notes: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    findings: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    impact: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    window_start: datetime | None = _when(nullable=True)
+    window_end: datetime | None = _when(nullable=True)
+    deadline: datetime | None = _when(nullable=True, index=True)
+    revision_of: int | None = Field(default=None, foreign_key="proposals.id")
+    card_channel: str | None = Field(default=None, max_length=64)
+    card_ts: str | None = Field(default=None, max_length=32)
+    created_at: datetime = _when(nullable=False, default=utcnow)
+    decided_at: datetime | None = _when(nullable=True)
+
+
+class Acknowledgement(SQLModel, table=True):
+    """One team's decision on a proposal; at most one per team."""
+
+    __tablename__ = "acknowledgements"
+    __table_args__ = (UniqueConstraint("proposal_id", "team", name="uq_acknowledgements_proposal_team"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    proposal_id: int = Field(foreign_key="proposals.id", index=True)
+    team: str = Field(max_length=255)
+    user: str = Field(max_length=64)
+    decision: str = Field(max_length=24)
+    reason: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    created_at: datetime = _when(nullable=False, default=utcnow)
+
+
+class AuditEntry(SQLModel, table=True):
+    """Who did what, when, from which surface (slack, api, cli, scheduler)."""
+
+    __tablename__ = "audit_log"
+
+    id: int | None = Field(default=None, primary_key=True)
+    at: datetime = _when(nullable=False, default=utcnow, index=True)
+    actor: str = Field(max_length=64)
+    surface: str = Field(max_length=16)
+    action: str = Field(max_length=64)
+    target_kind: str = Field(max_length=32)
+    target_id: str = Field(max_length=64, index=True)
+    detail: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+
+
+class SlackDelivery(SQLModel, table=True):
+    """A Slack request already handled, keyed by event_id or trigger_id, so retries do nothing."""
+
+    __tablename__ = "slack_deliveries"
+
+    key: str = Field(primary_key=True, max_length=128)
+    received_at: datetime = _when(nullable=False, default=utcnow, index=True)

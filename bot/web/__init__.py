@@ -1,0 +1,1 @@
+"""The HTTP edge: Slack's request URL and the probes."""

@@ -1,0 +1,42 @@
+"""The aiohttp application: ``/slack/events``, ``/healthz`` and ``/readyz``."""
+
+from __future__ import annotations
+
+import logging
+
+from aiohttp import web
+from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.async_app import AsyncApp
+from sqlalchemy import text
+
+from bot.store.database import Database
+
+log = logging.getLogger(__name__)
+MAX_BODY = 4 * 1024 * 1024
+
+
+def build_web_app(bolt: AsyncApp, db: Database, schema_head: str) -> web.Application:
+    """Routes for Slack and for the orchestrator's probes."""
+
+    async def slack_events(request: web.Request) -> web.Response:
+        return await to_aiohttp_response(await bolt.async_dispatch(await to_bolt_request(request)))
+
+    async def healthz(_request: web.Request) -> web.Response:
+        return web.json_response({"ok": True})
+
+    async def readyz(_request: web.Request) -> web.Response:
+        try:
+            async with db.engine.connect() as conn:
+                revision = (await conn.execute(text("SELECT version_num FROM alembic_version"))).scalar()
+        except Exception as err:  # any database failure means "not ready"
+            log.warning("not ready: the database does not answer (%s)", type(err).__name__)
+            return web.json_response({"ok": False, "reason": "database unreachable or not migrated"}, status=503)
+        if revision != schema_head:
+            return web.json_response({"ok": False, "reason": f"database at {revision}, code expects {schema_head}: run `bot migrate`"}, status=503)
+        return web.json_response({"ok": True, "schema": revision})
+
+    app = web.Application(client_max_size=MAX_BODY)
+    app.router.add_post("/slack/events", slack_events)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    return app

@@ -1,0 +1,25 @@
+# Shared helpers for the scripts (sourced, not run).
+
+# Install Debian packages when a command is missing (root, or sudo without a password).
+ensure_command() {
+  local command=$1; shift
+  command -v "$command" >/dev/null 2>&1 && return 0
+  echo "installing $* (for $command)" >&2
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo -n"
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" >&2
+}
+
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# A virtualenv in .venv with the project installed (extras in $1, e.g. "[test]").
+ensure_venv() {
+  local extras=${1:-}
+  if [ ! -x .venv/bin/python ]; then
+    python3 -m venv .venv >&2 || { ensure_command false python3-venv; python3 -m venv .venv >&2; }
+  fi
+  .venv/bin/python -m pip install -q --disable-pip-version-check -e ".${extras}" >&2
+}

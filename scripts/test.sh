@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Set up and run every test: .venv with the test dependencies, PostgreSQL and Kafka started here
+# (installed from Debian's packages / Maven Central when missing), pytest, then stop what started.
+# Arguments go to pytest (e.g. scripts/test.sh -k slack -x).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/lib.sh
+ensure_venv "[test]"
+run_dir=$(mktemp -d /tmp/changeops-test.XXXXXX)
+cleanup() {
+  scripts/kafka.sh stop "$run_dir" || true
+  scripts/postgres.sh stop "$run_dir" || true
+  rm -rf "$run_dir"
+}
+trap cleanup EXIT
+eval "$(scripts/postgres.sh start "$run_dir")"
+eval "$(scripts/kafka.sh start "$run_dir")"
+export TEST_DATABASE_URL KAFKA_BOOTSTRAP_SERVERS
+set +e
+.venv/bin/python -m pytest "$@"
+status=$?
+set -e
+if [ "$status" -eq 5 ]; then
+  echo "pytest collected no tests: that is a failure" >&2
+  status=1
+fi
+exit "$status"

@@ -1,0 +1,131 @@
+"""Shared fixtures: real PostgreSQL and Kafka (started by scripts/test.sh), databases, the Slack emulator."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+import pytest
+from aiohttp import web
+
+from bot.config import Config
+from bot.emulator import Emulator, SlackDriver, Workspace
+from bot.runtime import Bot
+from bot.store import migrate
+
+NEEDS_SERVICES = "run the whole suite with `make test`, which starts PostgreSQL and Kafka"
+
+
+def _service(name: str) -> str:
+    value = os.environ.get(name)
+    if not value:
+        pytest.fail(f"{name} is not set: {NEEDS_SERVICES}")
+    return value
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap() -> str:
+    """The bootstrap address of the real Kafka broker."""
+    return _service("KAFKA_BOOTSTRAP_SERVERS")
+
+
+@pytest.fixture(scope="session")
+def postgres_admin_url() -> str:
+    """A superuser URL of the real PostgreSQL server."""
+    return _service("TEST_DATABASE_URL")
+
+
+@pytest.fixture
+def postgres_url(postgres_admin_url: str) -> Iterator[str]:
+    """A fresh, empty PostgreSQL database for one test."""
+    name = f"t_{secrets.token_hex(6)}"
+    with psycopg.connect(postgres_admin_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    base, _, _ = postgres_admin_url.rpartition("/")
+    yield f"{base}/{name}"
+    with psycopg.connect(postgres_admin_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """An empty database: each test using it runs on SQLite and on PostgreSQL."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'changeops.db'}"
+    return str(request.getfixturevalue("postgres_url"))
+
+
+@pytest.fixture
+def migrated_url(database_url: str) -> str:
+    """A database brought to the newest migration."""
+    migrate.upgrade(database_url)
+    return database_url
+
+
+@dataclass
+class SlackHarness:
+    """A running bot, the emulated workspace it talks to, and a driver that plays Slack."""
+
+    ws: Workspace
+    emulator: Emulator
+    driver: SlackDriver
+    bot: Bot
+    config: Config
+
+
+USERS = {"U0000ALICE": "alice", "U00000BOB": "bob", "U0000CAROL": "carol"}
+
+
+def seed_workspace(ws: Workspace) -> None:
+    """Three people, a changes channel, a pipeline channel, two user groups."""
+    for user_id, name in USERS.items():
+        ws.add_user(user_id, name)
+    ws.add_channel("changes", list(USERS))
+    ws.add_channel("orders-pipeline", ["U0000ALICE", "U00000BOB"])
+    ws.add_usergroup("orders-team", ["U0000ALICE"])
+    ws.add_usergroup("analytics-team", ["U00000BOB", "U0000CAROL"])
+
+
+async def start_emulator(ws: Workspace) -> tuple[Emulator, web.AppRunner]:
+    """Serve the emulator on an ephemeral port."""
+    emulator = Emulator(ws)
+    runner = web.AppRunner(emulator.application(), access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    emulator.base_url = f"http://127.0.0.1:{int(runner.addresses[0][1])}"
+    return emulator, runner
+
+
+def bot_config(emulator: Emulator, database_url: str, **overrides: str) -> Config:
+    """The environment a bot pointed at the emulator would have."""
+    env = {
+        "SLACK_BOT_TOKEN": emulator.ws.token,
+        "SLACK_SIGNING_SECRET": "8f742231b10e8888abcd99yyyzzz85a5",
+        "DATABASE_URL": database_url,
+        "SLACK_API_URL": f"{emulator.base_url}/api/",
+        "HOST": "127.0.0.1",
+        **overrides,
+    }
+    return Config.from_env(env)
+
+
+@pytest.fixture
+async def slack(migrated_url: str) -> AsyncIterator[SlackHarness]:
+    """The bot on a migrated database, talking to a seeded emulated workspace over HTTP."""
+    ws = Workspace(f"xoxb-test-{secrets.token_hex(6)}")
+    seed_workspace(ws)
+    emulator, runner = await start_emulator(ws)
+    config = bot_config(emulator, migrated_url)
+    bot = Bot(config)
+    await bot.start(0)
+    driver = SlackDriver(emulator, f"{bot.url}/slack/events", config.slack_signing_secret)
+    try:
+        yield SlackHarness(ws, emulator, driver, bot, config)
+    finally:
+        await driver.close()
+        await bot.stop()
+        await runner.cleanup()

@@ -1,0 +1,82 @@
+"""The `bot` command as a newcomer runs it: real processes, real HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from bot.emulator import SlackDriver, Workspace
+from tests.conftest import seed_workspace, start_emulator
+
+SECRET_TOKEN = "xoxb-111-222-thisisverysecret"
+SIGNING_SECRET = "0123456789abcdef0123456789abcdef"
+
+
+def run_bot(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "DATABASE_URL"))}
+    return subprocess.run([sys.executable, "-m", "bot", *args], env={**clean, **env}, capture_output=True, text=True, timeout=60)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_serve_without_a_token_stops_with_one_line() -> None:
+    result = run_bot("serve", env={})
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [result.stderr.strip()]
+    assert "SLACK_BOT_TOKEN is not set" in result.stderr
+
+
+async def test_migrate_then_serve_and_never_log_secrets(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'cli.db'}"
+    migrated = run_bot("migrate", env={"DATABASE_URL": db})
+    assert migrated.returncode == 0, migrated.stderr
+    assert "database at" in migrated.stdout
+    ws = Workspace(SECRET_TOKEN)
+    seed_workspace(ws)
+    emulator, runner = await start_emulator(ws)
+    port = free_port()
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("SLACK_")}, "DATABASE_URL": db,
+           "SLACK_BOT_TOKEN": SECRET_TOKEN, "SLACK_SIGNING_SECRET": SIGNING_SECRET, "PORT": str(port),
+           "HOST": "127.0.0.1", "LOG_LEVEL": "DEBUG", "SLACK_API_URL": f"{emulator.base_url}/api/"}
+    process = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot", "serve", env=env, stderr=asyncio.subprocess.PIPE)
+    driver = SlackDriver(emulator, f"http://127.0.0.1:{port}/slack/events", SIGNING_SECRET)
+    try:
+        async with aiohttp.ClientSession() as http:
+            for _ in range(200):
+                try:
+                    async with http.get(f"http://127.0.0.1:{port}/readyz") as response:
+                        if response.status == 200:
+                            break
+                except aiohttp.ClientConnectionError:
+                    await asyncio.sleep(0.1)
+        await driver.command("/schema help", user="U0000ALICE", channel="changes")
+        await driver.event({"type": "app_home_opened", "user": "U0000ALICE", "channel": "D1", "tab": "home"})
+        await ws.wait_for(lambda: ws.home.get("U0000ALICE"))
+        assert "`/schema help`" in ws.ephemerals_for("U0000ALICE")[0].text
+    finally:
+        await driver.close()
+        process.terminate()
+        _, stderr_bytes = await process.communicate()
+        await runner.cleanup()
+    stderr = stderr_bytes.decode()
+    assert "ChangeOps listening" in stderr
+    assert "views.publish" in stderr or "views_publish" in stderr or "Sending a request" in stderr
+    assert SECRET_TOKEN not in stderr
+    assert SIGNING_SECRET not in stderr
+
+
+@pytest.mark.parametrize("args", [["--version"], ["--help"]])
+def test_python_dash_m_works(args: list[str]) -> None:
+    result = run_bot(*args, env={})
+    assert result.returncode == 0

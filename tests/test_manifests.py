@@ -1,0 +1,45 @@
+"""The deployment files agree with the code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from bot.slack.commands import slash_commands
+from tests.conftest import SlackHarness
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def manifest() -> dict[str, object]:
+    return yaml.safe_load((ROOT / "manifests" / "slack-app.yaml").read_text())
+
+
+def test_manifest_declares_exactly_the_registered_slash_commands() -> None:
+    declared = {c["command"] for c in manifest()["features"]["slash_commands"]}  # type: ignore[index]
+    assert declared == set(slash_commands())
+
+
+async def test_every_declared_command_is_answered(slack: SlackHarness) -> None:
+    for entry in manifest()["features"]["slash_commands"]:  # type: ignore[index]
+        delivery = await slack.driver.command(f"{entry['command']} help", user="U0000ALICE", channel="changes")
+        assert delivery.status == 200, entry["command"]
+
+
+def test_request_urls_point_at_the_events_path() -> None:
+    settings = manifest()["settings"]
+    assert settings["event_subscriptions"]["request_url"].endswith("/slack/events")  # type: ignore[index]
+    assert settings["interactivity"]["request_url"].endswith("/slack/events")  # type: ignore[index]
+    assert "app_home_opened" in settings["event_subscriptions"]["bot_events"]  # type: ignore[index]
+
+
+def test_procfile_and_kubernetes_probes() -> None:
+    procfile = dict(line.split(": ", 1) for line in (ROOT / "Procfile").read_text().splitlines() if line)
+    assert procfile == {"web": "bot serve", "release": "bot migrate"}
+    deployment = yaml.safe_load((ROOT / "manifests" / "k8s" / "deployment.yaml").read_text())
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    refs = {next(iter(r.values()))["name"] for r in container["envFrom"]}
+    assert refs == {"changeops"}

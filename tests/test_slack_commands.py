@@ -1,0 +1,93 @@
+"""Slash commands end to end: signed requests over HTTP to the running bot, replies seen in the emulator."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from bot.emulator import sign
+from tests.conftest import SlackHarness
+
+
+async def test_schema_help_answers_with_the_list_of_commands(slack: SlackHarness) -> None:
+    delivery = await slack.driver.command("/schema help", user="U0000ALICE", channel="changes")
+    assert delivery.status == 200
+    shown = slack.ws.ephemerals_for("U0000ALICE")
+    assert len(shown) == 1
+    assert "`/schema help`" in shown[0].text
+    assert shown[0].channel == slack.ws.channel_id("changes")
+    assert slack.ws.channel_messages("changes") == []
+
+
+async def test_bare_command_shows_help(slack: SlackHarness) -> None:
+    await slack.driver.command("/schema", user="U00000BOB", channel="changes")
+    assert "`/schema help`" in slack.ws.ephemerals_for("U00000BOB")[0].text
+
+
+async def test_unknown_subcommand_is_explained_and_changes_nothing(slack: SlackHarness) -> None:
+    delivery = await slack.driver.command("/schema frobnicate now", user="U0000ALICE", channel="changes")
+    assert delivery.status == 200
+    text = slack.ws.ephemerals_for("U0000ALICE")[0].text
+    assert "I don't know `/schema frobnicate`" in text
+    assert "`/schema help`" in text
+    assert not [c for c in slack.ws.calls if c.method.startswith("chat.")]
+
+
+async def test_unbalanced_quotes_get_a_human_message(slack: SlackHarness) -> None:
+    await slack.driver.command('/schema help "unclosed', user="U0000ALICE", channel="changes")
+    assert "I could not read that command" in slack.ws.ephemerals_for("U0000ALICE")[0].text
+
+
+async def test_unsigned_request_is_refused_and_changes_nothing(slack: SlackHarness) -> None:
+    sent = await slack.driver.command("/schema help", user="U0000ALICE", channel="changes")
+    before = len(slack.ws.ephemerals)
+    fresh = sent.body.replace(b"trigger_id=", b"trigger_id=unsigned")
+    delivery = await slack.driver.send(fresh, "application/x-www-form-urlencoded", signed=False)
+    assert delivery.status == 401
+    assert len(slack.ws.ephemerals) == before
+
+
+async def test_wrong_signature_is_refused(slack: SlackHarness) -> None:
+    sent = await slack.driver.command("/schema help", user="U0000ALICE", channel="changes")
+    fresh = sent.body.replace(b"trigger_id=", b"trigger_id=forged")
+    ts = str(int(time.time()))
+    forged = sign("not-the-secret", ts, fresh)
+    delivery = await slack.driver.send(fresh, "application/x-www-form-urlencoded", signature=forged)
+    assert delivery.status == 401
+    assert delivery.text == "" or "help" not in delivery.text
+
+
+async def test_stale_timestamp_is_refused_even_with_a_valid_signature(slack: SlackHarness) -> None:
+    sent = await slack.driver.command("/schema help", user="U0000ALICE", channel="changes")
+    fresh = sent.body.replace(b"trigger_id=", b"trigger_id=stale")
+    delivery = await slack.driver.send(fresh, "application/x-www-form-urlencoded", timestamp=int(time.time()) - 6 * 60)
+    assert delivery.status == 401
+
+
+async def test_tampered_body_is_refused(slack: SlackHarness) -> None:
+    ts = str(int(time.time()))
+    body = b"command=%2Fschema&text=help&user_id=U0000ALICE&channel_id=C1&trigger_id=t1"
+    good = sign(slack.config.slack_signing_secret, ts, body)
+    delivery = await slack.driver.send(body + b"x", "application/x-www-form-urlencoded", timestamp=int(ts), signature=good)
+    assert delivery.status == 401
+
+
+async def test_a_retried_command_replies_once(slack: SlackHarness) -> None:
+    first = await slack.driver.command("/schema help", user="U0000ALICE", channel="changes")
+    retried = await slack.driver.command("/schema help", user="U0000ALICE", channel="changes", retry=first)
+    assert first.status == retried.status == 200
+    assert retried.text == ""
+    assert len(slack.ws.ephemerals_for("U0000ALICE")) == 1
+
+
+async def test_every_ack_is_within_slacks_three_seconds(slack: SlackHarness) -> None:
+    for text in ("/schema help", "/schema", "/schema nonsense"):
+        delivery = await slack.driver.command(text, user="U0000CAROL", channel="changes")
+        assert delivery.ack_seconds < slack.driver.ack_limit
+
+
+async def test_url_verification_challenge_is_answered(slack: SlackHarness) -> None:
+    body = json.dumps({"token": "x", "challenge": "c-123", "type": "url_verification"}).encode()
+    delivery = await slack.driver.send(body, "application/json")
+    assert delivery.status == 200
+    assert delivery.json == {"challenge": "c-123"}
