@@ -55,13 +55,13 @@ class Bot:
         self.scheduler.start()
         if self.config.slack_app_token:
             self._socket_mode = AsyncSocketModeHandler(self.slack, self.config.slack_app_token)
-            await self._socket_mode.connect_async()
+            await self._socket_mode.connect_async()  # type: ignore[no-untyped-call]
         log.info("ChangeOps listening on %s (Slack request URL: %s/slack/events)", self.url, self.url)
 
     async def stop(self) -> None:
         """Stop serving, stop the scheduler, close the database."""
         if self._socket_mode is not None:
-            await self._socket_mode.close_async()
+            await self._socket_mode.close_async()  # type: ignore[no-untyped-call]
             self._socket_mode = None
         if self.scheduler.running:
             self.scheduler.shutdown(wait=False)

@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
 ensure_venv "[test]"
+.venv/bin/mypy
 run_dir=$(mktemp -d /tmp/changeops-test.XXXXXX)
 cleanup() {
   scripts/kafka.sh stop "$run_dir" || true

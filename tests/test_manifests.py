@@ -43,3 +43,10 @@ def test_procfile_and_kubernetes_probes() -> None:
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
     refs = {next(iter(r.values()))["name"] for r in container["envFrom"]}
     assert refs == {"changeops"}
+
+
+def test_readme_documents_every_rule() -> None:
+    from bot.domain.compat.rules import CATALOGUE
+
+    readme = (ROOT / "README.md").read_text()
+    assert all(f"| `{rule.id}` | {rule.level} |" in readme for rule in CATALOGUE)

@@ -91,3 +91,13 @@ async def test_url_verification_challenge_is_answered(slack: SlackHarness) -> No
     delivery = await slack.driver.send(body, "application/json")
     assert delivery.status == 200
     assert delivery.json == {"challenge": "c-123"}
+
+
+async def test_schema_rules_lists_the_catalogue_within_slack_limits(slack: SlackHarness) -> None:
+    from bot.domain.compat.rules import CATALOGUE
+
+    delivery = await slack.driver.command("/schema rules", user="U0000ALICE", channel="changes")
+    assert delivery.status == 200
+    [shown] = slack.ws.ephemerals_for("U0000ALICE")
+    text = " ".join(b["text"]["text"] for b in shown.blocks)
+    assert all(f"`{rule.id}`" in text for rule in CATALOGUE)

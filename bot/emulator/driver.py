@@ -179,8 +179,8 @@ class SlackDriver:
         await self.ws.changed()
 
     def _apply_view_response(self, view: View, delivery: Delivery) -> None:
-        answer = delivery.json if delivery.status == 200 else None
-        action = answer.get("response_action") if isinstance(answer, dict) else None
+        answer: dict[str, Any] = delivery.json if delivery.status == 200 and isinstance(delivery.json, dict) else {}
+        action = answer.get("response_action")
         if action == "errors":
             view.errors = dict(answer.get("errors", {}))
         elif action == "update":

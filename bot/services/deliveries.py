@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import delete
 from sqlalchemy.exc import IntegrityError
+from sqlmodel import col
 
 from bot.store.database import Database
 from bot.store.models import SlackDelivery, utcnow
@@ -32,6 +33,6 @@ class Deliveries:
         """Forget keys older than ``older_than`` (Slack retries within minutes); returns how many."""
         cutoff = (now or utcnow()) - older_than
         async with self.db.session() as session:
-            result = await session.execute(delete(SlackDelivery).where(SlackDelivery.received_at < cutoff))
+            result = await session.execute(delete(SlackDelivery).where(col(SlackDelivery.received_at) < cutoff))
             await session.commit()
-        return int(result.rowcount or 0)
+        return int(getattr(result, "rowcount", 0) or 0)

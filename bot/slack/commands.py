@@ -10,6 +10,7 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 
+from bot.domain.compat.rules import CATALOGUE
 from bot.slack import ids
 from bot.slack.render import Reply
 
@@ -86,7 +87,13 @@ def schema_router() -> Router:
     async def help_handler(_request: CommandRequest) -> Reply:
         return router.help()
 
+    async def rules_handler(_request: CommandRequest) -> Reply:
+        lines = [f"`{rule.id}` ({rule.level}) — {rule.purpose}" for rule in CATALOGUE]
+        return Reply.sections("*Classification rules* — the level of a change is the worst of its findings; "
+                              "failing a direction the subject's mode requires is always breaking.", lines)
+
     router.add(Subcommand("help", "help", "this list of commands", help_handler, in_ack=True))
+    router.add(Subcommand("rules", "rules", "the rules a schema change is classified by", rules_handler, in_ack=True))
     return router
 
 

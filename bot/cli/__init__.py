@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from bot import __version__
+from bot.cli import classify as classify_cli
 from bot.config import Config, ConfigError
 from bot.logs import configure
 
@@ -47,6 +48,8 @@ def _parser() -> argparse.ArgumentParser:
     playground.add_argument("--slack-port", type=int, default=3001, help="the emulator's port (default 3001)")
     playground.add_argument("--no-prompt", action="store_true", help="serve only; do not read commands from the terminal")
     playground.set_defaults(run=_playground)
+
+    classify_cli.add_parsers(sub)
     return parser
 
 

@@ -1,0 +1,150 @@
+"""``bot classify`` and ``bot rules``: the classifier from the command line (and from CI pipelines)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from bot.domain.avro.parse import SchemaError, parse, parse_value
+from bot.domain.compat.classify import Mode, Verdict, classify
+from bot.domain.compat.report import as_json, as_text, rules_json, rules_text
+from bot.domain.compat.rules import Level
+
+USAGE_ERROR = 2
+FAILED_GATE = 1
+
+
+class UsageError(Exception):
+    """Bad arguments or unreadable input; exit code 2."""
+
+
+def add_parsers(sub: Any) -> None:
+    """Register ``classify`` and ``rules`` on the main parser."""
+    classify_parser = sub.add_parser(
+        "classify", help="classify a schema change: safe, compatible or breaking",
+        description="Classify NEW against OLD (or against every version with --history), or every line of --pairs.")
+    classify_parser.add_argument("schemas", nargs="*", metavar="SCHEMA", help="OLD NEW, or with --history: V1 V2 ... NEW (files, - for stdin)")
+    classify_parser.add_argument("--history", action="store_true", help="the SCHEMA files are the subject's versions, oldest first, then NEW")
+    classify_parser.add_argument("--pairs", metavar="FILE.jsonl", help='JSON lines {"id","old","new","mode"} in, one verdict per line out (- for stdin)')
+    classify_parser.add_argument("--mode", default="FULL", help="BACKWARD, BACKWARD_TRANSITIVE, FORWARD, FORWARD_TRANSITIVE, FULL (default), FULL_TRANSITIVE, NONE")
+    classify_parser.add_argument("--format", choices=("text", "json"), default=None, help="text (default) or json; --pairs always writes JSON lines")
+    classify_parser.add_argument("--fail-on", metavar="LEVEL", help="exit 1 when the change is at least LEVEL (safe, compatible, breaking), or a schema is invalid")
+    classify_parser.set_defaults(run=run_classify)
+
+    rules_parser = sub.add_parser("rules", help="list the classification rules")
+    rules_parser.add_argument("--format", choices=("text", "json"), default="text")
+    rules_parser.set_defaults(run=run_rules)
+
+
+def run_rules(args: argparse.Namespace) -> int:
+    """Print the rules catalogue."""
+    print(json.dumps(rules_json(), indent=2) if args.format == "json" else rules_text())
+    return 0
+
+
+def run_classify(args: argparse.Namespace) -> int:
+    """Classify, print, and pick the exit code."""
+    try:
+        mode = Mode.parse(args.mode)
+        fail_on = Level.parse(args.fail_on) if args.fail_on else None
+        if args.pairs:
+            if args.schemas or args.history:
+                raise UsageError("--pairs takes no SCHEMA arguments")
+            if args.format == "text":
+                raise UsageError("--pairs writes JSON lines; --format text does not apply")
+            with _open(args.pairs) as lines:
+                return classify_pairs(lines, sys.stdout, mode, fail_on)
+        return _classify_files(args, mode, fail_on)
+    except (UsageError, ValueError) as err:
+        print(f"bot classify: {err}", file=sys.stderr)
+        return USAGE_ERROR
+
+
+def _classify_files(args: argparse.Namespace, mode: Mode, fail_on: Level | None) -> int:
+    paths: list[str] = args.schemas
+    if args.history:
+        if len(paths) < 1:
+            raise UsageError("--history needs the versions and then NEW")
+    elif len(paths) != 2:
+        raise UsageError("give OLD and NEW (or --history V1 ... NEW, or --pairs FILE)")
+    schemas = []
+    for path in paths:
+        try:
+            schemas.append(parse(_read(path)))
+        except SchemaError as err:
+            print(f"bot classify: {path}: invalid schema: {err}", file=sys.stderr)
+            return FAILED_GATE if fail_on is not None else USAGE_ERROR
+    verdict = classify(schemas[:-1], schemas[-1], mode)
+    if args.format == "json":
+        print(json.dumps(as_json(verdict), ensure_ascii=False))
+    else:
+        print(as_text(verdict))
+    return _gate(verdict, fail_on)
+
+
+def classify_pairs(lines: TextIO, out: TextIO, default_mode: Mode, fail_on: Level | None) -> int:
+    """One verdict per input line; a bad line answers ``{"id","error"}`` and the rest go on."""
+    status = 0
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        result = _pair(number, line, default_mode)
+        out.write(json.dumps(result, ensure_ascii=False) + "\n")
+        if fail_on is not None and ("error" in result or Level.parse(result["level"]) >= fail_on):
+            status = FAILED_GATE
+    out.flush()
+    return status
+
+
+def _pair(number: int, line: str, default_mode: Mode) -> dict[str, Any]:
+    try:
+        item = json.loads(line)
+    except json.JSONDecodeError as err:
+        return {"id": None, "error": f"line {number}: malformed JSON: {err.msg} (column {err.colno})"}
+    except RecursionError:
+        return {"id": None, "error": f"line {number}: nesting too deep"}
+    if not isinstance(item, dict):
+        return {"id": None, "error": f"line {number}: expected an object with id, old, new and mode"}
+    ident = item.get("id")
+    missing = [key for key in ("old", "new") if key not in item]
+    if missing:
+        return {"id": ident, "error": f"line {number}: missing {' and '.join(missing)}"}
+    try:
+        mode = Mode.parse(item["mode"]) if item.get("mode") is not None else default_mode
+    except (ValueError, AttributeError):
+        return {"id": ident, "error": f"line {number}: unknown mode {item.get('mode')!r}"}
+    schemas = []
+    for side in ("old", "new"):
+        try:
+            schemas.append(parse_value(item[side]))
+        except SchemaError as err:
+            return {"id": ident, "error": f"{side}: {err}"}
+    return {"id": ident, **as_json(classify([schemas[0]], schemas[1], mode))}
+
+
+def _gate(verdict: Verdict, fail_on: Level | None) -> int:
+    return FAILED_GATE if fail_on is not None and verdict.level >= fail_on else 0
+
+
+def _read(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as err:
+        raise UsageError(f"cannot read {path}: {err.strerror}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{path} is not UTF-8 text") from None
+
+
+def _open(path: str) -> contextlib.AbstractContextManager[TextIO]:
+    if path == "-":
+        return contextlib.nullcontext(sys.stdin)
+    try:
+        return open(path, encoding="utf-8")
+    except OSError as err:
+        raise UsageError(f"cannot read {path}: {err.strerror}") from None

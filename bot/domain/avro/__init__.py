@@ -1,0 +1,1 @@
+"""Avro schemas: parsing, validation and the node graph."""

@@ -1,0 +1,1 @@
+"""Schema change classification: resolution in both directions, semantic rules, modes."""

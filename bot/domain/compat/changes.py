@@ -1,0 +1,26 @@
+"""What the walkers report (``Change``) and what the classifier returns (``Finding``)."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class Direction(enum.StrEnum):
+    """Which readers a change breaks."""
+
+    BACKWARD = "backward"  # a reader on the NEW schema reading data written with the OLD one
+    FORWARD = "forward"  # a reader on the OLD schema reading data written with the NEW one
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One difference between two schemas, as a walker saw it; ``breaks`` says which reads fail."""
+
+    rule: str
+    path: str
+    old: str = ""
+    new: str = ""
+    detail: str = ""
+    breaks: frozenset[Direction] = frozenset()
+    version: int | None = None

@@ -1,0 +1,158 @@
+"""Schema resolution (Avro 1.12) in one direction, reporting every reason a read would fail.
+
+``Resolution(BACKWARD)`` asks whether the new schema can read data written with the old one;
+``Resolution(FORWARD)`` the reverse. Each failure is a ``Change`` named by what changed (old to new),
+so both directions describe the same edit with the same rule and path. Records are memoised by the
+pair of nodes, with paths relative to the record, so shared named types cost once and recursive
+types terminate (a pair met again while it is being checked is assumed to resolve: a cycle adds no
+new failure).
+"""
+
+from __future__ import annotations
+
+from bot.domain.avro.model import NAMED, Node, Schema
+from bot.domain.compat.changes import Change, Direction
+from bot.domain.compat.matching import counterpart, decimals_differ, first_match, matches, names_match, related, type_change_rule
+
+# (relative path, rule, old description, new description, detail)
+Rel = tuple[str, str, str, str, str]
+
+
+class Resolution:
+    """Resolution in one direction between an old and a new schema."""
+
+    def __init__(self, direction: Direction) -> None:
+        self.direction = direction
+        self.backward = direction is Direction.BACKWARD
+        self._memo: dict[tuple[int, int], list[Rel]] = {}
+        self._active: set[tuple[int, int]] = set()
+
+    def check(self, old: Schema, new: Schema, version: int | None = None) -> list[Change]:
+        """Every failure of this direction, with full paths."""
+        writer, reader = (old.root, new.root) if self.backward else (new.root, old.root)
+        breaks = frozenset({self.direction})
+        return [Change(rule, new.label + suffix, o, n, detail, breaks, version)
+                for suffix, rule, o, n, detail in self._resolve(writer, reader)]
+
+    def _orient(self, writer: Node, reader: Node) -> tuple[Node, Node]:
+        return (writer, reader) if self.backward else (reader, writer)
+
+    def _resolve(self, writer: Node, reader: Node) -> list[Rel]:
+        if writer is reader:
+            return []
+        if writer.type == "union":
+            found: list[Rel] = []
+            for branch in writer.branches:
+                if reader.type == "union":
+                    target = first_match(branch, reader)
+                    found += self._resolve(branch, target) if target is not None else self._lost_branch(branch, reader)
+                elif matches(branch, reader):
+                    found += self._resolve(branch, reader)
+                elif related(branch, reader):
+                    found += self._mismatch(branch, reader)
+                else:
+                    found += self._branch(branch)
+            return found
+        if reader.type == "union":
+            target = first_match(writer, reader)
+            if target is not None:
+                return self._resolve(writer, target)
+            return self._lost_branch(writer, reader, plain=True)
+        if not matches(writer, reader):
+            return self._mismatch(writer, reader)
+        if writer.type == "record":
+            return self._record(writer, reader)
+        if writer.type == "enum":
+            return self._enum(writer, reader)
+        if writer.type == "array":
+            assert writer.items is not None and reader.items is not None
+            return [("[]" + s, *rest) for s, *rest in self._resolve(writer.items, reader.items)]  # type: ignore[misc]
+        if writer.type == "map":
+            assert writer.values is not None and reader.values is not None
+            return [("{}" + s, *rest) for s, *rest in self._resolve(writer.values, reader.values)]  # type: ignore[misc]
+        return []
+
+    def _lost_branch(self, writer: Node, union: Node, *, plain: bool = False) -> list[Rel]:
+        """A writer type that no branch of the reader's union accepts."""
+        near = counterpart(writer, union)
+        if near is not None:
+            return self._mismatch(writer, near)
+        if plain:
+            old, new = self._orient(writer, union)
+            return [("", "TYPE_CHANGED", old.describe(), new.describe(), "")]
+        return self._branch(writer)
+
+    def _branch(self, writer: Node) -> list[Rel]:
+        """A writer's union branch the reader cannot take: removed (backward) or added (forward)."""
+        if self.backward:
+            return [("", "UNION_BRANCH_REMOVED", writer.describe(), "", writer.describe())]
+        return [("", "UNION_BRANCH_ADDED", "", writer.describe(), writer.describe())]
+
+    def _mismatch(self, writer: Node, reader: Node) -> list[Rel]:
+        """Why two related schemas do not match, as rules on the old-to-new edit."""
+        old, new = self._orient(writer, reader)
+        found: list[Rel] = []
+        if old.type == new.type and old.type in NAMED:
+            if not names_match(writer, reader):
+                if old.name in new.aliases:
+                    found.append(("", "TYPE_RENAMED", old.describe(), new.describe(), f"from {old.short_name} to {new.short_name}"))
+                else:
+                    found.append(("", "NAME_CHANGED", old.describe(), new.describe(), f"renamed from {old.short_name} to {new.short_name}"))
+            if old.type == "fixed" and old.size != new.size:
+                found.append(("", "FIXED_SIZE_CHANGED", old.describe(), new.describe(), f"{old.size} to {new.size}"))
+        elif old.type != new.type:
+            rule = type_change_rule(old.type, new.type) if old.type not in NAMED and new.type not in NAMED else "TYPE_CHANGED"
+            found.append(("", rule, old.describe(), new.describe(), ""))
+        if decimals_differ(old, new):
+            found.extend(decimal_changes(old, new))
+        return found
+
+    def _record(self, writer: Node, reader: Node) -> list[Rel]:
+        key = (id(writer), id(reader))
+        cached = self._memo.get(key)
+        if cached is not None:
+            return cached
+        if key in self._active:
+            return []
+        self._active.add(key)
+        found: list[Rel] = []
+        for field in reader.fields:
+            source = writer.by_name.get(field.name)
+            if source is None and field.aliases:
+                source = next((writer.by_name[a] for a in field.aliases if a in writer.by_name), None)
+            if source is not None:
+                inner = self._resolve(source.type, field.type)
+                if inner:
+                    segment = "." + (field.name if self.backward else source.name)
+                    found += [(segment + s, *rest) for s, *rest in inner]  # type: ignore[misc]
+            elif field.has_default:
+                continue
+            elif self.backward:
+                found.append(("." + field.name, "FIELD_ADDED_WITHOUT_DEFAULT", "", field.type.describe(), ""))
+            elif (renamed := writer.by_alias.get(field.name)) is not None:
+                found.append(("." + renamed.name, "FIELD_RENAMED", field.type.describe(), renamed.type.describe(), field.name))
+            else:
+                found.append(("." + field.name, "FIELD_REMOVED_WITHOUT_DEFAULT", field.type.describe(), "", ""))
+        self._active.discard(key)
+        self._memo[key] = found
+        return found
+
+    def _enum(self, writer: Node, reader: Node) -> list[Rel]:
+        if reader.enum_default is not None:
+            return []
+        known = set(reader.symbols)
+        if all(symbol in known for symbol in writer.symbols):
+            return []
+        old, new = self._orient(writer, reader)
+        rule = "ENUM_SYMBOL_REMOVED" if self.backward else "ENUM_SYMBOL_ADDED"
+        return [("", rule, old.describe(), new.describe(), "")]
+
+
+def decimal_changes(old: Node, new: Node) -> list[Rel]:
+    """Precision and scale changes of two decimals."""
+    found: list[Rel] = []
+    if old.precision != new.precision:
+        found.append(("", "DECIMAL_PRECISION_CHANGED", old.describe(), new.describe(), f"{old.precision} to {new.precision}"))
+    if old.scale != new.scale:
+        found.append(("", "DECIMAL_SCALE_CHANGED", old.describe(), new.describe(), f"{old.scale} to {new.scale}"))
+    return found

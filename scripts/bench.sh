@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Run every benchmark in bench/ (each prints ratios against a baseline measured in the same run).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/lib.sh
+ensure_venv "[test]"
+for script in bench/*.py; do
+  echo "== $script"
+  .venv/bin/python "$script"
+done
