@@ -13,6 +13,7 @@ from slack_bolt.async_app import AsyncApp
 
 from bot.config import Config
 from bot.services.deliveries import Deliveries
+from bot.services.lineage import LineageService
 from bot.slack.app import build_app
 from bot.slack.poster import Poster
 from bot.store import migrate
@@ -29,9 +30,10 @@ class Bot:
         self.config = config
         self.db = Database(config.database_url)
         self.deliveries = Deliveries(self.db)
+        self.lineage = LineageService(self.db)
         self.slack: AsyncApp = build_app(config, self.deliveries)
         self.poster = Poster(self.slack.client)
-        self.web = build_web_app(self.slack, self.db, migrate.head())
+        self.web = build_web_app(self.slack, self.db, migrate.head(), config.api_token, self.lineage)
         self.scheduler = AsyncIOScheduler(timezone="UTC")
         self.scheduler.add_job(self.deliveries.prune, "interval", hours=1, kwargs={"older_than": timedelta(days=1)},
                                id="prune-slack-deliveries", coalesce=True, max_instances=1)

@@ -10,7 +10,8 @@ from sqlmodel import SQLModel
 from bot.store import migrate, models  # noqa: F401
 from bot.store.database import sync_engine
 
-TABLES = {"subjects", "schema_versions", "proposals", "acknowledgements", "audit_log", "slack_deliveries"}
+TABLES = {"subjects", "schema_versions", "proposals", "acknowledgements", "audit_log", "slack_deliveries",
+          "teams", "lineage_datasets", "lineage_jobs", "lineage_revision"}
 
 
 def test_upgrade_creates_every_table(database_url: str) -> None:

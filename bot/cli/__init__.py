@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from bot import __version__
 from bot.cli import classify as classify_cli
+from bot.cli import lineage as lineage_cli
 from bot.config import Config, ConfigError
 from bot.logs import configure
 
@@ -50,6 +51,7 @@ def _parser() -> argparse.ArgumentParser:
     playground.set_defaults(run=_playground)
 
     classify_cli.add_parsers(sub)
+    lineage_cli.add_parsers(sub)
     return parser
 
 

@@ -29,6 +29,8 @@ class Subject(SQLModel, table=True):
     compatibility: str = Field(default="FULL", max_length=32)
     owner_team: str | None = Field(default=None, max_length=255)
     channel: str | None = Field(default=None, max_length=64)
+    topic: str | None = Field(default=None, max_length=255)
+    namespace: str | None = Field(default=None, max_length=255)
     created_at: datetime = _when(nullable=False, default=utcnow)
 
 
@@ -109,3 +111,61 @@ class SlackDelivery(SQLModel, table=True):
 
     key: str = Field(primary_key=True, max_length=128)
     received_at: datetime = _when(nullable=False, default=utcnow, index=True)
+
+
+class TeamRow(SQLModel, table=True):
+    """An owning team from the catalog."""
+
+    __tablename__ = "teams"
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(max_length=255, unique=True, index=True)
+    usergroup: str | None = Field(default=None, max_length=64)
+    members: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    oncall: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    channel: str | None = Field(default=None, max_length=64)
+
+
+class LineageDataset(SQLModel, table=True):
+    """A dataset of the lineage graph (a topic, a table...), from the catalog or OpenLineage."""
+
+    __tablename__ = "lineage_datasets"
+    __table_args__ = (UniqueConstraint("namespace", "name", name="uq_lineage_datasets_identity"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    namespace: str = Field(max_length=255)
+    name: str = Field(max_length=255, index=True)
+    kind: str = Field(default="dataset", max_length=32)
+    owners: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    fields: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    subject: str | None = Field(default=None, max_length=255)
+    source: str = Field(max_length=16)
+
+
+class LineageJob(SQLModel, table=True):
+    """A job with its inputs, outputs and field mappings, as JSON; replaced whole by a newer event."""
+
+    __tablename__ = "lineage_jobs"
+    __table_args__ = (UniqueConstraint("namespace", "name", name="uq_lineage_jobs_identity"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    namespace: str = Field(max_length=255)
+    name: str = Field(max_length=255, index=True)
+    owners: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    channel: str | None = Field(default=None, max_length=64)
+    inputs: list[list[str]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    outputs: list[list[str]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    mappings: list[list[str]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    unmapped_outputs: list[list[str]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    source: str = Field(max_length=16)
+    event_time: datetime | None = _when(nullable=True)
+    digest: str = Field(default="", max_length=64)
+
+
+class LineageRevision(SQLModel, table=True):
+    """One row whose counter moves whenever lineage changes, so every replica knows to rebuild its graph."""
+
+    __tablename__ = "lineage_revision"
+
+    id: int = Field(default=1, primary_key=True)
+    revision: int = 0

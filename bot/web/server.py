@@ -1,4 +1,4 @@
-"""The aiohttp application: ``/slack/events``, ``/healthz`` and ``/readyz``."""
+"""The aiohttp application: ``/slack/events``, ``/healthz``, ``/readyz`` and the HTTP API."""
 
 from __future__ import annotations
 
@@ -9,13 +9,15 @@ from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp
 from sqlalchemy import text
 
+from bot.services.lineage import LineageService
 from bot.store.database import Database
+from bot.web import api
 
 log = logging.getLogger(__name__)
 MAX_BODY = 4 * 1024 * 1024
 
 
-def build_web_app(bolt: AsyncApp, db: Database, schema_head: str) -> web.Application:
+def build_web_app(bolt: AsyncApp, db: Database, schema_head: str, api_token: str | None, lineage: LineageService) -> web.Application:
     """Routes for Slack and for the orchestrator's probes."""
 
     async def slack_events(request: web.Request) -> web.Response:
@@ -39,4 +41,5 @@ def build_web_app(bolt: AsyncApp, db: Database, schema_head: str) -> web.Applica
     app.router.add_post("/slack/events", slack_events)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
+    api.add_routes(app, api_token, lineage)
     return app

@@ -1,0 +1,231 @@
+"""``bot catalog``, ``bot lineage`` and ``bot impact``: lineage from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bot.config import Config
+from bot.domain.avro.parse import parse
+from bot.domain.avro.model import Schema
+from bot.domain.lineage.catalog import Catalog, Problem, read_catalog
+from bot.domain.lineage.coverage import coverage
+from bot.domain.lineage.graph import Impact, LineageError
+from bot.domain.lineage.openlineage import LineageEvent, OpenLineageError, parse_event
+from bot.services.lineage import LineageService
+from bot.store import migrate
+from bot.store.database import Database
+
+BAD_INPUT = 1
+USAGE_ERROR = 2
+
+
+class CommandError(Exception):
+    """A message for the user and the exit code to leave with."""
+
+    def __init__(self, message: str, code: int = BAD_INPUT) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def add_parsers(sub: Any) -> None:
+    """Register ``catalog``, ``lineage`` and ``impact``."""
+    catalog = sub.add_parser("catalog", help="check or load the declarative catalog (YAML)").add_subparsers(metavar="ACTION")
+    validate = catalog.add_parser("validate", help="report every problem in a catalog file, with its place")
+    validate.add_argument("file")
+    validate.set_defaults(run=_command(run_validate))
+    load = catalog.add_parser("load", help="check a catalog file and store it (replaces the previous catalog)")
+    load.add_argument("file")
+    load.set_defaults(run=_command(run_load))
+
+    lineage = sub.add_parser("lineage", help="import OpenLineage events, report coverage").add_subparsers(metavar="ACTION")
+    imported = lineage.add_parser("import", help="store OpenLineage RunEvents, one JSON object per line")
+    imported.add_argument("file", help="FILE.jsonl, or - for stdin")
+    imported.set_defaults(run=_command(run_import))
+    covered = lineage.add_parser("coverage", help="black-box share, field-level share of subjects, unread datasets")
+    covered.add_argument("--format", choices=("text", "json"), default="text")
+    covered.set_defaults(run=_command(run_coverage))
+
+    impact = sub.add_parser("impact", help="what is downstream of some fields of a dataset or subject")
+    impact.add_argument("dataset", help="a dataset name or a catalog subject")
+    impact.add_argument("--fields", help="comma-separated field paths (a,b.c); default: the whole dataset")
+    impact.add_argument("--namespace", help="the dataset's namespace, when its name is not unique")
+    impact.add_argument("--format", choices=("text", "json"), default="text")
+    impact.set_defaults(run=_command(run_impact))
+
+
+def _command(handler: Any) -> Any:
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return int(handler(args))
+        except CommandError as err:
+            print(f"bot: {err}", file=sys.stderr)
+            return err.code
+
+    return run
+
+
+# --- catalog ------------------------------------------------------------------------------------
+
+def read_catalog_file(path: str) -> tuple[Catalog, list[Problem]]:
+    """Read a catalog file; schema files are relative to it."""
+    file = Path(path)
+    try:
+        data = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise CommandError(f"cannot read {path}: {err.strerror}", USAGE_ERROR) from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
+        raise CommandError(f"{path}: not valid YAML{where}: {getattr(err, 'problem', err)}") from None
+
+    def load_schema(relative: str) -> Schema:
+        return parse((file.parent / relative).read_text(encoding="utf-8"))
+
+    return read_catalog(data, load_schema)
+
+
+def _summary(catalog: Catalog) -> str:
+    black = sum(1 for job in catalog.jobs if job.black_box)
+    return (f"{len(catalog.teams)} teams, {len(catalog.subjects)} subjects, {len(catalog.datasets)} datasets, "
+            f"{len(catalog.jobs)} jobs ({black} black box{'es' if black != 1 else ''})")
+
+
+def _checked(path: str) -> Catalog:
+    catalog, problems = read_catalog_file(path)
+    if problems:
+        for problem in problems:
+            print(f"{path}: {problem}", file=sys.stderr)
+        raise CommandError(f"{len(problems)} problem{'s' if len(problems) != 1 else ''} in {path}; nothing was stored")
+    return catalog
+
+
+def run_validate(args: argparse.Namespace) -> int:
+    """``bot catalog validate FILE``."""
+    print(f"{args.file}: OK — {_summary(_checked(args.file))}")
+    return 0
+
+
+def run_load(args: argparse.Namespace) -> int:
+    """``bot catalog load FILE``."""
+    catalog = _checked(args.file)
+
+    async def store(service: LineageService) -> None:
+        await service.load_catalog(catalog)
+
+    _with_service(store)
+    print(f"{args.file}: loaded — {_summary(catalog)}")
+    return 0
+
+
+# --- OpenLineage --------------------------------------------------------------------------------
+
+def read_events(lines: list[str]) -> list[LineageEvent]:
+    """Every event of a JSON-lines file, or CommandError listing every bad line (nothing is stored)."""
+    events, problems = [], []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            events.append(parse_event(json.loads(line)))
+        except json.JSONDecodeError as err:
+            problems.append(f"line {number}: malformed JSON: {err.msg} (column {err.colno})")
+        except OpenLineageError as err:
+            problems.append(f"line {number}: {err}")
+    if problems:
+        for problem in problems:
+            print(problem, file=sys.stderr)
+        raise CommandError(f"{len(problems)} bad event{'s' if len(problems) != 1 else ''}; nothing was stored")
+    return events
+
+
+def run_import(args: argparse.Namespace) -> int:
+    """``bot lineage import FILE.jsonl``."""
+    try:
+        text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text(encoding="utf-8")
+    except OSError as err:
+        raise CommandError(f"cannot read {args.file}: {err.strerror}", USAGE_ERROR) from None
+    events = read_events(text.splitlines())
+
+    async def store(service: LineageService) -> int:
+        return await service.ingest(events)
+
+    changed = _with_service(store)
+    print(f"imported {len(events)} event{'s' if len(events) != 1 else ''}; {changed} changed the lineage")
+    return 0
+
+
+def run_coverage(args: argparse.Namespace) -> int:
+    """``bot lineage coverage``."""
+    async def figures(service: LineageService) -> Any:
+        return coverage(await service.graph())
+
+    result = _with_service(figures)
+    if args.format == "json":
+        print(json.dumps(result.as_json(), indent=2))
+        return 0
+    print(f"jobs: {result.jobs}, black boxes: {len(result.black_box_jobs)} ({result.black_box_share:.0%})")
+    print(f"subjects with field-level lineage: {len(result.subjects_with_field_lineage)} of {result.subjects} ({result.field_lineage_share:.0%})")
+    unread = ", ".join(d.name for d in result.datasets_without_consumer) or "none"
+    print(f"datasets no job reads: {unread}")
+    return 0
+
+
+# --- impact -------------------------------------------------------------------------------------
+
+def run_impact(args: argparse.Namespace) -> int:
+    """``bot impact DATASET --fields a,b.c``."""
+    fields = [f.strip() for f in args.fields.split(",") if f.strip()] if args.fields else None
+    if args.fields is not None and not fields:
+        raise CommandError("--fields is empty: give field paths such as price,payload.detail.price", USAGE_ERROR)
+
+    async def query(service: LineageService) -> Impact:
+        graph = await service.graph()
+        try:
+            return graph.impact(graph.find_dataset(args.dataset, args.namespace), fields)
+        except LineageError as err:
+            raise CommandError(str(err)) from None
+
+    impact = _with_service(query)
+    print(json.dumps(impact.as_json(), indent=2, ensure_ascii=False) if args.format == "json" else impact_text(impact))
+    return 0
+
+
+def impact_text(impact: Impact) -> str:
+    """The impact for people: what is reached, through which jobs, and whom to ask."""
+    what = ", ".join(impact.fields) if impact.fields else "the whole dataset"
+    lines = [f"Impact of {what} in {impact.dataset.name}: {len(impact.impacted)} field(s) in {len(impact.datasets)} dataset(s), "
+             f"{len(impact.jobs)} job(s)"]
+    for item in impact.impacted:
+        note = "  [only through a black box]" if item.black_box_only else ""
+        lines.append(f"  {item.dataset.name}.{item.field}: {' -> '.join(item.path)}{note}")
+    if impact.jobs:
+        lines.append("Jobs:")
+        lines += [f"  {j.id.name} ({', '.join(j.owners) or 'no owner'}){' — black box: assumed to read every input field' if j.black_box else ''}"
+                  for j in impact.jobs]
+    lines.append(f"Teams to ask: {', '.join(impact.owners) or 'none'}")
+    return "\n".join(lines)
+
+
+# --- plumbing -----------------------------------------------------------------------------------
+
+def _with_service(work: Any) -> Any:
+    config = Config.from_env(os.environ, require_slack=False)
+    if migrate.current(config.database_url) != migrate.head():
+        raise CommandError(f"the database at DATABASE_URL is not migrated: run `bot migrate` first", USAGE_ERROR)
+
+    async def run() -> Any:
+        db = Database(config.database_url)
+        try:
+            return await work(LineageService(db))
+        finally:
+            await db.close()
+
+    return asyncio.run(run())

@@ -1,0 +1,1 @@
+"""Field-level lineage: the catalog, OpenLineage events, the graph and the impact query."""

@@ -1,0 +1,281 @@
+"""The declarative catalog (YAML): teams, subjects, datasets and jobs with field mappings.
+
+``read_catalog`` checks everything and reports every problem with its place (``jobs[2] (enrich).
+mappings["dwd.amount"]``) instead of stopping at the first. Schema files are read through a callback,
+so this module stays pure.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.domain.avro.model import Schema
+from bot.domain.avro.paths import field_paths
+from bot.domain.lineage.model import Dataset, DatasetId, FieldRef, Job, JobId, Team
+
+DEFAULT_KAFKA_NAMESPACE = "kafka://kafka:9092"
+DEFAULT_JOB_NAMESPACE = "changeops"
+MODES = {"BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE", "NONE"}
+USER = re.compile(r"[UW][A-Z0-9]{2,}\Z")
+USERGROUP = re.compile(r"S[A-Z0-9]{2,}\Z")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with the catalog, and where."""
+
+    place: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.place}: {self.message}"
+
+
+@dataclass
+class Subject:
+    """A registry subject: its topic, owner, mode, channel and (optionally) its current schema."""
+
+    name: str
+    topic: str
+    namespace: str
+    owner: str
+    compatibility: str = "FULL"
+    channel: str | None = None
+    schema_file: str | None = None
+    schema: Schema | None = None
+
+    @property
+    def dataset(self) -> DatasetId:
+        """The topic, as a lineage dataset."""
+        return DatasetId(self.namespace, self.topic)
+
+
+@dataclass
+class Catalog:
+    """Everything a catalog file declares."""
+
+    teams: dict[str, Team] = field(default_factory=dict)
+    subjects: dict[str, Subject] = field(default_factory=dict)
+    datasets: dict[DatasetId, Dataset] = field(default_factory=dict)
+    jobs: list[Job] = field(default_factory=list)
+
+
+SchemaLoader = Callable[[str], Schema]
+
+
+def read_catalog(data: Any, load_schema: SchemaLoader) -> tuple[Catalog, list[Problem]]:
+    """Parse and check a catalog; the catalog is usable only when the problem list is empty."""
+    reader = _Reader(load_schema)
+    if not isinstance(data, dict):
+        return Catalog(), [Problem("catalog", "expected a mapping with teams, subjects, datasets and jobs")]
+    reader.read(data)
+    return reader.catalog, reader.problems
+
+
+class _Reader:
+    def __init__(self, load_schema: SchemaLoader) -> None:
+        self.load_schema = load_schema
+        self.catalog = Catalog()
+        self.problems: list[Problem] = []
+
+    def problem(self, place: str, message: str) -> None:
+        self.problems.append(Problem(place, message))
+
+    def read(self, data: dict[str, Any]) -> None:
+        unknown = set(data) - {"version", "kafka_namespace", "teams", "subjects", "datasets", "jobs"}
+        for key in sorted(unknown):
+            self.problem(key, "unknown section (expected version, kafka_namespace, teams, subjects, datasets, jobs)")
+        kafka = data.get("kafka_namespace", DEFAULT_KAFKA_NAMESPACE)
+        if not isinstance(kafka, str) or "://" not in kafka:
+            self.problem("kafka_namespace", "expected a namespace such as kafka://broker:9092")
+            kafka = DEFAULT_KAFKA_NAMESPACE
+        self.teams(_mapping(self, data, "teams"))
+        self.subjects(_mapping(self, data, "subjects"), kafka)
+        self.datasets(_sequence(self, data, "datasets"))
+        self.jobs(_sequence(self, data, "jobs"))
+
+    # --- sections -------------------------------------------------------------------------------
+
+    def teams(self, teams: dict[str, Any]) -> None:
+        for name, raw in teams.items():
+            place = f"teams.{name}"
+            if not isinstance(raw, dict):
+                self.problem(place, "expected a mapping (usergroup, members, oncall, channel)")
+                continue
+            team = Team(str(name), raw.get("usergroup"), self.users(raw, "members", place), self.users(raw, "oncall", place),
+                        raw.get("channel"))
+            if team.usergroup is not None and not (isinstance(team.usergroup, str) and USERGROUP.match(team.usergroup)):
+                self.problem(f"{place}.usergroup", f"{team.usergroup!r} is not a Slack user group id (S...)")
+            if team.usergroup is None and not team.members:
+                self.problem(place, "a team needs a usergroup or members, or nobody can act for it")
+            self.catalog.teams[team.name] = team
+
+    def users(self, raw: dict[str, Any], key: str, place: str) -> list[str]:
+        users = raw.get(key, [])
+        if not isinstance(users, list) or not all(isinstance(u, str) for u in users):
+            self.problem(f"{place}.{key}", "expected a list of Slack user ids")
+            return []
+        for user in users:
+            if not USER.match(user):
+                self.problem(f"{place}.{key}", f"{user!r} is not a Slack user id (U... or W...)")
+        return list(users)
+
+    def subjects(self, subjects: dict[str, Any], kafka: str) -> None:
+        for name, raw in subjects.items():
+            place = f"subjects.{name}"
+            if not isinstance(raw, dict):
+                self.problem(place, "expected a mapping (topic, owner, compatibility, channel, schema)")
+                continue
+            topic = raw.get("topic") or _topic_of(str(name))
+            mode = str(raw.get("compatibility", "FULL")).upper()
+            if mode not in MODES:
+                self.problem(f"{place}.compatibility", f"{raw.get('compatibility')!r} is not one of {', '.join(sorted(MODES))}")
+            owner = self.owner(raw, place)
+            subject = Subject(str(name), str(topic), str(raw.get("namespace", kafka)), owner or "", mode, raw.get("channel"),
+                              raw.get("schema"))
+            if subject.schema_file is not None:
+                try:
+                    subject.schema = self.load_schema(str(subject.schema_file))
+                except (OSError, ValueError) as err:
+                    self.problem(f"{place}.schema", f"cannot use {subject.schema_file}: {err}")
+            self.catalog.subjects[subject.name] = subject
+            fields = field_paths(subject.schema) if subject.schema else []
+            self.catalog.datasets[subject.dataset] = Dataset(subject.dataset, "topic", [owner] if owner else [], fields, subject.name)
+
+    def datasets(self, datasets: list[Any]) -> None:
+        for index, raw in enumerate(datasets):
+            place = f"datasets[{index}]"
+            if not isinstance(raw, dict) or not isinstance(raw.get("name"), str) or not isinstance(raw.get("namespace"), str):
+                self.problem(place, "a dataset needs a name and a namespace (e.g. iceberg://lake)")
+                continue
+            place = f"{place} ({raw['name']})"
+            ident = DatasetId(raw["namespace"], raw["name"])
+            if ident in self.catalog.datasets:
+                self.problem(place, f"dataset {ident.namespace}/{ident.name} is declared twice")
+                continue
+            fields = raw.get("fields", [])
+            if not isinstance(fields, list) or not all(isinstance(f, str) and f for f in fields):
+                self.problem(f"{place}.fields", "expected a list of field paths")
+                fields = []
+            owner = self.owner(raw, place)
+            self.catalog.datasets[ident] = Dataset(ident, str(raw.get("kind", "dataset")), [owner] if owner else [], list(fields))
+
+    def jobs(self, jobs: list[Any]) -> None:
+        seen: set[JobId] = set()
+        for index, raw in enumerate(jobs):
+            place = f"jobs[{index}]"
+            if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
+                self.problem(place, "a job needs a name")
+                continue
+            place = f"{place} ({raw['name']})"
+            ident = JobId(str(raw.get("namespace", DEFAULT_JOB_NAMESPACE)), raw["name"])
+            if ident in seen:
+                self.problem(place, f"job {ident.name} is declared twice")
+                continue
+            seen.add(ident)
+            owner = self.owner(raw, place)
+            inputs = self.refs(raw, "inputs", place)
+            outputs = self.refs(raw, "outputs", place)
+            job = Job(ident, [owner] if owner else [], raw.get("channel"), [d for _, d in inputs], [d for _, d in outputs])
+            job.mappings = self.mappings(raw.get("mappings", {}), inputs, outputs, f"{place}.mappings")
+            targets = {target.dataset for _, target in job.mappings}
+            job.unmapped_outputs = [d for d in job.outputs if d not in targets]
+            self.catalog.jobs.append(job)
+
+    # --- references -----------------------------------------------------------------------------
+
+    def owner(self, raw: dict[str, Any], place: str) -> str | None:
+        owner = raw.get("owner")
+        if owner is None:
+            self.problem(f"{place}.owner", "missing: every subject, dataset and job has an owning team")
+            return None
+        if owner not in self.catalog.teams:
+            self.problem(f"{place}.owner", f"unknown team {owner!r}")
+        return str(owner)
+
+    def refs(self, raw: dict[str, Any], key: str, place: str) -> list[tuple[str, DatasetId]]:
+        items = raw.get(key, [])
+        if not isinstance(items, list):
+            self.problem(f"{place}.{key}", "expected a list of datasets")
+            return []
+        found = []
+        for item in items:
+            ident = self.dataset_ref(item)
+            if ident is None:
+                self.problem(f"{place}.{key}", f"dangling dataset {item!r}: declare it under datasets, or as a subject's topic")
+                continue
+            found.append((item if isinstance(item, str) else ident.name, ident))
+        return found
+
+    def dataset_ref(self, item: Any) -> DatasetId | None:
+        if isinstance(item, dict):
+            ident = DatasetId(str(item.get("namespace")), str(item.get("name")))
+            return ident if ident in self.catalog.datasets else None
+        if not isinstance(item, str):
+            return None
+        if item in self.catalog.subjects:
+            return self.catalog.subjects[item].dataset
+        named = [d for d in self.catalog.datasets if d.name == item]
+        return named[0] if len(named) == 1 else None
+
+    def mappings(self, raw: Any, inputs: list[tuple[str, DatasetId]], outputs: list[tuple[str, DatasetId]],
+                 place: str) -> list[tuple[FieldRef, FieldRef]]:
+        if not isinstance(raw, dict):
+            self.problem(place, 'expected a mapping of "output.field": [input.fields]')
+            return []
+        pairs: list[tuple[FieldRef, FieldRef]] = []
+        for target_text, sources in raw.items():
+            at = f'{place}["{target_text}"]'
+            target = self.field_ref(str(target_text), outputs, at, "outputs")
+            if isinstance(sources, str):
+                sources = [sources]
+            if not isinstance(sources, list) or not sources:
+                self.problem(at, "expected a list of input fields")
+                continue
+            for source_text in sources:
+                source = self.field_ref(str(source_text), inputs, at, "inputs")
+                if source is not None and target is not None:
+                    pairs.append((source, target))
+        return pairs
+
+    def field_ref(self, text: str, refs: list[tuple[str, DatasetId]], place: str, side: str) -> FieldRef | None:
+        """``dataset.field.path`` against the job's declared datasets, longest dataset name first."""
+        candidates = sorted([*refs, *((d.name, d) for _, d in refs)], key=lambda c: -len(c[0]))
+        for label, dataset in candidates:
+            if text.startswith(label + "."):
+                path = text[len(label) + 1:]
+                known = self.catalog.datasets[dataset].fields
+                if known and not any(k == path or k.startswith(path + ".") for k in known):
+                    self.problem(place, f"{dataset.name} has no field {path!r}")
+                    return None
+                return FieldRef(dataset, path)
+        self.problem(place, f"{text!r} is not a field of the job's {side} (write dataset.field)")
+        return None
+
+
+def _mapping(reader: _Reader, data: dict[str, Any], key: str) -> dict[str, Any]:
+    value = data.get(key, {})
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        reader.problem(key, "expected a mapping")
+        return {}
+    return value
+
+
+def _sequence(reader: _Reader, data: dict[str, Any], key: str) -> list[Any]:
+    value = data.get(key, [])
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        reader.problem(key, "expected a list")
+        return []
+    return value
+
+
+def _topic_of(subject: str) -> str:
+    """Confluent's TopicNameStrategy: subject ``orders-value`` is topic ``orders``."""
+    return subject.removesuffix("-value").removesuffix("-key")

@@ -1,0 +1,258 @@
+"""The field-level lineage graph and the impact query.
+
+Nodes are tuples of strings (cheap to hash): fields ``("f", namespace, dataset, path)`` and job ports.
+A mapped job gets one port per output field it writes (``("j", job namespace, job name, output
+namespace, output dataset, output path)``): each input field it reads for that output points at the
+port, the port at the output field, so a path through a job is exact. A black-box job gets one hub per
+output dataset it does not map (``("b", job namespace, job name, output namespace, output dataset)``):
+every field of every input points at the hub and the hub at every field of that output, the
+conservative reading. A dataset whose fields are unknown is one pseudo-field, ``*``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from functools import cached_property
+from typing import Any, NamedTuple
+
+import networkx as nx
+
+from bot.domain.lineage.model import WHOLE, Dataset, DatasetId, Job, JobId
+
+Node = tuple[Any, ...]
+
+
+class LineageError(ValueError):
+    """An impact query that names an unknown dataset or field."""
+
+
+class ImpactedField(NamedTuple):
+    """A downstream field reached by the change, with the shortest explanation found."""
+
+    dataset: DatasetId
+    field: str
+    via_job: JobId
+    path: tuple[str, ...]
+    black_box_only: bool
+
+    def as_json(self) -> dict[str, Any]:
+        """``{"dataset","namespace","field","via_job","path","black_box_only"}``."""
+        return {"dataset": self.dataset.name, "namespace": self.dataset.namespace, "field": self.field,
+                "via_job": self.via_job.name, "path": " -> ".join(self.path), "black_box_only": self.black_box_only}
+
+
+class ImpactedJob(NamedTuple):
+    """A job on the way, with its owners and channel."""
+
+    id: JobId
+    owners: tuple[str, ...]
+    channel: str | None
+    black_box: bool
+
+    def as_json(self) -> dict[str, Any]:
+        """``{"namespace","name","owners","channel","black_box"}``."""
+        return {"namespace": self.id.namespace, "name": self.id.name, "owners": list(self.owners),
+                "channel": self.channel, "black_box": self.black_box}
+
+
+class Impact:
+    """The downstream closure of a change to some fields of one dataset.
+
+    The query itself is the walk; the lists (impacted fields with their explanation paths, jobs,
+    owners) are built from the walk on first use, so a caller that needs only the owners or a count
+    does not pay for thousands of explanations.
+    """
+
+    def __init__(self, graph: LineageGraph, dataset: DatasetId, fields: tuple[str, ...], starts: list[Node],
+                 parents: dict[Node, Node | None], black_only: set[Node]) -> None:
+        self.graph, self.dataset, self.fields = graph, dataset, fields
+        self._starts, self._parents, self._black_only = starts, parents, black_only
+
+    @cached_property
+    def impacted(self) -> tuple[ImpactedField, ...]:
+        """Every downstream field, exact paths first, each with its shortest explanation."""
+        starts = set(self._starts)
+        explained: dict[Node, tuple[str, ...]] = {}
+        found = []
+        for node, parent in self._parents.items():
+            if node[0] == "f" and parent is not None and node not in starts:
+                found.append(ImpactedField(DatasetId(node[1], node[2]), node[3], JobId(parent[1], parent[2]),
+                                           _explain(node, self._parents, explained), node in self._black_only))
+        return tuple(found)
+
+    @cached_property
+    def jobs(self) -> tuple[ImpactedJob, ...]:
+        """The jobs on the way, in the order the walk met them."""
+        ids = dict.fromkeys(JobId(node[1], node[2]) for node in self._parents if node[0] != "f")
+        jobs = self.graph.jobs
+        return tuple(ImpactedJob(j, tuple(jobs[j].owners), jobs[j].channel, jobs[j].black_box) for j in ids)
+
+    @cached_property
+    def datasets(self) -> tuple[DatasetId, ...]:
+        """The datasets reached (through at least one job)."""
+        starts = set(self._starts)
+        return tuple(DatasetId(*key) for key in dict.fromkeys(
+            (node[1], node[2]) for node, parent in self._parents.items() if node[0] == "f" and parent is not None and node not in starts))
+
+    @cached_property
+    def owners(self) -> tuple[str, ...]:
+        """The teams to ask: owners of the jobs on the way, then of the datasets reached."""
+        jobs, datasets = self.graph.jobs, self.graph.datasets
+        owners: dict[str, None] = {}
+        for key in dict.fromkeys((node[1], node[2]) for node in self._parents if node[0] != "f"):
+            owners.update(dict.fromkeys(jobs[JobId(*key)].owners))
+        for dataset in self.datasets:
+            owners.update(dict.fromkeys(datasets[dataset].owners))
+        return tuple(owners)
+
+    def as_json(self) -> dict[str, Any]:
+        """The JSON of ``bot impact --format json`` and of the proposal card."""
+        return {"dataset": self.dataset.name, "namespace": self.dataset.namespace, "fields": list(self.fields),
+                "impacted": [i.as_json() for i in self.impacted], "jobs": [j.as_json() for j in self.jobs],
+                "owners": list(self.owners)}
+
+
+class LineageGraph:
+    """Datasets, jobs and field edges, ready for impact queries."""
+
+    def __init__(self, datasets: Iterable[Dataset], jobs: Iterable[Job]) -> None:
+        self.datasets: dict[DatasetId, Dataset] = {d.id: d for d in datasets}
+        self.jobs: dict[JobId, Job] = {}
+        self.graph = nx.DiGraph()
+        self._fields: dict[DatasetId, dict[str, Node]] = {}
+        for dataset in self.datasets.values():
+            for path in dataset.fields or [WHOLE]:
+                self._field(dataset.id, path)
+        for job in jobs:
+            self.add_job(job)
+
+    def _field(self, dataset: DatasetId, path: str) -> Node:
+        known = self._fields.setdefault(dataset, {})
+        node = known.get(path)
+        if node is None:
+            node = ("f", dataset.namespace, dataset.name, path)
+            known[path] = node
+            self.graph.add_node(node)
+            if dataset not in self.datasets:
+                self.datasets[dataset] = Dataset(dataset)
+        return node
+
+    def _all_fields(self, dataset: DatasetId) -> list[Node]:
+        known = self._fields.get(dataset)
+        if not known:
+            return [self._field(dataset, WHOLE)]
+        declared = self.datasets[dataset].fields
+        return [known[p] for p in declared] if declared else list(known.values())
+
+    def add_job(self, job: Job) -> None:
+        """Add one job's nodes and edges."""
+        self.jobs[job.id] = job
+        for source, target in job.mappings:
+            port = ("j", job.id.namespace, job.id.name, target.dataset.namespace, target.dataset.name, target.path)
+            self.graph.add_edge(self._field(source.dataset, source.path), port)
+            self.graph.add_edge(port, self._field(target.dataset, target.path))
+        for output in job.unmapped_outputs:
+            hub = ("b", job.id.namespace, job.id.name, output.namespace, output.name)
+            for dataset in job.inputs:
+                for node in self._all_fields(dataset):
+                    self.graph.add_edge(node, hub)
+            for node in self._all_fields(output):
+                self.graph.add_edge(hub, node)
+
+    # --- queries --------------------------------------------------------------------------------
+
+    def find_dataset(self, name: str, namespace: str | None = None) -> DatasetId:
+        """The dataset called ``name`` (narrowed by ``namespace``), or the dataset of a subject."""
+        matches = [d for d in self.datasets if d.name == name and (namespace is None or d.namespace == namespace)]
+        if not matches:
+            matches = [d.id for d in self.datasets.values() if d.subject == name and (namespace is None or d.id.namespace == namespace)]
+        if not matches:
+            raise LineageError(f"unknown dataset or subject {name!r}" + (f" in namespace {namespace!r}" if namespace else ""))
+        if len(matches) > 1:
+            spaces = ", ".join(sorted(d.namespace for d in matches))
+            raise LineageError(f"{name!r} exists in several namespaces ({spaces}): give --namespace")
+        return matches[0]
+
+    def impact(self, dataset: DatasetId, fields: Iterable[str] | None = None) -> Impact:
+        """Everything downstream of ``fields`` of ``dataset`` (None: the whole dataset)."""
+        if dataset not in self.datasets:
+            raise LineageError(f"unknown dataset {dataset.name!r}")
+        wanted = tuple(fields) if fields is not None else ()
+        starts = self._starts(dataset, wanted)
+        parents, black_only = self._walk(starts)
+        return Impact(self, dataset, wanted, starts, parents, black_only)
+
+    def _starts(self, dataset: DatasetId, wanted: tuple[str, ...]) -> list[Node]:
+        """The changed fields' nodes: exact matches first, then their members, then enclosing structs."""
+        known = self._fields.get(dataset, {})
+        if not wanted:
+            return list(known.values())
+        declared = set(self.datasets[dataset].fields)
+        ranked: list[tuple[int, Node]] = [(3, known[WHOLE])] if WHOLE in known else []
+        for path in wanted:
+            related = [(rank, node) for p, node in known.items() if p != WHOLE and (rank := _relation(p, path)) is not None]
+            if declared and not related and all(_relation(p, path) is None for p in declared):
+                raise LineageError(f"{dataset.name} has no field {path!r}")
+            ranked += related
+        return list(dict.fromkeys(node for _, node in sorted(ranked, key=lambda r: r[0])))
+
+    def _walk(self, starts: list[Node]) -> tuple[dict[Node, Node | None], set[Node]]:
+        """Breadth-first from ``starts``: first along exact mappings only, then on through black boxes.
+
+        Returns the parent of every reached node (shortest explanation, preferring exact paths) and
+        the nodes reached only through a black box.
+        """
+        succ = self.graph._succ  # networkx's own adjacency dict: no view objects on the hot path
+        parents: dict[Node, Node | None] = dict.fromkeys(starts)
+        queue: deque[Node] = deque(starts)
+        pop, push = queue.popleft, queue.append
+        deferred: list[Node] = []
+        while queue:
+            node = pop()
+            for nxt in succ[node]:
+                if nxt not in parents:
+                    parents[nxt] = node
+                    if nxt[0] == "b":
+                        deferred.append(nxt)
+                    else:
+                        push(nxt)
+        black_only = set(deferred)
+        queue.extend(deferred)
+        while queue:
+            node = pop()
+            for nxt in succ[node]:
+                if nxt not in parents:
+                    parents[nxt] = node
+                    black_only.add(nxt)
+                    push(nxt)
+        return parents, black_only
+
+
+def _explain(node: Node, parents: dict[Node, Node | None], explained: dict[Node, tuple[str, ...]]) -> tuple[str, ...]:
+    """``orders.price -> enrich -> dwd.amount``: the steps from a changed field, sharing prefixes between fields."""
+    chain: list[Node] = []
+    current: Node | None = node
+    while current is not None and current not in explained:
+        chain.append(current)
+        current = parents[current]
+    steps = explained[current] if current is not None else ()
+    for step in reversed(chain):
+        if step[0] == "f":
+            label = f"{step[2]}.{step[3]}"
+        else:
+            label = f"{step[2]} (black box)" if step[0] == "b" else step[2]
+        steps = (*steps, label)
+        explained[step] = steps
+    return steps
+
+
+def _relation(field: str, changed: str) -> int | None:
+    """How ``field`` relates to a changed path: 0 itself, 1 a member of it, 2 a struct enclosing it, None unrelated."""
+    if field == changed:
+        return 0
+    if field.startswith(changed + "."):
+        return 1
+    if changed.startswith(field + "."):
+        return 2
+    return None

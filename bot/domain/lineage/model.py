@@ -1,0 +1,78 @@
+"""Lineage records: teams, datasets with their fields, jobs with their field mappings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+WHOLE = "*"  # the pseudo-field that stands for "the whole dataset" when its fields are unknown
+
+
+class DatasetId(NamedTuple):
+    """OpenLineage dataset identity: namespace (``kafka://host:port``, ``iceberg://lake``) and name."""
+
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class JobId(NamedTuple):
+    """OpenLineage job identity."""
+
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class FieldRef(NamedTuple):
+    """A field of a dataset, addressed by its dotted path (``payload.detail.price``)."""
+
+    dataset: DatasetId
+    path: str
+
+    def __str__(self) -> str:
+        return f"{self.dataset.name}.{self.path}"
+
+
+@dataclass(slots=True)
+class Team:
+    """An owning team: a Slack user group and/or members, oncall members, a channel."""
+
+    name: str
+    usergroup: str | None = None
+    members: list[str] = field(default_factory=list)
+    oncall: list[str] = field(default_factory=list)
+    channel: str | None = None
+
+
+@dataclass(slots=True)
+class Dataset:
+    """A topic, table or other store; ``fields`` empty means its fields are unknown."""
+
+    id: DatasetId
+    kind: str = "dataset"
+    owners: list[str] = field(default_factory=list)
+    fields: list[str] = field(default_factory=list)
+    subject: str | None = None
+
+
+@dataclass(slots=True)
+class Job:
+    """A job reading and writing datasets; without mappings it is a black box."""
+
+    id: JobId
+    owners: list[str] = field(default_factory=list)
+    channel: str | None = None
+    inputs: list[DatasetId] = field(default_factory=list)
+    outputs: list[DatasetId] = field(default_factory=list)
+    mappings: list[tuple[FieldRef, FieldRef]] = field(default_factory=list)  # (input field, output field)
+    unmapped_outputs: list[DatasetId] = field(default_factory=list)
+
+    @property
+    def black_box(self) -> bool:
+        """True when at least one output has no field mappings (every input field may reach it)."""
+        return bool(self.unmapped_outputs)

@@ -1,0 +1,179 @@
+"""OpenLineage events (spec 2.x) read into lineage: the job, its datasets, fields and owners.
+
+Reads RunEvents (and JobEvents, which carry no run): job and dataset identities, the ``schema``
+dataset facet (nested fields become dotted paths), the ``columnLineage`` facet (output field <- input
+fields) and the ``ownership`` facets. An output without a columnLineage facet makes the job a black box
+for that output. Anything malformed raises ``OpenLineageError`` with the place and the reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from bot.domain.lineage.model import Dataset, DatasetId, FieldRef, Job, JobId
+
+EVENT_TYPES = {"START", "RUNNING", "COMPLETE", "ABORT", "FAIL", "OTHER"}
+
+
+class OpenLineageError(ValueError):
+    """A malformed event; the message names the place and the reason."""
+
+
+@dataclass
+class LineageEvent:
+    """What one event says about one job."""
+
+    job: Job
+    event_time: datetime
+    event_type: str | None
+    run_id: str | None
+    datasets: list[Dataset] = field(default_factory=list)
+
+    @property
+    def carries_lineage(self) -> bool:
+        """Whether the event names any input or output (heartbeats do not, and must not wipe edges)."""
+        return bool(self.job.inputs or self.job.outputs)
+
+
+def parse_event(value: Any) -> LineageEvent:
+    """Read one event (a decoded JSON object)."""
+    if not isinstance(value, dict):
+        raise OpenLineageError("an event is a JSON object")
+    for key in ("eventTime", "producer", "schemaURL"):
+        if not isinstance(value.get(key), str) or not value[key]:
+            raise OpenLineageError(f"{key}: required string is missing")
+    event_time = _time(value["eventTime"])
+    event_type = value.get("eventType")
+    if event_type is not None and event_type not in EVENT_TYPES:
+        raise OpenLineageError(f"eventType: {event_type!r} is not one of {', '.join(sorted(EVENT_TYPES))}")
+    run_id = None
+    if "run" in value:
+        run = value["run"]
+        if not isinstance(run, dict) or not isinstance(run.get("runId"), str):
+            raise OpenLineageError("run.runId: required string is missing")
+        run_id = run["runId"]
+    raw_job = value.get("job")
+    if not isinstance(raw_job, dict):
+        raise OpenLineageError("job: required object is missing")
+    job_id = JobId(_string(raw_job, "namespace", "job"), _string(raw_job, "name", "job"))
+    job = Job(job_id, owners=_owners(_facets(raw_job, "job"), "job"))
+    datasets: dict[DatasetId, Dataset] = {}
+    mapped: set[DatasetId] = set()
+    for side in ("inputs", "outputs"):
+        items = value.get(side, [])
+        if not isinstance(items, list):
+            raise OpenLineageError(f"{side}: expected an array of datasets")
+        for index, raw in enumerate(items):
+            place = f"{side}[{index}]"
+            if not isinstance(raw, dict):
+                raise OpenLineageError(f"{place}: expected an object")
+            ident = DatasetId(_string(raw, "namespace", place), _string(raw, "name", place))
+            facets = _facets(raw, place)
+            dataset = datasets.setdefault(ident, Dataset(ident, _kind(ident)))
+            schema = facets.get("schema")
+            if schema is not None:
+                dataset.fields = _schema_fields(schema, f"{place}.facets.schema")
+            owners = _owners(facets, place)
+            if owners:
+                dataset.owners = owners
+            (job.inputs if side == "inputs" else job.outputs).append(ident)
+            if side == "outputs" and "columnLineage" in facets:
+                job.mappings += _column_lineage(facets["columnLineage"], ident, f"{place}.facets.columnLineage")
+                mapped.add(ident)
+    for source, _ in job.mappings:
+        if source.dataset not in job.inputs:
+            job.inputs.append(source.dataset)
+            datasets.setdefault(source.dataset, Dataset(source.dataset, _kind(source.dataset)))
+    job.unmapped_outputs = [d for d in job.outputs if d not in mapped]
+    return LineageEvent(job, event_time, event_type, run_id, list(datasets.values()))
+
+
+def _time(text: str) -> datetime:
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise OpenLineageError(f"eventTime: {text!r} is not an ISO 8601 date-time") from None
+    if parsed.tzinfo is None:
+        raise OpenLineageError(f"eventTime: {text!r} has no time zone offset")
+    return parsed
+
+
+def _string(raw: dict[str, Any], key: str, place: str) -> str:
+    value = raw.get(key)
+    if not isinstance(value, str) or not value:
+        raise OpenLineageError(f"{place}.{key}: required string is missing")
+    return value
+
+
+def _facets(raw: dict[str, Any], place: str) -> dict[str, Any]:
+    facets = raw.get("facets", {})
+    if not isinstance(facets, dict):
+        raise OpenLineageError(f"{place}.facets: expected an object")
+    extra = raw.get("inputFacets") or raw.get("outputFacets") or {}
+    if not isinstance(extra, dict):
+        raise OpenLineageError(f"{place}: inputFacets/outputFacets must be objects")
+    return {**extra, **facets}
+
+
+def _owners(facets: dict[str, Any], place: str) -> list[str]:
+    ownership = facets.get("ownership")
+    if ownership is None:
+        return []
+    owners = ownership.get("owners") if isinstance(ownership, dict) else None
+    if not isinstance(owners, list) or not all(isinstance(o, dict) and isinstance(o.get("name"), str) for o in owners):
+        raise OpenLineageError(f"{place}.facets.ownership.owners: expected an array of {{name, type}}")
+    return [owner_name(o["name"]) for o in owners]
+
+
+def owner_name(name: str) -> str:
+    """``team:orders`` names the team ``orders``; any other owner is kept as written."""
+    return name.removeprefix("team:")
+
+
+def _schema_fields(schema: Any, place: str) -> list[str]:
+    fields = schema.get("fields") if isinstance(schema, dict) else None
+    if not isinstance(fields, list):
+        raise OpenLineageError(f"{place}.fields: expected an array")
+    paths: list[str] = []
+
+    def walk(items: list[Any], prefix: str, at: str, depth: int) -> None:
+        if depth > 64:
+            raise OpenLineageError(f"{at}: nested deeper than 64 levels")
+        for index, item in enumerate(items):
+            if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item["name"]:
+                raise OpenLineageError(f"{at}[{index}]: a field needs a name")
+            path = f"{prefix}.{item['name']}" if prefix else item["name"]
+            paths.append(path)
+            nested = item.get("fields")
+            if nested is not None:
+                if not isinstance(nested, list):
+                    raise OpenLineageError(f"{at}[{index}].fields: expected an array")
+                walk(nested, path, f"{at}[{index}].fields", depth + 1)
+
+    walk(fields, "", place, 0)
+    return paths
+
+
+def _column_lineage(facet: Any, output: DatasetId, place: str) -> list[tuple[FieldRef, FieldRef]]:
+    fields = facet.get("fields") if isinstance(facet, dict) else None
+    if not isinstance(fields, dict):
+        raise OpenLineageError(f"{place}.fields: expected an object of output field -> inputFields")
+    pairs: list[tuple[FieldRef, FieldRef]] = []
+    for name, entry in fields.items():
+        inputs = entry.get("inputFields") if isinstance(entry, dict) else None
+        if not isinstance(inputs, list):
+            raise OpenLineageError(f"{place}.fields[{name!r}].inputFields: expected an array")
+        for index, source in enumerate(inputs):
+            at = f"{place}.fields[{name!r}].inputFields[{index}]"
+            if not isinstance(source, dict):
+                raise OpenLineageError(f"{at}: expected an object")
+            dataset = DatasetId(_string(source, "namespace", at), _string(source, "name", at))
+            pairs.append((FieldRef(dataset, _string(source, "field", at)), FieldRef(output, name)))
+    return pairs
+
+
+def _kind(ident: DatasetId) -> str:
+    scheme = ident.namespace.split("://", 1)[0] if "://" in ident.namespace else "dataset"
+    return "topic" if scheme == "kafka" else scheme

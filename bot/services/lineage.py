@@ -1,0 +1,191 @@
+"""Lineage in the database: the catalog, OpenLineage events, and the graph every replica rebuilds on change."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections.abc import Iterable
+from datetime import UTC, datetime
+
+from sqlalchemy import update
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import col, select
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from bot.domain.avro.parse import parse
+from bot.domain.avro.paths import field_paths
+from bot.domain.lineage.catalog import Catalog
+from bot.domain.lineage.graph import LineageGraph
+from bot.domain.lineage.model import Dataset, DatasetId, FieldRef, Job, JobId, Team
+from bot.domain.lineage.openlineage import LineageEvent
+from bot.store.database import Database
+from bot.store.models import LineageDataset, LineageJob, LineageRevision, SchemaVersion, Subject, TeamRow
+
+CATALOG, OPENLINEAGE = "catalog", "openlineage"
+
+
+class LineageService:
+    """Stores lineage and answers with a graph built from the store (cached until the revision moves)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self._graph: LineageGraph | None = None
+        self._revision = -1
+        self._lock = asyncio.Lock()
+
+    # --- writing --------------------------------------------------------------------------------
+
+    async def load_catalog(self, catalog: Catalog) -> None:
+        """Replace everything the previous catalog declared with this one, in one transaction."""
+        async with self.db.session() as session:
+            for row in (await session.exec(select(TeamRow))).all():
+                await session.delete(row)
+            await session.flush()
+            for team in catalog.teams.values():
+                session.add(TeamRow(name=team.name, usergroup=team.usergroup, members=team.members, oncall=team.oncall,
+                                    channel=team.channel))
+            for entry in catalog.subjects.values():
+                subject = (await session.exec(select(Subject).where(Subject.name == entry.name))).first() or Subject(name=entry.name)
+                subject.topic, subject.namespace, subject.owner_team = entry.topic, entry.namespace, entry.owner
+                subject.compatibility, subject.channel = entry.compatibility, entry.channel
+                session.add(subject)
+            await self._replace_catalog_rows(session, catalog)
+            await _bump(session)
+            await session.commit()
+
+    async def _replace_catalog_rows(self, session: AsyncSession, catalog: Catalog) -> None:
+        datasets = {(r.namespace, r.name): r for r in (await session.exec(select(LineageDataset))).all()}
+        for ident, dataset in catalog.datasets.items():
+            row = datasets.pop((ident.namespace, ident.name), None) or LineageDataset(namespace=ident.namespace, name=ident.name, source=CATALOG)
+            row.kind, row.owners, row.fields, row.subject, row.source = dataset.kind, dataset.owners, dataset.fields, dataset.subject, CATALOG
+            session.add(row)
+        for row in datasets.values():
+            if row.source == CATALOG:
+                await session.delete(row)
+        jobs = {(r.namespace, r.name): r for r in (await session.exec(select(LineageJob))).all()}
+        for job in catalog.jobs:
+            job_row = jobs.pop((job.id.namespace, job.id.name), None) or LineageJob(namespace=job.id.namespace, name=job.id.name, source=CATALOG)
+            _fill(job_row, job)
+            job_row.source, job_row.channel = CATALOG, job.channel
+            session.add(job_row)
+        for job_row in jobs.values():
+            if job_row.source == CATALOG:
+                await session.delete(job_row)
+
+    async def ingest(self, events: Iterable[LineageEvent]) -> int:
+        """Store events in order, all in one transaction; returns how many of them changed the lineage."""
+        for attempt in range(3):
+            try:
+                return await self._ingest(list(events))
+            except IntegrityError:
+                if attempt == 2:
+                    raise
+        return 0
+
+    async def _ingest(self, events: list[LineageEvent]) -> int:
+        changed = 0
+        async with self.db.session() as session:
+            for event in events:
+                changed += await self._ingest_one(session, event)
+            if changed:
+                await _bump(session)
+            await session.commit()
+        return changed
+
+    async def _ingest_one(self, session: AsyncSession, event: LineageEvent) -> int:
+        moved = False
+        for dataset in event.datasets:
+            row = (await session.exec(select(LineageDataset).where(
+                LineageDataset.namespace == dataset.id.namespace, LineageDataset.name == dataset.id.name))).first()
+            if row is None:
+                row = LineageDataset(namespace=dataset.id.namespace, name=dataset.id.name, kind=dataset.kind, source=OPENLINEAGE)
+                moved = True
+            if dataset.fields and row.fields != dataset.fields:
+                row.fields, moved = dataset.fields, True
+            if dataset.owners and row.owners != dataset.owners:
+                row.owners, moved = dataset.owners, True
+            session.add(row)
+        job = (await session.exec(select(LineageJob).where(
+            LineageJob.namespace == event.job.id.namespace, LineageJob.name == event.job.id.name))).first()
+        if job is None:
+            job = LineageJob(namespace=event.job.id.namespace, name=event.job.id.name, source=OPENLINEAGE)
+        if event.job.owners and job.owners != event.job.owners:
+            job.owners, moved = event.job.owners, True
+        newer = job.event_time is None or event.event_time >= _aware(job.event_time)
+        if event.carries_lineage and newer and job.digest != _digest(event.job):
+            _fill(job, event.job)
+            job.event_time, job.source, moved = event.event_time, OPENLINEAGE, True
+        session.add(job)
+        await session.flush()
+        return int(moved)
+
+    # --- reading --------------------------------------------------------------------------------
+
+    async def graph(self) -> LineageGraph:
+        """The lineage graph, rebuilt only when another write moved the revision."""
+        async with self._lock:
+            async with self.db.session() as session:
+                revision = (await session.exec(select(LineageRevision.revision).where(LineageRevision.id == 1))).one()
+                if self._graph is None or revision != self._revision:
+                    self._graph = await self._build(session)
+                    self._revision = revision
+            return self._graph
+
+    async def _build(self, session: AsyncSession) -> LineageGraph:
+        latest = await _latest_schemas(session)
+        datasets = []
+        for row in (await session.exec(select(LineageDataset))).all():
+            fields = row.fields or (latest.get(row.subject, []) if row.subject else [])
+            datasets.append(Dataset(DatasetId(row.namespace, row.name), row.kind, list(row.owners), list(fields), row.subject))
+        jobs = [_job(row) for row in (await session.exec(select(LineageJob))).all()]
+        return LineageGraph(datasets, jobs)
+
+    async def teams(self) -> dict[str, Team]:
+        """The catalog's teams."""
+        async with self.db.session() as session:
+            rows = (await session.exec(select(TeamRow))).all()
+        return {r.name: Team(r.name, r.usergroup, list(r.members), list(r.oncall), r.channel) for r in rows}
+
+
+async def _bump(session: AsyncSession) -> None:
+    await session.exec(update(LineageRevision).where(col(LineageRevision.id) == 1)
+                       .values(revision=LineageRevision.revision + 1))
+
+
+async def _latest_schemas(session: AsyncSession) -> dict[str, list[str]]:
+    """Field paths of each subject's newest stored version (lineage for subjects the catalog gives no schema)."""
+    rows = (await session.exec(select(Subject.name, SchemaVersion.schema_text, SchemaVersion.version)
+                               .join(SchemaVersion, col(SchemaVersion.subject_id) == col(Subject.id))
+                               .order_by(col(SchemaVersion.version)))).all()
+    return {name: field_paths(parse(text)) for name, text, _ in rows}
+
+
+def _fill(row: LineageJob, job: Job) -> None:
+    row.owners = list(job.owners) or row.owners
+    row.inputs = [[d.namespace, d.name] for d in job.inputs]
+    row.outputs = [[d.namespace, d.name] for d in job.outputs]
+    row.mappings = [[s.dataset.namespace, s.dataset.name, s.path, t.dataset.namespace, t.dataset.name, t.path] for s, t in job.mappings]
+    row.unmapped_outputs = [[d.namespace, d.name] for d in job.unmapped_outputs]
+    row.digest = _digest(job)
+
+
+def _job(row: LineageJob) -> Job:
+    return Job(
+        JobId(row.namespace, row.name), list(row.owners), row.channel,
+        [DatasetId(*d) for d in row.inputs], [DatasetId(*d) for d in row.outputs],
+        [(FieldRef(DatasetId(m[0], m[1]), m[2]), FieldRef(DatasetId(m[3], m[4]), m[5])) for m in row.mappings],
+        [DatasetId(*d) for d in row.unmapped_outputs],
+    )
+
+
+def _digest(job: Job) -> str:
+    content = [sorted(job.owners), [[d.namespace, d.name] for d in job.inputs], [[d.namespace, d.name] for d in job.outputs],
+               sorted([s.dataset.namespace, s.dataset.name, s.path, t.dataset.namespace, t.dataset.name, t.path] for s, t in job.mappings),
+               [[d.namespace, d.name] for d in job.unmapped_outputs]]
+    return hashlib.sha256(json.dumps(content).encode()).hexdigest()
+
+
+def _aware(moment: datetime) -> datetime:
+    """SQLite returns naive datetimes; they were stored in UTC."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)

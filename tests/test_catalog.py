@@ -1,0 +1,124 @@
+"""The declarative catalog: every problem reported with its place; load, then query impact from the store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from bot.cli import main
+from bot.domain.avro.parse import parse
+from bot.domain.lineage.catalog import read_catalog
+from bot.services.lineage import LineageService
+from bot.store.database import Database
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "catalog.yaml"
+
+
+def example() -> dict[str, Any]:
+    return yaml.safe_load(EXAMPLE.read_text())
+
+
+def load(relative: str) -> Any:
+    return parse((EXAMPLE.parent / relative).read_text())
+
+
+def problems(data: dict[str, Any]) -> list[str]:
+    return [str(p) for p in read_catalog(data, load)[1]]
+
+
+def test_the_example_catalog_is_valid() -> None:
+    catalog, found = read_catalog(example(), load)
+    assert found == []
+    assert set(catalog.teams) == {"orders-team", "analytics-team", "growth-team"}
+    [enrich, daily, recommendations] = catalog.jobs
+    assert not enrich.black_box and recommendations.black_box
+    orders = catalog.subjects["orders-value"]
+    assert orders.topic == "orders" and "payload.detail.price" in catalog.datasets[orders.dataset].fields
+
+
+def test_unknown_team_dangling_dataset_and_missing_field_are_all_reported() -> None:
+    data = example()
+    data["jobs"][0]["owner"] = "ghost-team"
+    data["jobs"][1]["inputs"].append("no_such_table")
+    data["jobs"][0]["mappings"]["dwd_orders.amount"].append("orders-value.payload.detail.cost")
+    data["jobs"][1]["mappings"]["ads_daily_sales.margin"] = ["dwd_orders.amount"]
+    data["teams"]["growth-team"]["members"] = ["alice"]
+    found = problems(data)
+    assert "jobs[0] (enrich-orders).owner: unknown team 'ghost-team'" in found
+    assert any(p.startswith("jobs[1] (daily-sales).inputs: dangling dataset 'no_such_table'") for p in found)
+    assert 'jobs[0] (enrich-orders).mappings["dwd_orders.amount"]: orders has no field \'payload.detail.cost\'' in found
+    assert 'jobs[1] (daily-sales).mappings["ads_daily_sales.margin"]: ads_daily_sales has no field \'margin\'' in found
+    assert "teams.growth-team.members: 'alice' is not a Slack user id (U... or W...)" in found
+    assert len(found) == 5
+
+
+def test_structural_problems() -> None:
+    assert problems([]) == ["catalog: expected a mapping with teams, subjects, datasets and jobs"]  # type: ignore[arg-type]
+    data = example()
+    data["subjects"]["orders-value"]["schema"] = "schemas/missing.avsc"
+    data["subjects"]["orders-value"]["compatibility"] = "SOMETIMES"
+    data["datasets"].append({"name": "dwd_orders", "namespace": "iceberg://lake", "owner": "analytics-team"})
+    data["jobs"].append({"name": "daily-sales", "namespace": "flink://prod", "owner": "analytics-team"})
+    data["extra"] = 1
+    found = "\n".join(problems(data))
+    for expected in ("subjects.orders-value.schema: cannot use schemas/missing.avsc", "compatibility: 'SOMETIMES'",
+                     "declared twice", "job daily-sales is declared twice", "extra: unknown section"):
+        assert expected in found
+
+
+async def test_load_then_query_from_the_store(migrated_url: str) -> None:
+    catalog, _ = read_catalog(example(), load)
+    db = Database(migrated_url)
+    try:
+        service = LineageService(db)
+        await service.load_catalog(catalog)
+        await service.load_catalog(catalog)
+        graph = await service.graph()
+        impact = graph.impact(graph.find_dataset("orders-value"), ["quantity"])
+        assert [i.as_json()["path"] for i in impact.impacted if not i.black_box_only] == [
+            "orders.quantity -> enrich-orders -> dwd_orders.amount",
+            "orders.quantity -> enrich-orders -> dwd_orders.amount -> daily-sales -> ads_daily_sales.revenue"]
+        assert set(impact.owners) == {"orders-team", "analytics-team", "growth-team"}
+        teams = await service.teams()
+        assert teams["orders-team"].usergroup == "S0ORDERS" and teams["analytics-team"].oncall == ["U00000BOB"]
+        smaller = example()
+        smaller["jobs"] = smaller["jobs"][:1]
+        catalog2, _ = read_catalog(smaller, load)
+        await service.load_catalog(catalog2)
+        assert {j.name for j in (await service.graph()).jobs} == {"enrich-orders"}
+    finally:
+        await db.close()
+
+
+def test_cli_validate_load_impact_coverage(migrated_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                                           tmp_path: Path) -> None:
+    monkeypatch.setenv("DATABASE_URL", migrated_url)
+    assert main(["catalog", "validate", str(EXAMPLE)]) == 0
+    assert "OK — 3 teams, 1 subjects, 4 datasets, 3 jobs (1 black box)" in capsys.readouterr().out
+    assert main(["catalog", "load", str(EXAMPLE)]) == 0
+    assert main(["impact", "orders-value", "--fields", "payload.detail.price,buyer.segment", "--format", "json"]) == 0
+    result = json.loads(capsys.readouterr().out.split("\n", 1)[1])
+    assert set(result) == {"dataset", "namespace", "fields", "impacted", "jobs", "owners"}
+    assert {(i["dataset"], i["field"]) for i in result["impacted"]} == {
+        ("dwd_orders", "amount"), ("dwd_orders", "buyer.segment"), ("ads_daily_sales", "revenue"), ("recommendation_cache", "*")}
+    assert {j["name"]: j["black_box"] for j in result["jobs"]} == {"enrich-orders": False, "daily-sales": False, "recommendations": True}
+    assert main(["impact", "orders", "--fields", "nope"]) == 1
+    assert main(["impact", "nowhere"]) == 1
+    assert "orders has no field 'nope'" in capsys.readouterr().err
+    assert main(["lineage", "coverage", "--format", "json"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    assert figures["black_box_share"] == round(1 / 3, 4) and figures["subjects_with_field_lineage"] == []
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("teams: [unclosed\n")
+    assert main(["catalog", "load", str(broken)]) == 1
+    assert "not valid YAML at line 2" in capsys.readouterr().err
+
+
+def test_cli_refuses_an_unmigrated_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'fresh.db'}")
+    assert main(["catalog", "load", str(EXAMPLE)]) == 2
+    assert "run `bot migrate` first" in capsys.readouterr().err

@@ -1,0 +1,122 @@
+"""The lineage graph and the impact query: fan-out, diamonds, cycles, nesting, black boxes."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bot.domain.lineage.graph import LineageError, LineageGraph
+from bot.domain.lineage.model import Dataset, DatasetId, FieldRef, Job, JobId
+
+K, L = "kafka://b:9092", "iceberg://lake"
+
+
+def ds(name: str, fields: list[str], ns: str = L, owner: str = "t") -> Dataset:
+    return Dataset(DatasetId(ns, name), "table", [owner], fields)
+
+
+def job(name: str, owner: str, mappings: list[tuple[str, str]], black: list[str] = (), inputs: list[str] = ()) -> Job:  # type: ignore[assignment]
+    pairs = [(ref(a), ref(b)) for a, b in mappings]
+    ins = list(dict.fromkeys([s.dataset for s, _ in pairs] + [DatasetId(L, i) for i in inputs]))
+    outs = list(dict.fromkeys([t.dataset for _, t in pairs] + [DatasetId(L, o) for o in black]))
+    return Job(JobId("flink", name), [owner], None, ins, outs, pairs, [DatasetId(L, o) for o in black])
+
+
+def ref(text: str) -> FieldRef:
+    name, _, path = text.partition(".")
+    return FieldRef(DatasetId(L, name), path)
+
+
+def reached(graph: LineageGraph, dataset: str, fields: list[str] | None) -> set[str]:
+    return {f"{i.dataset.name}.{i.field}" for i in graph.impact(DatasetId(L, dataset), fields).impacted}
+
+
+def test_fan_out_reaches_only_the_changed_fields_consumers() -> None:
+    graph = LineageGraph([ds("src", ["a", "b"]), ds("x", ["a"]), ds("y", ["b"]), ds("z", ["ab"])], [
+        job("jx", "tx", [("src.a", "x.a")]), job("jy", "ty", [("src.b", "y.b")]), job("jz", "tz", [("src.a", "z.ab"), ("src.b", "z.ab")])])
+    assert reached(graph, "src", ["a"]) == {"x.a", "z.ab"}
+    impact = graph.impact(DatasetId(L, "src"), ["b"])
+    assert {j.id.name for j in impact.jobs} == {"jy", "jz"} and set(impact.owners) == {"ty", "tz", "t"}
+
+
+def test_diamond_is_reported_once_with_a_shortest_path() -> None:
+    graph = LineageGraph([ds("s", ["f"]), ds("l", ["f"]), ds("r", ["f"]), ds("m", ["f"]), ds("deep", ["f"])], [
+        job("left", "t", [("s.f", "l.f")]), job("right", "t", [("s.f", "r.f")]),
+        job("merge", "t", [("l.f", "m.f"), ("r.f", "m.f")]), job("long", "t", [("m.f", "deep.f")])])
+    impact = graph.impact(DatasetId(L, "s"), ["f"])
+    [merged] = [i for i in impact.impacted if i.dataset.name == "m"]
+    assert merged.path in (("s.f", "left", "l.f", "merge", "m.f"), ("s.f", "right", "r.f", "merge", "m.f"))
+    assert [i.dataset.name for i in impact.impacted].count("m") == 1
+
+
+def test_a_job_writing_back_to_its_input_does_not_loop() -> None:
+    graph = LineageGraph([ds("t", ["a", "b"]), ds("out", ["a"])], [
+        job("loop", "t", [("t.a", "t.b")]), job("back", "t", [("t.b", "t.a"), ("t.b", "out.a")])])
+    assert reached(graph, "t", ["a"]) == {"t.b", "out.a"}
+
+
+def test_nested_fields_reach_through_members_and_enclosing_structs() -> None:
+    graph = LineageGraph([ds("s", ["p", "p.d", "p.d.price", "p.d.color"]), ds("o", ["price", "blob", "color"])], [
+        job("j", "t", [("s.p.d.price", "o.price"), ("s.p", "o.blob"), ("s.p.d.color", "o.color")])])
+    assert reached(graph, "s", ["p.d.price"]) == {"o.price", "o.blob"}
+    assert reached(graph, "s", ["p.d"]) == {"o.price", "o.blob", "o.color"}
+
+
+def test_black_box_reads_everything_and_is_flagged() -> None:
+    graph = LineageGraph([ds("s", ["a", "b"]), ds("exact", ["a"]), ds("cache", [])], [
+        job("mapped", "t", [("s.a", "exact.a")]), job("opaque", "g", [], black=["cache"], inputs=["s"])])
+    impact = graph.impact(DatasetId(L, "s"), ["b"])
+    assert [(i.dataset.name, i.field, i.black_box_only) for i in impact.impacted] == [("cache", "*", True)]
+    assert [j.black_box for j in impact.jobs] == [True]
+    assert impact.impacted[0].path == ("s.b", "opaque (black box)", "cache.*")
+    exact = graph.impact(DatasetId(L, "s"), ["a"])
+    assert {(i.dataset.name, i.black_box_only) for i in exact.impacted} == {("exact", False), ("cache", True)}
+
+
+def test_exact_path_is_preferred_over_a_black_box() -> None:
+    graph = LineageGraph([ds("s", ["a"]), ds("mid", ["a"]), ds("end", ["a"])], [
+        job("opaque", "t", [], black=["end"], inputs=["s"]), job("one", "t", [("s.a", "mid.a")]), job("two", "t", [("mid.a", "end.a")])])
+    [end] = [i for i in graph.impact(DatasetId(L, "s"), ["a"]).impacted if i.dataset.name == "end"]
+    assert not end.black_box_only and end.path == ("s.a", "one", "mid.a", "two", "end.a")
+
+
+def test_whole_dataset_and_unknown_names() -> None:
+    graph = LineageGraph([ds("s", ["a", "b"]), ds("o", ["x", "y"]), ds("s", ["a"], ns=K)], [job("j", "t", [("s.a", "o.x"), ("s.b", "o.y")])])
+    assert reached(graph, "s", None) == {"o.x", "o.y"}
+    with pytest.raises(LineageError, match="no field 'zzz'"):
+        graph.impact(DatasetId(L, "s"), ["zzz"])
+    with pytest.raises(LineageError, match="unknown dataset or subject 'nope'"):
+        graph.find_dataset("nope")
+    with pytest.raises(LineageError, match="several namespaces"):
+        graph.find_dataset("s")
+    assert graph.find_dataset("s", namespace=K) == DatasetId(K, "s")
+
+
+CHAIN_FIELDS = ["a", "b", "c", "d", "e"]
+
+
+@st.composite
+def random_graphs(draw: st.DrawFn) -> LineageGraph:
+    names = [f"d{i}" for i in range(draw(st.integers(2, 7)))]
+    jobs = []
+    for number in range(draw(st.integers(1, 10))):
+        source, target = draw(st.sampled_from(names)), draw(st.sampled_from(names))
+        if draw(st.integers(0, 4)) == 0:
+            jobs.append(job(f"j{number}", "t", [], black=[target], inputs=[source]))
+            continue
+        pairs = draw(st.lists(st.tuples(st.sampled_from(CHAIN_FIELDS), st.sampled_from(CHAIN_FIELDS)), min_size=1, max_size=4))
+        jobs.append(job(f"j{number}", "t", [(f"{source}.{a}", f"{target}.{b}") for a, b in pairs]))
+    return LineageGraph([ds(n, CHAIN_FIELDS) for n in names], jobs)
+
+
+@settings(max_examples=200, deadline=None)
+@given(random_graphs(), st.lists(st.sampled_from(CHAIN_FIELDS), min_size=1, max_size=4, unique=True))
+def test_impact_of_a_set_is_the_union_of_the_impacts_of_its_members(graph: LineageGraph, fields: list[str]) -> None:
+    source = sorted(graph.datasets, key=lambda d: d.name)[0]
+    together = {(i.dataset, i.field) for i in graph.impact(source, fields).impacted}
+    apart: set[tuple[DatasetId, str]] = set()
+    for field in fields:
+        apart |= {(i.dataset, i.field) for i in graph.impact(source, [field]).impacted}
+    own = {(source, f) for f in fields}
+    assert together == apart - own

@@ -1,0 +1,149 @@
+"""OpenLineage events in (HTTP and file), lineage out: identity, facets, replacement, refusal."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from bot.cli import main
+from bot.domain.lineage.model import DatasetId
+from bot.domain.lineage.openlineage import OpenLineageError, parse_event
+from bot.emulator import Workspace
+from bot.runtime import Bot
+from tests.conftest import bot_config, start_emulator
+
+TOKEN = "lineage-token-0123456789"
+KAFKA = "kafka://broker:9092"
+
+
+def event(when: str = "2026-12-01T10:00:00Z", mappings: dict[str, list[str]] | None = None, **extra: Any) -> dict[str, Any]:
+    """A Flink job reading topic orders and writing an Iceberg table, with column lineage."""
+    mappings = {"amount": ["price", "quantity"], "order_id": ["id"]} if mappings is None else mappings
+    output: dict[str, Any] = {
+        "namespace": "iceberg://lake", "name": "dwd_orders",
+        "facets": {"schema": {"_producer": "x", "_schemaURL": "x", "fields": [{"name": "order_id", "type": "string"}, {"name": "amount", "type": "double"}]},
+                   "ownership": {"_producer": "x", "_schemaURL": "x", "owners": [{"name": "team:analytics-team", "type": "MAINTAINER"}]}}}
+    if mappings:
+        output["facets"]["columnLineage"] = {"_producer": "x", "_schemaURL": "x", "fields": {
+            out: {"inputFields": [{"namespace": KAFKA, "name": "orders", "field": f} for f in sources]} for out, sources in mappings.items()}}
+    return {
+        "eventType": "COMPLETE", "eventTime": when, "producer": "https://github.com/apache/flink",
+        "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
+        "run": {"runId": "0192c2a0-0000-7000-8000-000000000001"},
+        "job": {"namespace": "flink://prod", "name": "enrich-orders",
+                "facets": {"ownership": {"_producer": "x", "_schemaURL": "x", "owners": [{"name": "team:orders-team"}]}}},
+        "inputs": [{"namespace": KAFKA, "name": "orders", "facets": {"schema": {"_producer": "x", "_schemaURL": "x", "fields": [
+            {"name": "id", "type": "string"}, {"name": "price", "type": "double"}, {"name": "quantity", "type": "int"},
+            {"name": "payload", "type": "struct", "fields": [{"name": "detail", "type": "struct", "fields": [{"name": "color", "type": "string"}]}]}]}}}],
+        "outputs": [output], **extra,
+    }
+
+
+def test_parse_reads_identities_facets_and_owners() -> None:
+    parsed = parse_event(event())
+    assert parsed.job.id.name == "enrich-orders" and parsed.job.owners == ["orders-team"]
+    orders = next(d for d in parsed.datasets if d.id.name == "orders")
+    assert orders.kind == "topic" and "payload.detail.color" in orders.fields
+    assert {(s.path, t.path) for s, t in parsed.job.mappings} == {("price", "amount"), ("quantity", "amount"), ("id", "order_id")}
+    assert not parsed.job.black_box
+    assert parse_event(event(mappings={})).job.black_box
+
+
+@pytest.mark.parametrize(("mutate", "message"), [
+    (lambda e: e.pop("eventTime"), "eventTime: required string is missing"),
+    (lambda e: e.update(eventTime="yesterday"), "not an ISO 8601 date-time"),
+    (lambda e: e.update(eventType="FINISHED"), "eventType: 'FINISHED'"),
+    (lambda e: e["job"].pop("name"), "job.name: required string is missing"),
+    (lambda e: e.update(inputs={"name": "orders"}), "inputs: expected an array"),
+    (lambda e: e["inputs"][0].pop("namespace"), "inputs[0].namespace: required string is missing"),
+    (lambda e: e["run"].pop("runId"), "run.runId"),
+    (lambda e: e["outputs"][0]["facets"]["columnLineage"].update(fields=[]), "columnLineage.fields: expected an object"),
+    (lambda e: e["outputs"][0]["facets"]["columnLineage"]["fields"]["amount"]["inputFields"][0].pop("field"), "inputFields[0].field"),
+    (lambda e: e["inputs"][0]["facets"]["schema"].update(fields=[{"type": "int"}]), "a field needs a name"),
+    (lambda e: e["job"]["facets"]["ownership"].update(owners="me"), "ownership.owners"),
+])
+def test_malformed_events_are_refused_with_the_reason(mutate: Any, message: str) -> None:
+    broken = event()
+    mutate(broken)
+    with pytest.raises(OpenLineageError, match=message.replace("[", r"\[").replace("]", r"\]").replace("(", r"\(")):
+        parse_event(broken)
+
+
+@pytest.fixture
+async def api(migrated_url: str) -> AsyncIterator[tuple[Bot, aiohttp.ClientSession]]:
+    emulator, runner = await start_emulator(Workspace("xoxb-lineage-test"))
+    bot = Bot(bot_config(emulator, migrated_url, CHANGEOPS_API_TOKEN=TOKEN))
+    await bot.start(0)
+    async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+        yield bot, http
+    await bot.stop()
+    await runner.cleanup()
+
+
+async def post(http: aiohttp.ClientSession, bot: Bot, body: Any, **kwargs: Any) -> tuple[int, dict[str, Any]]:
+    async with http.post(f"{bot.url}/api/v1/lineage", data=json.dumps(body) if not isinstance(body, str) else body, **kwargs) as response:
+        return response.status, await response.json()
+
+
+async def test_events_over_http_build_the_graph(api: tuple[Bot, aiohttp.ClientSession]) -> None:
+    bot, http = api
+    status, answer = await post(http, bot, event())
+    assert (status, answer["changed"]) == (200, 1)
+    graph = await bot.lineage.graph()
+    impact = graph.impact(DatasetId(KAFKA, "orders"), ["price"])
+    assert [i.as_json()["path"] for i in impact.impacted] == ["orders.price -> enrich-orders -> dwd_orders.amount"]
+    assert impact.owners == ("orders-team", "analytics-team")
+
+
+async def test_resending_changes_nothing_and_a_later_event_replaces_edges(api: tuple[Bot, aiohttp.ClientSession]) -> None:
+    bot, http = api
+    await post(http, bot, event())
+    before = await bot.lineage.graph()
+    assert (await post(http, bot, event()))[1]["changed"] == 0
+    assert await bot.lineage.graph() is before
+    await post(http, bot, event("2026-12-01T11:00:00Z", mappings={"amount": ["quantity"]}))
+    graph = await bot.lineage.graph()
+    assert graph.impact(DatasetId(KAFKA, "orders"), ["price"]).impacted == ()
+    assert (await post(http, bot, event("2026-12-01T09:00:00Z")))[1]["changed"] == 0
+    heartbeat = event("2026-12-01T12:00:00Z", eventType="RUNNING")
+    heartbeat["inputs"], heartbeat["outputs"] = [], []
+    await post(http, bot, heartbeat)
+    assert len((await bot.lineage.graph()).impact(DatasetId(KAFKA, "orders"), ["quantity"]).impacted) == 1
+
+
+async def test_malformed_or_unauthorised_requests_store_nothing(api: tuple[Bot, aiohttp.ClientSession]) -> None:
+    bot, http = api
+    bad = copy.deepcopy(event())
+    bad["job"].pop("namespace")
+    status, answer = await post(http, bot, bad)
+    assert status == 400 and "job.namespace" in answer["error"]
+    status, answer = await post(http, bot, [event(), bad])
+    assert status == 400 and answer["error"].startswith("event 1: ")
+    status, answer = await post(http, bot, "{oops")
+    assert status == 400 and "malformed JSON" in answer["error"]
+    async with aiohttp.ClientSession() as anonymous:
+        assert (await post(anonymous, bot, event()))[0] == 401
+        assert (await post(anonymous, bot, event(), headers={"Authorization": "Bearer wrong"}))[0] == 401
+    assert (await bot.lineage.graph()).jobs == {}
+
+
+def test_cli_import_is_all_or_nothing(migrated_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("DATABASE_URL", migrated_url)
+    source = tmp_path / "events.jsonl"
+    source.write_text(json.dumps(event()) + "\nnot json\n" + json.dumps({**event(), "job": {}}) + "\n")
+    assert main(["lineage", "import", str(source)]) == 1
+    err = capsys.readouterr().err
+    assert "line 2: malformed JSON" in err and "line 3: job.namespace" in err and "nothing was stored" in err
+    source.write_text(json.dumps(event()) + "\n\n" + json.dumps(event("2026-12-02T00:00:00Z", mappings={})) + "\n")
+    assert main(["lineage", "import", str(source)]) == 0
+    assert "imported 2 events; 2 changed the lineage" in capsys.readouterr().out
+    assert main(["impact", "orders", "--fields", "id", "--format", "json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert {(i["field"], i["black_box_only"]) for i in result["impacted"]} == {("amount", True), ("order_id", True)}
