@@ -85,11 +85,18 @@ def _reads(writer: dict[str, Any], reader: dict[str, Any], count: int = 20) -> N
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(related_pairs())
 def test_verdict_agrees_with_an_empirical_read(pair: tuple[Any, Any]) -> None:
-    """Whatever the classifier says resolves does resolve: fastavro reads the writer's records with the reader."""
+    """Whatever the classifier says resolves does resolve: fastavro reads the writer's records with the reader.
+
+    One data-dependent exception the specification allows: bytes promote to string, and random bytes
+    are not UTF-8; the classifier reports that drift as STRING_BYTES_SWAPPED, which must be present.
+    """
     old_json, new_json = json.loads(json.dumps(pair[0])), json.loads(json.dumps(pair[1]))
     old, new = _parse_both(old_json, new_json)
     verdict = classify([old], new, Mode.NONE)
-    if verdict.backward:
-        _reads(old_json, new_json)
-    if verdict.forward:
-        _reads(new_json, old_json)
+    for holds, writer, reader in ((verdict.backward, old_json, new_json), (verdict.forward, new_json, old_json)):
+        if not holds:
+            continue
+        try:
+            _reads(writer, reader)
+        except UnicodeDecodeError:
+            assert any(f.rule == "STRING_BYTES_SWAPPED" for f in verdict.findings)

@@ -12,11 +12,12 @@ from typing import Any
 
 from bot.domain.avro.model import NAMED, Field, Node, Schema
 from bot.domain.compat.changes import Change
+from bot.domain.compat.memo import PairMemo
 from bot.domain.compat.matching import counterpart, type_change_rule
 from bot.domain.compat.resolve import Rel, decimal_changes
 
 SWAP_DETAIL = {"STRING_BYTES_SWAPPED": {("string", "bytes"): "raw bytes instead of text",
-                                        ("bytes", "string"): "text decoded as UTF-8 from what were raw bytes"}}
+                                        ("bytes", "string"): "text decoded as UTF-8 from what were raw bytes (values that are not UTF-8 fail to read)"}}
 
 
 def semantic_changes(old: Schema, new: Schema) -> list[Change]:
@@ -27,8 +28,7 @@ def semantic_changes(old: Schema, new: Schema) -> list[Change]:
 
 class _Walker:
     def __init__(self) -> None:
-        self._memo: dict[tuple[int, int], list[Rel]] = {}
-        self._active: set[tuple[int, int]] = set()
+        self._records: PairMemo[Rel] = PairMemo()
 
     def pair(self, old: Node, new: Node) -> list[Rel]:
         if old is new:
@@ -76,13 +76,9 @@ class _Walker:
         return found
 
     def record(self, old: Node, new: Node) -> list[Rel]:
-        key = (id(old), id(new))
-        cached = self._memo.get(key)
-        if cached is not None:
-            return cached
-        if key in self._active:
-            return []
-        self._active.add(key)
+        return self._records.get(old, new, lambda: self._fields(old, new))
+
+    def _fields(self, old: Node, new: Node) -> list[Rel]:
         found: list[Rel] = []
         paired_old: set[str] = set()
         order_old: list[str] = []
@@ -109,8 +105,6 @@ class _Walker:
                 found.append(("." + field.name, "FIELD_REMOVED_WITH_DEFAULT", field.type.describe(), "", _json(field.default)))
         if order_old != order_new:
             found.append(("", "FIELDS_REORDERED", old.describe(), new.describe(), ""))
-        self._active.discard(key)
-        self._memo[key] = found
         return found
 
 

@@ -3,15 +3,16 @@
 ``Resolution(BACKWARD)`` asks whether the new schema can read data written with the old one;
 ``Resolution(FORWARD)`` the reverse. Each failure is a ``Change`` named by what changed (old to new),
 so both directions describe the same edit with the same rule and path. Records are memoised by the
-pair of nodes, with paths relative to the record, so shared named types cost once and recursive
-types terminate (a pair met again while it is being checked is assumed to resolve: a cycle adds no
-new failure).
+pair of nodes (``PairMemo``), with paths relative to the record, so shared named types cost once and
+recursive types terminate (a pair met again while it is being checked is assumed to resolve: a cycle
+adds no new failure).
 """
 
 from __future__ import annotations
 
 from bot.domain.avro.model import NAMED, Node, Schema
 from bot.domain.compat.changes import Change, Direction
+from bot.domain.compat.memo import PairMemo
 from bot.domain.compat.matching import counterpart, decimals_differ, first_match, matches, names_match, related, type_change_rule
 
 # (relative path, rule, old description, new description, detail)
@@ -24,8 +25,7 @@ class Resolution:
     def __init__(self, direction: Direction) -> None:
         self.direction = direction
         self.backward = direction is Direction.BACKWARD
-        self._memo: dict[tuple[int, int], list[Rel]] = {}
-        self._active: set[tuple[int, int]] = set()
+        self._records: PairMemo[Rel] = PairMemo()
 
     def check(self, old: Schema, new: Schema, version: int | None = None) -> list[Change]:
         """Every failure of this direction, with full paths."""
@@ -108,13 +108,9 @@ class Resolution:
         return found
 
     def _record(self, writer: Node, reader: Node) -> list[Rel]:
-        key = (id(writer), id(reader))
-        cached = self._memo.get(key)
-        if cached is not None:
-            return cached
-        if key in self._active:
-            return []
-        self._active.add(key)
+        return self._records.get(writer, reader, lambda: self._fields(writer, reader))
+
+    def _fields(self, writer: Node, reader: Node) -> list[Rel]:
         found: list[Rel] = []
         for field in reader.fields:
             source = writer.by_name.get(field.name)
@@ -133,8 +129,6 @@ class Resolution:
                 found.append(("." + renamed.name, "FIELD_RENAMED", field.type.describe(), renamed.type.describe(), field.name))
             else:
                 found.append(("." + field.name, "FIELD_REMOVED_WITHOUT_DEFAULT", field.type.describe(), "", ""))
-        self._active.discard(key)
-        self._memo[key] = found
         return found
 
     def _enum(self, writer: Node, reader: Node) -> list[Rel]:
