@@ -9,10 +9,14 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from bot.cli.store import NotMigrated, with_database
 from bot.domain.avro.parse import SchemaError, parse, parse_value
 from bot.domain.compat.classify import Mode, Verdict, classify
 from bot.domain.compat.report import as_json, as_text, rules_json, rules_text
 from bot.domain.compat.rules import Level
+from bot.services.registry import Registry, Version
+from bot.store.database import Database
+from bot.store.models import Subject
 
 USAGE_ERROR = 2
 FAILED_GATE = 1
@@ -30,10 +34,20 @@ def add_parsers(sub: Any) -> None:
     classify_parser.add_argument("schemas", nargs="*", metavar="SCHEMA", help="OLD NEW, or with --history: V1 V2 ... NEW (files, - for stdin)")
     classify_parser.add_argument("--history", action="store_true", help="the SCHEMA files are the subject's versions, oldest first, then NEW")
     classify_parser.add_argument("--pairs", metavar="FILE.jsonl", help='JSON lines {"id","old","new","mode"} in, one verdict per line out (- for stdin)')
-    classify_parser.add_argument("--mode", default="FULL", help="BACKWARD, BACKWARD_TRANSITIVE, FORWARD, FORWARD_TRANSITIVE, FULL (default), FULL_TRANSITIVE, NONE")
+    classify_parser.add_argument("--subject", help="classify NEW against the stored versions of this subject, in its mode")
+    classify_parser.add_argument("--mode", help="BACKWARD, BACKWARD_TRANSITIVE, FORWARD, FORWARD_TRANSITIVE, FULL (default), FULL_TRANSITIVE, NONE")
     classify_parser.add_argument("--format", choices=("text", "json"), default=None, help="text (default) or json; --pairs always writes JSON lines")
     classify_parser.add_argument("--fail-on", metavar="LEVEL", help="exit 1 when the change is at least LEVEL (safe, compatible, breaking), or a schema is invalid")
     classify_parser.set_defaults(run=run_classify)
+
+    subject_parser = sub.add_parser("subject", help="a subject's stored versions").add_subparsers(metavar="ACTION")
+    versions = subject_parser.add_parser("versions", help="list the stored versions of a subject")
+    versions.add_argument("subject")
+    versions.set_defaults(run=run_versions)
+    imported = subject_parser.add_parser("import", help="store existing versions of a subject, oldest first (onboarding)")
+    imported.add_argument("subject")
+    imported.add_argument("files", nargs="+", metavar="FILE")
+    imported.set_defaults(run=run_import_versions)
 
     rules_parser = sub.add_parser("rules", help="list the classification rules")
     rules_parser.add_argument("--format", choices=("text", "json"), default="text")
@@ -49,8 +63,11 @@ def run_rules(args: argparse.Namespace) -> int:
 def run_classify(args: argparse.Namespace) -> int:
     """Classify, print, and pick the exit code."""
     try:
-        mode = Mode.parse(args.mode)
+        mode = Mode.parse(args.mode) if args.mode else None
         fail_on = Level.parse(args.fail_on) if args.fail_on else None
+        if args.subject:
+            return _classify_subject(args, mode, fail_on)
+        mode = mode or Mode.FULL
         if args.pairs:
             if args.schemas or args.history:
                 raise UsageError("--pairs takes no SCHEMA arguments")
@@ -59,9 +76,66 @@ def run_classify(args: argparse.Namespace) -> int:
             with _open(args.pairs) as lines:
                 return classify_pairs(lines, sys.stdout, mode, fail_on)
         return _classify_files(args, mode, fail_on)
-    except (UsageError, ValueError) as err:
+    except (UsageError, ValueError, NotMigrated) as err:
         print(f"bot classify: {err}", file=sys.stderr)
         return USAGE_ERROR
+
+
+def _classify_subject(args: argparse.Namespace, mode: Mode | None, fail_on: Level | None) -> int:
+    if len(args.schemas) != 1 or args.history or args.pairs:
+        raise UsageError("--subject takes exactly one NEW schema")
+    try:
+        new = parse(_read(args.schemas[0]))
+    except SchemaError as err:
+        print(f"bot classify: {args.schemas[0]}: invalid schema: {err}", file=sys.stderr)
+        return FAILED_GATE if fail_on is not None else USAGE_ERROR
+
+    async def stored(db: Database) -> tuple[Subject | None, list[Version]]:
+        registry = Registry(db)
+        return await registry.subject(args.subject), await registry.history(args.subject)
+
+    subject, history = with_database(stored)
+    if subject is None:
+        raise UsageError(f"unknown subject {args.subject!r}: load the catalog or import its versions first")
+    verdict = classify([v.schema for v in history], new, mode or Mode.parse(subject.compatibility))
+    _print(verdict, args.format)
+    return _gate(verdict, fail_on)
+
+
+def run_versions(args: argparse.Namespace) -> int:
+    """``bot subject versions SUBJECT``."""
+    try:
+        history = with_database(lambda db: Registry(db).history(args.subject))
+    except NotMigrated as err:
+        print(f"bot subject: {err}", file=sys.stderr)
+        return USAGE_ERROR
+    if not history:
+        print(f"bot subject: {args.subject!r} has no stored versions", file=sys.stderr)
+        return FAILED_GATE
+    for version in history:
+        print(f"version {version.number}  {version.fingerprint[:12]}  {len(version.schema_text)} bytes")
+    return 0
+
+
+def run_import_versions(args: argparse.Namespace) -> int:
+    """``bot subject import SUBJECT FILE...``: store versions in order; nothing is stored if one is invalid."""
+    try:
+        schemas = [parse(_read(path)) for path in args.files]
+    except (UsageError, SchemaError) as err:
+        print(f"bot subject: {err}; nothing was stored", file=sys.stderr)
+        return FAILED_GATE
+
+    async def store(db: Database) -> list[int]:
+        registry = Registry(db)
+        return [await registry.record(args.subject, schema) for schema in schemas]
+
+    try:
+        numbers = with_database(store)
+    except NotMigrated as err:
+        print(f"bot subject: {err}", file=sys.stderr)
+        return USAGE_ERROR
+    print(f"{args.subject}: now at version {numbers[-1]} ({', '.join(map(str, numbers))})")
+    return 0
 
 
 def _classify_files(args: argparse.Namespace, mode: Mode, fail_on: Level | None) -> int:
@@ -79,11 +153,12 @@ def _classify_files(args: argparse.Namespace, mode: Mode, fail_on: Level | None)
             print(f"bot classify: {path}: invalid schema: {err}", file=sys.stderr)
             return FAILED_GATE if fail_on is not None else USAGE_ERROR
     verdict = classify(schemas[:-1], schemas[-1], mode)
-    if args.format == "json":
-        print(json.dumps(as_json(verdict), ensure_ascii=False))
-    else:
-        print(as_text(verdict))
+    _print(verdict, args.format)
     return _gate(verdict, fail_on)
+
+
+def _print(verdict: Verdict, form: str | None) -> None:
+    print(json.dumps(as_json(verdict), ensure_ascii=False) if form == "json" else as_text(verdict))
 
 
 def classify_pairs(lines: TextIO, out: TextIO, default_mode: Mode, fail_on: Level | None) -> int:

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from bot.config import Config
+from bot.cli.store import NotMigrated, with_database
 from bot.domain.avro.parse import parse
 from bot.domain.avro.model import Schema
 from bot.domain.lineage.catalog import Catalog, Problem, read_catalog
@@ -20,7 +18,6 @@ from bot.domain.lineage.coverage import coverage
 from bot.domain.lineage.graph import Impact, LineageError
 from bot.domain.lineage.openlineage import LineageEvent, OpenLineageError, parse_event
 from bot.services.lineage import LineageService
-from bot.store import migrate
 from bot.store.database import Database
 
 BAD_INPUT = 1
@@ -217,15 +214,10 @@ def impact_text(impact: Impact) -> str:
 # --- plumbing -----------------------------------------------------------------------------------
 
 def _with_service(work: Any) -> Any:
-    config = Config.from_env(os.environ, require_slack=False)
-    if migrate.current(config.database_url) != migrate.head():
-        raise CommandError(f"the database at DATABASE_URL is not migrated: run `bot migrate` first", USAGE_ERROR)
+    async def run(db: Database) -> Any:
+        return await work(LineageService(db))
 
-    async def run() -> Any:
-        db = Database(config.database_url)
-        try:
-            return await work(LineageService(db))
-        finally:
-            await db.close()
-
-    return asyncio.run(run())
+    try:
+        return with_database(run)
+    except NotMigrated as err:
+        raise CommandError(str(err), USAGE_ERROR) from None

@@ -51,7 +51,7 @@ class LineageService:
                 subject.compatibility, subject.channel = entry.compatibility, entry.channel
                 session.add(subject)
             await self._replace_catalog_rows(session, catalog)
-            await _bump(session)
+            await bump_revision(session)
             await session.commit()
 
     async def _replace_catalog_rows(self, session: AsyncSession, catalog: Catalog) -> None:
@@ -89,7 +89,7 @@ class LineageService:
             for event in events:
                 changed += await self._ingest_one(session, event)
             if changed:
-                await _bump(session)
+                await bump_revision(session)
             await session.commit()
         return changed
 
@@ -148,7 +148,8 @@ class LineageService:
         return {r.name: Team(r.name, r.usergroup, list(r.members), list(r.oncall), r.channel) for r in rows}
 
 
-async def _bump(session: AsyncSession) -> None:
+async def bump_revision(session: AsyncSession) -> None:
+    """Move the lineage revision: every replica rebuilds its graph on its next query."""
     await session.exec(update(LineageRevision).where(col(LineageRevision.id) == 1)
                        .values(revision=LineageRevision.revision + 1))
 
