@@ -34,6 +34,7 @@ class Config:
     slack_api_url: str = DEFAULT_SLACK_API_URL
     api_token: str | None = field(default=None, repr=False)
     log_level: str = "INFO"
+    changes_channel: str = "#schema-changes"
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -70,6 +71,7 @@ class Config:
             slack_api_url=_http_url(env, "SLACK_API_URL", trailing_slash=True) or DEFAULT_SLACK_API_URL,
             api_token=_api_token(env),
             log_level=_log_level(env),
+            changes_channel=_optional(env, "CHANGES_CHANNEL") or "#schema-changes",
         )
 
 

@@ -31,6 +31,7 @@ def seed(ws: Workspace) -> None:
     ws.add_user("U00000ALICE", "alice")
     ws.add_user("U000000BOB", "bob")
     ws.add_channel("changes", [DEMO_USER, "U00000ALICE", "U000000BOB"])
+    ws.add_channel("schema-changes", [DEMO_USER, "U00000ALICE", "U000000BOB"])
     ws.add_channel("orders-pipeline", [DEMO_USER, "U00000ALICE"])
     ws.add_usergroup("orders-team", [DEMO_USER, "U00000ALICE"])
     ws.add_usergroup("analytics-team", ["U000000BOB"])

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import timedelta
+from collections.abc import Callable
+from datetime import datetime, timedelta
 
 from aiohttp import web
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -14,29 +15,43 @@ from slack_bolt.async_app import AsyncApp
 from bot.config import Config
 from bot.services.deliveries import Deliveries
 from bot.services.lineage import LineageService
-from bot.slack.app import build_app
+from bot.services.proposals import Proposals
+from bot.services.registry import Registry
+from bot.slack.app import add_listeners, create_app
+from bot.slack.membership import SlackMembership
+from bot.slack.notifier import SlackNotifier
+from bot.slack.schema_commands import Services
 from bot.slack.poster import Poster
 from bot.store import migrate
 from bot.store.database import Database
+from bot.store.models import utcnow
 from bot.web.server import build_web_app
 
 log = logging.getLogger(__name__)
+SWEEP_SECONDS = 30  # reminders and expiries are claimed in the database; any replica may run the sweep
 
 
 class Bot:
     """One replica of the bot."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, clock: Callable[[], datetime] = utcnow) -> None:
         self.config = config
         self.db = Database(config.database_url)
         self.deliveries = Deliveries(self.db)
         self.lineage = LineageService(self.db)
-        self.slack: AsyncApp = build_app(config, self.deliveries)
+        self.registry = Registry(self.db)
+        self.slack: AsyncApp = create_app(config, self.deliveries)
         self.poster = Poster(self.slack.client)
+        membership = SlackMembership(self.slack.client)
+        notifier = SlackNotifier(self.poster, membership, config.changes_channel, lambda *card: self.proposals.save_card(*card))
+        self.proposals = Proposals(self.db, self.registry, self.lineage, membership, notifier, clock)
+        add_listeners(self.slack, Services(self.proposals, self.registry, self.slack.client), self.proposals, self.poster)
         self.web = build_web_app(self.slack, self.db, migrate.head(), config.api_token, self.lineage)
         self.scheduler = AsyncIOScheduler(timezone="UTC")
         self.scheduler.add_job(self.deliveries.prune, "interval", hours=1, kwargs={"older_than": timedelta(days=1)},
                                id="prune-slack-deliveries", coalesce=True, max_instances=1)
+        self.scheduler.add_job(self.proposals.sweep, "interval", seconds=SWEEP_SECONDS, id="sweep-proposals",
+                               coalesce=True, max_instances=1)
         self._runner: web.AppRunner | None = None
         self._socket_mode: AsyncSocketModeHandler | None = None
         self.port: int | None = None

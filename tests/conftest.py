@@ -91,6 +91,7 @@ def seed_workspace(ws: Workspace) -> None:
     for user_id, name in USERS.items():
         ws.add_user(user_id, name)
     ws.add_channel("changes", list(USERS))
+    ws.add_channel("schema-changes", list(USERS))
     ws.add_channel("orders-pipeline", ["U0000ALICE", "U00000BOB"])
     ws.add_usergroup("orders-team", ["U0000ALICE"])
     ws.add_usergroup("analytics-team", ["U00000BOB", "U0000CAROL"])

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from bot.slack.commands import slash_commands
+from bot.slack.ids import SLASH_COMMANDS
 from tests.conftest import SlackHarness
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -18,7 +18,7 @@ def manifest() -> dict[str, object]:
 
 def test_manifest_declares_exactly_the_registered_slash_commands() -> None:
     declared = {c["command"] for c in manifest()["features"]["slash_commands"]}  # type: ignore[index]
-    assert declared == set(slash_commands())
+    assert declared == set(SLASH_COMMANDS)
 
 
 async def test_every_declared_command_is_answered(slack: SlackHarness) -> None:

@@ -6,7 +6,6 @@ import asyncio
 import hashlib
 import json
 from collections.abc import Iterable
-from datetime import UTC, datetime
 
 from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
@@ -20,7 +19,7 @@ from bot.domain.lineage.graph import LineageGraph
 from bot.domain.lineage.model import Dataset, DatasetId, FieldRef, Job, JobId, Team
 from bot.domain.lineage.openlineage import LineageEvent
 from bot.store.database import Database
-from bot.store.models import LineageDataset, LineageJob, LineageRevision, SchemaVersion, Subject, TeamRow
+from bot.store.models import LineageDataset, LineageJob, LineageRevision, SchemaVersion, Subject, TeamRow, aware
 
 CATALOG, OPENLINEAGE = "catalog", "openlineage"
 
@@ -48,7 +47,7 @@ class LineageService:
             for entry in catalog.subjects.values():
                 subject = (await session.exec(select(Subject).where(Subject.name == entry.name))).first() or Subject(name=entry.name)
                 subject.topic, subject.namespace, subject.owner_team = entry.topic, entry.namespace, entry.owner
-                subject.compatibility, subject.channel = entry.compatibility, entry.channel
+                subject.compatibility, subject.channel, subject.policy = entry.compatibility, entry.channel, entry.approval
                 session.add(subject)
             await self._replace_catalog_rows(session, catalog)
             await bump_revision(session)
@@ -112,7 +111,7 @@ class LineageService:
             job = LineageJob(namespace=event.job.id.namespace, name=event.job.id.name, source=OPENLINEAGE)
         if event.job.owners and job.owners != event.job.owners:
             job.owners, moved = event.job.owners, True
-        newer = job.event_time is None or event.event_time >= _aware(job.event_time)
+        newer = job.event_time is None or event.event_time >= aware(job.event_time)
         if event.carries_lineage and newer and job.digest != _digest(event.job):
             _fill(job, event.job)
             job.event_time, job.source, moved = event.event_time, OPENLINEAGE, True
@@ -185,8 +184,3 @@ def _digest(job: Job) -> str:
                sorted([s.dataset.namespace, s.dataset.name, s.path, t.dataset.namespace, t.dataset.name, t.path] for s, t in job.mappings),
                [[d.namespace, d.name] for d in job.unmapped_outputs]]
     return hashlib.sha256(json.dumps(content).encode()).hexdigest()
-
-
-def _aware(moment: datetime) -> datetime:
-    """SQLite returns naive datetimes; they were stored in UTC."""
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)

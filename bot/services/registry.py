@@ -47,6 +47,11 @@ class Registry:
         async with self.db.session() as session:
             return (await session.exec(select(Subject).where(Subject.name == name))).first()
 
+    async def names(self) -> list[str]:
+        """Every subject's name, sorted."""
+        async with self.db.session() as session:
+            return sorted((await session.exec(select(Subject.name))).all())
+
     async def history(self, name: str) -> list[Version]:
         """Every version of a subject, oldest first (empty for an unknown subject)."""
         async with self.db.session() as session:

@@ -1,4 +1,4 @@
-"""The Bolt app: listeners, middleware and the error handler, wired to the services."""
+"""The Bolt app: middleware and the error handler first, then the listeners, wired to the services."""
 
 from __future__ import annotations
 
@@ -9,26 +9,34 @@ from slack_bolt.async_app import AsyncApp
 
 from bot.config import Config
 from bot.services.deliveries import Deliveries
-from bot.slack import commands, home
+from bot.services.proposals import Proposals
+from bot.slack import commands, home, proposing
 from bot.slack.client import web_client
 from bot.slack.middleware import once_per_delivery
+from bot.slack.poster import Poster
+from bot.slack.schema_commands import Services
 
 log = logging.getLogger(__name__)
 
 
-def build_app(config: Config, deliveries: Deliveries) -> AsyncApp:
-    """An AsyncApp that verifies signatures, ignores repeated deliveries and serves every listener."""
+def create_app(config: Config, deliveries: Deliveries) -> AsyncApp:
+    """An AsyncApp that verifies signatures and ignores repeated deliveries (listeners come next)."""
     app = AsyncApp(
         client=web_client(config.slack_bot_token, config.slack_api_url),
         signing_secret=config.slack_signing_secret,
         logger=logging.getLogger("bot.slack.bolt"),
     )
     app.middleware(once_per_delivery(deliveries))
-    routers = commands.register(app)
-    home.register(app, routers)
 
     async def on_error(error: Exception, body: dict[str, Any]) -> None:
         log.exception("a Slack listener failed (%s)", body.get("type") or body.get("command"), exc_info=error)
 
     app.error(on_error)
     return app
+
+
+def add_listeners(app: AsyncApp, services: Services, proposals: Proposals, poster: Poster) -> None:
+    """Every slash command, action, view and event."""
+    routers = commands.register(app, services)
+    home.register(app, routers, proposals)
+    proposing.register(app, proposals, poster)

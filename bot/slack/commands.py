@@ -13,23 +13,13 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from bot.domain.compat.rules import CATALOGUE
 from bot.slack import ids
 from bot.slack.render import Reply
+from bot.slack.request import CommandRequest
+from bot.slack.schema_commands import Services
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class CommandRequest:
-    """One slash command as the handlers see it."""
-
-    command: str
-    subcommand: str
-    args: list[str]
-    user: str
-    channel: str
-    trigger_id: str
-
-
-Handler = Callable[[CommandRequest], Awaitable[Reply]]
+Handler = Callable[[CommandRequest], Awaitable[Reply | None]]
 
 
 @dataclass(frozen=True)
@@ -73,38 +63,47 @@ class Router:
             return
         request = CommandRequest(self.command, name, words[1:], command["user_id"], command["channel_id"], command.get("trigger_id", ""))
         if sub.in_ack:
-            await ack(**(await sub.handler(request)).ack())
+            answer = await sub.handler(request)
+            await ack(**answer.ack()) if answer else await ack()
             return
         await ack()
         reply = await sub.handler(request)
-        await respond(**reply.respond())
+        if reply is not None:
+            await respond(**reply.respond())
 
 
-def schema_router() -> Router:
+def schema_router(services: Services) -> Router:
     """``/schema``: every subcommand the bot offers."""
     router = Router(ids.SCHEMA_COMMAND)
-
-    async def help_handler(_request: CommandRequest) -> Reply:
-        return router.help()
-
-    async def rules_handler(_request: CommandRequest) -> Reply:
-        lines = [f"`{rule.id}` ({rule.level}) — {rule.purpose}" for rule in CATALOGUE]
-        return Reply.sections("*Classification rules* — the level of a change is the worst of its findings; "
-                              "failing a direction the subject's mode requires is always breaking.", lines)
-
-    router.add(Subcommand("help", "help", "this list of commands", help_handler, in_ack=True))
-    router.add(Subcommand("rules", "rules", "the rules a schema change is classified by", rules_handler, in_ack=True))
+    for sub in (
+        Subcommand("help", "help", "this list of commands", lambda _r: _answer(router.help()), in_ack=True),
+        Subcommand("propose", "propose [subject]", "propose a schema change (opens a form)", services.propose),
+        Subcommand("status", "status ID", "a proposal's card, as it stands", services.status),
+        Subcommand("list", "list [mine|waiting|SUBJECT]", "recent proposals: yours, waiting on you, or of a subject", services.listing),
+        Subcommand("audit", "audit ID", "who did what to a proposal, when, from where", services.audit),
+        Subcommand("withdraw", "withdraw ID", "take back your proposal", services.withdraw),
+        Subcommand("extend", "extend ID REASON", "move your proposal's deadline once", services.extend),
+        Subcommand("rules", "rules", "the rules a schema change is classified by", lambda _r: _answer(rules_reply()), in_ack=True),
+    ):
+        router.add(sub)
     return router
 
 
-def slash_commands() -> dict[str, Router]:
-    """Every slash command the bot registers (the Slack app manifest must declare exactly these)."""
-    return {ids.SCHEMA_COMMAND: schema_router()}
+async def _answer(reply: Reply) -> Reply:
+    return reply
 
 
-def register(app: AsyncApp) -> dict[str, Router]:
+def rules_reply() -> Reply:
+    """The classification rules."""
+    lines = [f"`{rule.id}` ({rule.level}) — {rule.purpose}" for rule in CATALOGUE]
+    return Reply.sections("*Classification rules* — the level of a change is the worst of its findings; "
+                          "failing a direction the subject's mode requires is always breaking.", lines)
+
+
+def register(app: AsyncApp, services: Services) -> dict[str, Router]:
     """Attach every slash command to the app; returns the routers (App Home lists their help)."""
-    routers = slash_commands()
+    routers = {ids.SCHEMA_COMMAND: schema_router(services)}
+    assert tuple(routers) == ids.SLASH_COMMANDS
     for name, router in routers.items():
         app.command(name)(router)
     return routers

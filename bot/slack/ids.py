@@ -3,3 +3,19 @@
 from __future__ import annotations
 
 SCHEMA_COMMAND = "/schema"
+SLASH_COMMANDS = (SCHEMA_COMMAND,)  # the Slack app manifest declares exactly these
+
+APPROVE = "proposal_approve"
+REJECT = "proposal_reject"
+REQUEST_CHANGES = "proposal_request_changes"
+WITHDRAW = "proposal_withdraw"
+
+PROPOSE_VIEW = "proposal_propose"
+REASON_VIEW = "proposal_reason"
+
+SUBJECT_BLOCK, SUBJECT_ACTION = "subject", "subject"
+SCHEMA_BLOCK, SCHEMA_ACTION = "schema", "schema"
+WINDOW_BLOCK, WINDOW_ACTION = "window", "window"
+DURATION_BLOCK, DURATION_ACTION = "duration", "duration"
+NOTES_BLOCK, NOTES_ACTION = "notes", "notes"
+REASON_BLOCK, REASON_ACTION = "reason", "reason"

@@ -18,14 +18,23 @@ class Poster:
     def __init__(self, client: AsyncWebClient) -> None:
         self.client = client
 
-    async def post(self, channel: str, reply: Reply, *, thread_ts: str | None = None) -> str | None:
-        """Post ``reply``; the message ts, or None when Slack refused it (logged with Slack's reasons)."""
+    async def post(self, channel: str, reply: Reply, *, thread_ts: str | None = None) -> tuple[str, str] | None:
+        """Post ``reply``; (channel id, message ts), or None when Slack refused it (logged with Slack's reasons)."""
         try:
             response = await self.client.chat_postMessage(channel=channel, text=reply.fallback, blocks=reply.blocks, thread_ts=thread_ts)
         except SlackApiError as err:
             _log_refusal("chat.postMessage", channel, err)
             return None
-        return str(response["ts"])
+        return str(response["channel"]), str(response["ts"])
+
+    async def permalink(self, channel: str, ts: str) -> str | None:
+        """A link to a message, or None."""
+        try:
+            response = await self.client.chat_getPermalink(channel=channel, message_ts=ts)
+        except SlackApiError as err:
+            _log_refusal("chat.getPermalink", channel, err)
+            return None
+        return str(response["permalink"])
 
     async def update(self, channel: str, ts: str, reply: Reply) -> bool:
         """Replace a message in place; False when Slack refused (logged)."""

@@ -14,6 +14,11 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+def aware(moment: datetime) -> datetime:
+    """SQLite hands back naive datetimes; they were stored in UTC."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
 def _when(**kwargs: Any) -> Any:
     return Field(sa_column=Column(DateTime(timezone=True), **kwargs))
 
@@ -31,6 +36,7 @@ class Subject(SQLModel, table=True):
     channel: str | None = Field(default=None, max_length=64)
     topic: str | None = Field(default=None, max_length=255)
     namespace: str | None = Field(default=None, max_length=255)
+    policy: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False, default=dict))
     created_at: datetime = _when(nullable=False, default=utcnow)
 
 
@@ -72,6 +78,14 @@ class Proposal(SQLModel, table=True):
     card_ts: str | None = Field(default=None, max_length=32)
     created_at: datetime = _when(nullable=False, default=utcnow)
     decided_at: datetime | None = _when(nullable=True)
+    mode: str = Field(default="FULL", max_length=32)
+    backward: bool = True
+    forward: bool = True
+    teams: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False, default=list))
+    reminders_sent: int = 0
+    extended: bool = False
+    surface: str = Field(default="slack", max_length=16)
+    version: int | None = None
 
 
 class Acknowledgement(SQLModel, table=True):

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.domain.avro.model import Schema
+from bot.domain.approvals import Policy
 from bot.domain.avro.paths import field_paths
 from bot.domain.lineage.model import Dataset, DatasetId, FieldRef, Job, JobId, Team
 
@@ -46,6 +47,7 @@ class Subject:
     channel: str | None = None
     schema_file: str | None = None
     schema: Schema | None = None
+    approval: dict[str, Any] = field(default_factory=dict)
 
     @property
     def dataset(self) -> DatasetId:
@@ -136,6 +138,11 @@ class _Reader:
             owner = self.owner(raw, place)
             subject = Subject(str(name), str(topic), str(raw.get("namespace", kafka)), owner or "", mode, raw.get("channel"),
                               raw.get("schema"))
+            approval = raw.get("approval") or {}
+            try:
+                subject.approval = Policy.from_json(approval).as_json() if approval else {}
+            except (TypeError, ValueError, AttributeError) as err:
+                self.problem(f"{place}.approval", f"expected window_hours, reminders (fractions) and acknowledge (levels): {err}")
             if subject.schema_file is not None:
                 try:
                     subject.schema = self.load_schema(str(subject.schema_file))

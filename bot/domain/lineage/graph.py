@@ -174,6 +174,13 @@ class LineageGraph:
             raise LineageError(f"{name!r} exists in several namespaces ({spaces}): give --namespace")
         return matches[0]
 
+    def known(self, dataset: DatasetId, paths: Iterable[str]) -> list[str]:
+        """The paths the lineage knows for ``dataset`` (a new field nobody maps yet is dropped)."""
+        if not self.datasets[dataset].fields:
+            return list(paths)
+        known = self._fields.get(dataset, {})
+        return [p for p in paths if any(_relation(k, p) is not None for k in known if k != WHOLE)]
+
     def impact(self, dataset: DatasetId, fields: Iterable[str] | None = None) -> Impact:
         """Everything downstream of ``fields`` of ``dataset`` (None: the whole dataset)."""
         if dataset not in self.datasets:

@@ -1,0 +1,104 @@
+"""The proposal card: level, findings, impact, teams and buttons, folded to fit Slack's limits.
+
+However large the schema or the impact, a card has at most a few dozen blocks, every section stays
+under 3,000 characters, and long lists end with "... and N more" (the CLI and the API give the rest).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.domain.approvals import Decision, State
+from bot.services.proposals import ProposalView
+from bot.slack import ids
+from bot.slack.render import Reply, fold, section
+
+LEVEL_MARK = {"safe": ":large_green_circle:", "compatible": ":large_yellow_circle:", "breaking": ":red_circle:"}
+STATE_TEXT = {
+    State.PENDING: "waiting for acknowledgements", State.APPROVED: "approved", State.REJECTED: "rejected",
+    State.CHANGES_REQUESTED: "changes requested", State.EXPIRED: "expired", State.WITHDRAWN: "withdrawn",
+}
+MAX_SECTIONS_PER_PART = 3
+MAX_ITEMS = 40
+
+
+def card(view: ProposalView, *, team: str | None = None) -> Reply:
+    """The card for channels (``team`` None) or for one team's members in a DM."""
+    p = view.proposal
+    level = p.level
+    title = f"Schema change #{view.id} · {view.subject.name} · {level.upper()}"
+    blocks: list[dict[str, Any]] = [{"type": "header", "text": {"type": "plain_text", "text": title[:150]}}]
+    facts = [f"{LEVEL_MARK.get(level, '')} *{level}* under {p.mode} (backward {'ok' if p.backward else 'fails'}, "
+             f"forward {'ok' if p.forward else 'fails'})",
+             f"Proposed by <@{p.proposer}> · *{STATE_TEXT[view.state]}*"]
+    if p.version:
+        facts.append(f"Recorded as version {p.version} of {view.subject.name}")
+    if p.window_start:
+        facts.append(f"Planned window: {_when(p.window_start)} → {_when(p.window_end)}")
+    if p.deadline and view.state is State.PENDING:
+        facts.append(f"Deadline: {_when(p.deadline)}{' (extended)' if p.extended else ''}")
+    if p.revision_of:
+        facts.append(f"Revises #{p.revision_of}")
+    blocks.append(section("\n".join(facts)))
+    blocks += _part("*Changes*", [f"• `{f['rule']}` `{f['path']}` — {f['message']}" for f in p.findings] or ["• no change"])
+    blocks += _part("*Impact*", _impact_lines(p.impact))
+    if p.teams:
+        blocks += _part("*Teams asked*", [_team_line(view, t) for t in p.teams])
+    if p.notes:
+        blocks.append(section(f"*Notes for consumers*\n{p.notes}"))
+    if view.state is State.PENDING:
+        blocks.append(_buttons(view.id, team))
+    blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": f"ChangeOps · proposal #{view.id} · `/schema status {view.id}`"}]})
+    return Reply(f"{title}: {STATE_TEXT[view.state]}", blocks)
+
+
+def _part(title: str, lines: list[str]) -> list[dict[str, Any]]:
+    shown = lines[:MAX_ITEMS]
+    if len(lines) > MAX_ITEMS:
+        shown.append(f"… and {len(lines) - MAX_ITEMS} more (`bot classify` / `bot impact` list them all)")
+    chunks = fold([title, *shown])
+    if len(chunks) > MAX_SECTIONS_PER_PART:
+        chunks = chunks[:MAX_SECTIONS_PER_PART]
+        chunks[-1] = chunks[-1][:2900] + "\n… (more in `/schema status`)"
+    return [section(chunk) for chunk in chunks]
+
+
+def _impact_lines(impact: dict[str, Any]) -> list[str]:
+    lines = [f"_{impact['note']}_"] if impact.get("note") else []
+    items = impact.get("impacted", [])
+    if not items:
+        return lines or ["_nothing downstream_"]
+    datasets = {i["dataset"] for i in items}
+    lines.append(f"{len(items)} field(s) in {len(datasets)} dataset(s) through {len(impact.get('jobs', []))} job(s)")
+    black = [j["name"] for j in impact.get("jobs", []) if j.get("black_box")]
+    if black:
+        lines.append(f":warning: black box{'es' if len(black) > 1 else ''} (no field mappings; assumed to read every field): "
+                     + ", ".join(f"`{b}`" for b in black[:10]))
+    lines += [f"• `{i['dataset']}.{i['field']}` ← {i['path']}{' _(black box only)_' if i.get('black_box_only') else ''}" for i in items]
+    return lines
+
+
+def _team_line(view: ProposalView, team: str) -> str:
+    decision = view.decision_of(team)
+    if decision is None:
+        return f"• {team}: :hourglass_flowing_sand: waiting"
+    mark = {Decision.APPROVE: ":white_check_mark: approved", Decision.REJECT: ":x: rejected",
+            Decision.REQUEST_CHANGES: ":pencil2: changes requested"}[Decision(decision.decision)]
+    reason = f": {decision.reason}" if decision.reason else ""
+    return f"• {team}: {mark} by <@{decision.user}>{reason}"
+
+
+def _buttons(proposal_id: int, team: str | None) -> dict[str, Any]:
+    value = f"{proposal_id}:{team}" if team else str(proposal_id)
+    elements = [
+        {"type": "button", "action_id": ids.APPROVE, "style": "primary", "text": {"type": "plain_text", "text": "Approve"}, "value": value},
+        {"type": "button", "action_id": ids.REJECT, "style": "danger", "text": {"type": "plain_text", "text": "Reject"}, "value": value},
+        {"type": "button", "action_id": ids.REQUEST_CHANGES, "text": {"type": "plain_text", "text": "Request changes"}, "value": value},
+    ]
+    if team is None:
+        elements.append({"type": "button", "action_id": ids.WITHDRAW, "text": {"type": "plain_text", "text": "Withdraw"}, "value": value})
+    return {"type": "actions", "block_id": f"proposal-{proposal_id}", "elements": elements}
+
+
+def _when(moment: Any) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M UTC") if moment is not None else "?"

@@ -1,0 +1,105 @@
+"""The ``/schema`` subcommands of the approval workflow: propose, status, list, audit, withdraw, extend."""
+
+from __future__ import annotations
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.domain.approvals import State
+from bot.services.proposals import ProposalError, Proposals, ProposalView
+from bot.services.registry import Registry
+from bot.slack.cards import STATE_TEXT, card
+from bot.slack.proposing import propose_modal
+from bot.slack.render import Reply
+from bot.slack.request import CommandRequest
+
+
+class Services:
+    """What the subcommands call."""
+
+    def __init__(self, proposals: Proposals, registry: Registry, client: AsyncWebClient) -> None:
+        self.proposals, self.registry, self.client = proposals, registry, client
+
+    async def propose(self, request: CommandRequest) -> Reply | None:
+        """Open the form (the subject preselected when given)."""
+        subjects = await self.registry.names()
+        if not subjects:
+            return Reply.text("There are no subjects yet: load the catalog first (`bot catalog load catalog.yaml`).")
+        chosen = request.args[0] if request.args else None
+        if chosen is not None and chosen not in subjects:
+            return Reply.text(f"Unknown subject `{chosen}`. Known subjects: {', '.join(f'`{s}`' for s in subjects[:30])}")
+        try:
+            await self.client.views_open(trigger_id=request.trigger_id, view=propose_modal(subjects, chosen))
+        except SlackApiError as err:
+            return Reply.text(f"Slack would not open the form ({err.response.get('error')}); try again.")
+        return None
+
+    async def status(self, request: CommandRequest) -> Reply:
+        """A proposal's card."""
+        try:
+            return card(await self.proposals.view(_number(request, "status ID")))
+        except ProposalError as err:
+            return Reply.text(str(err))
+
+    async def listing(self, request: CommandRequest) -> Reply:
+        """``mine``, ``waiting`` (on me) or a subject's proposals; recent ones by default."""
+        which = request.args[0] if request.args else "recent"
+        if which == "mine":
+            views, title = await self.proposals.listing(proposer=request.user), "Your proposals"
+        elif which == "waiting":
+            views, title = await self.proposals.listing(waiting_for=request.user), "Waiting on you"
+        elif which == "recent":
+            views, title = await self.proposals.listing(), "Recent proposals"
+        else:
+            if which not in await self.registry.names():
+                return Reply.text(f"`{which}` is neither `mine`, `waiting`, nor a known subject. Usage: `/schema list [mine|waiting|SUBJECT]`")
+            views, title = await self.proposals.listing(subject=which), f"Proposals for {which}"
+        if not views:
+            return Reply.text(f"{title}: none.")
+        return Reply.sections(f"*{title}*", [summary_line(v) for v in views])
+
+    async def audit(self, request: CommandRequest) -> Reply:
+        """The audit trail of a proposal."""
+        try:
+            number = _number(request, "audit ID")
+            entries = await self.proposals.audit_trail(number)
+        except ProposalError as err:
+            return Reply.text(str(err))
+        lines = [f"{e.at:%Y-%m-%d %H:%M:%S} · {_actor(e.actor)} · {e.action} · via {e.surface}"
+                 + (f" · {e.detail.get('team')}" if e.detail.get("team") else "")
+                 + (f" — {e.detail.get('reason')}" if e.detail.get("reason") else "") for e in entries]
+        return Reply.sections(f"*Audit trail of #{number}*", lines or ["(empty)"])
+
+    async def withdraw(self, request: CommandRequest) -> Reply:
+        """Take back a proposal."""
+        try:
+            number = _number(request, "withdraw ID")
+            await self.proposals.withdraw(number, request.user)
+        except ProposalError as err:
+            return Reply.text(str(err))
+        return Reply.text(f"You withdrew #{number}.")
+
+    async def extend(self, request: CommandRequest) -> Reply:
+        """Move a proposal's deadline once, with a reason."""
+        try:
+            number = _number(request, "extend ID REASON")
+            view = await self.proposals.extend(number, request.user, " ".join(request.args[1:]))
+        except ProposalError as err:
+            return Reply.text(str(err))
+        return Reply.text(f"#{number} now ends {view.proposal.deadline:%Y-%m-%d %H:%M} UTC.")
+
+
+def summary_line(view: ProposalView) -> str:
+    """``#12 orders-value · breaking · waiting for acknowledgements (analytics-team)``."""
+    waiting = f" ({', '.join(view.waiting())})" if view.state is State.PENDING and view.waiting() else ""
+    return f"#{view.id} {view.subject.name} · {view.proposal.level} · {STATE_TEXT[view.state]}{waiting} · by <@{view.proposal.proposer}>"
+
+
+def _number(request: CommandRequest, usage: str) -> int:
+    if not request.args or not request.args[0].lstrip("#").isdigit():
+        raise ProposalError(f"Usage: `/schema {usage}` (ID is the proposal number, e.g. 12)")
+    return int(request.args[0].lstrip("#"))
+
+
+def _actor(actor: str) -> str:
+    return actor if actor in ("changeops",) else f"<@{actor}>"
