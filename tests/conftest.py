@@ -6,6 +6,7 @@ import os
 import secrets
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import psycopg
@@ -72,6 +73,19 @@ def migrated_url(database_url: str) -> str:
     return database_url
 
 
+class Clock:
+    """A clock tests can move."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> None:
+        self.now += timedelta(**delta)
+
+
 @dataclass
 class SlackHarness:
     """A running bot, the emulated workspace it talks to, and a driver that plays Slack."""
@@ -81,6 +95,7 @@ class SlackHarness:
     driver: SlackDriver
     bot: Bot
     config: Config
+    clock: Clock
 
 
 USERS = {"U0000ALICE": "alice", "U00000BOB": "bob", "U0000CAROL": "carol"}
@@ -127,12 +142,14 @@ async def slack(migrated_url: str) -> AsyncIterator[SlackHarness]:
     seed_workspace(ws)
     emulator, runner = await start_emulator(ws)
     config = bot_config(emulator, migrated_url)
-    bot = Bot(config)
+    clock = Clock()
+    bot = Bot(config, clock)
     await bot.start(0)
     driver = SlackDriver(emulator, f"{bot.url}/slack/events", config.slack_signing_secret)
+    harness = SlackHarness(ws, emulator, driver, bot, config, clock)
     try:
-        yield SlackHarness(ws, emulator, driver, bot, config)
+        yield harness
     finally:
         await driver.close()
-        await bot.stop()
+        await harness.bot.stop()
         await runner.cleanup()

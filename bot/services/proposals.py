@@ -210,13 +210,18 @@ class Proposals:
             raise ProposalError(f"proposal #{proposal_id} is already {view.state.value.replace('_', ' ')}; nothing changed")
         if decision is not Decision.APPROVE and not reason.strip():
             raise ProposalError("a reason is required to reject or to request changes")
-        candidates = [team] if team else view.waiting()
-        mine = [t for t in candidates if t in view.proposal.teams and t in view.teams
-                and user in await self.membership.members(view.teams[t])]
-        if not mine:
+        candidates = [team] if team else list(view.proposal.teams)
+        memberships = [t for t in candidates if t in view.proposal.teams and t in view.teams
+                       and user in await self.membership.members(view.teams[t])]
+        if not memberships:
             asked = ", ".join(view.proposal.teams) or "no team"
-            raise ProposalError(f"only members of the teams asked ({asked}) can decide on #{proposal_id}, "
-                                "and only while their team has not decided; nothing changed")
+            raise ProposalError(f"only members of the teams asked ({asked}) can decide on #{proposal_id}; nothing changed")
+        mine = [t for t in memberships if view.decision_of(t) is None]
+        if not mine:
+            earlier = view.decision_of(memberships[0])
+            assert earlier is not None
+            raise ProposalError(f"{memberships[0]} has already decided on #{proposal_id} "
+                                f"({earlier.decision.replace('_', ' ')} by <@{earlier.user}>); nothing changed")
         recorded: list[str] = []
         async with self.db.session() as session:
             for name in mine:

@@ -1,0 +1,282 @@
+"""The approval workflow end to end, the way people use it: slash command, modal, card, buttons, DMs, clock."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+from bot.domain.lineage.catalog import read_catalog
+from bot.emulator.workspace import Message
+from bot.runtime import Bot
+from bot.slack import ids
+from tests.conftest import SlackHarness, bot_config
+
+ALICE, BOB, CAROL = "U0000ALICE", "U00000BOB", "U0000CAROL"
+V1 = {"type": "record", "name": "Order", "namespace": "shop", "fields": [
+    {"name": "id", "type": "string"}, {"name": "price", "type": "double"},
+    {"name": "note", "type": ["null", "string"], "default": None}]}
+
+
+def with_field(schema: dict[str, Any], field: dict[str, Any]) -> dict[str, Any]:
+    return {**schema, "fields": [*schema["fields"], field]}
+
+
+def retyped(schema: dict[str, Any], name: str, new_type: Any) -> dict[str, Any]:
+    return {**schema, "fields": [{**f, "type": new_type} if f["name"] == name else f for f in schema["fields"]]}
+
+
+async def setup_catalog(slack: SlackHarness, *, second_team_job: bool = False, jobs: int = 1) -> None:
+    groups = {g["handle"]: g["id"] for g in slack.ws.usergroups.values()}
+    catalog: dict[str, Any] = {
+        "teams": {"orders-team": {"usergroup": groups["orders-team"], "members": [ALICE], "oncall": [ALICE]},
+                  "analytics-team": {"usergroup": groups["analytics-team"], "members": [BOB], "oncall": [BOB]}},
+        "subjects": {"orders-value": {"owner": "orders-team", "channel": "#orders-pipeline"}},
+        "datasets": [{"name": f"dwd_orders_{i}", "namespace": "iceberg://lake", "owner": "analytics-team", "fields": ["order_id", "amount"]}
+                     for i in range(jobs)],
+        "jobs": [{"name": f"enrich-{i}", "owner": "analytics-team", "inputs": ["orders-value"], "outputs": [f"dwd_orders_{i}"],
+                  "mappings": {f"dwd_orders_{i}.amount": ["orders-value.price"], f"dwd_orders_{i}.order_id": ["orders-value.id"]}}
+                 for i in range(jobs)],
+    }
+    if second_team_job:
+        catalog["datasets"].append({"name": "fraud_scores", "namespace": "redis://r", "owner": "orders-team", "fields": ["score"]})
+        catalog["jobs"].append({"name": "fraud", "owner": "orders-team", "inputs": ["orders-value"], "outputs": ["fraud_scores"],
+                                "mappings": {"fraud_scores.score": ["orders-value.price"]}})
+    parsed, problems = read_catalog(catalog, lambda _: None)  # type: ignore[arg-type, return-value]
+    assert problems == []
+    await slack.bot.lineage.load_catalog(parsed)
+    from bot.domain.avro.parse import parse
+
+    await slack.bot.registry.record("orders-value", parse(V1))
+
+
+async def propose(slack: SlackHarness, schema: dict[str, Any] | str, *, user: str = ALICE, notes: str = "") -> Any:
+    """Type /schema propose, fill the modal, submit; returns the submission's delivery."""
+    opened = len(slack.ws.calls_to("views.open"))
+    await slack.driver.command("/schema propose orders-value", user=user, channel="orders-pipeline")
+    await slack.ws.wait_for(lambda: len([c for c in slack.ws.calls_to("views.open") if c.ok]) > opened)
+    view = [v for v in slack.ws.views.values() if v.user == user and v.open and v.view.get("callback_id") == ids.PROPOSE_VIEW][-1]
+    values = {
+        ids.SUBJECT_BLOCK: {ids.SUBJECT_ACTION: {"type": "static_select", "selected_option": {"value": "orders-value"}}},
+        ids.SCHEMA_BLOCK: {ids.SCHEMA_ACTION: {"type": "plain_text_input", "value": schema if isinstance(schema, str) else json.dumps(schema)}},
+        ids.WINDOW_BLOCK: {ids.WINDOW_ACTION: {"type": "datetimepicker", "selected_date_time": 1796378400}},
+        ids.DURATION_BLOCK: {ids.DURATION_ACTION: {"type": "number_input", "value": "2"}},
+        ids.NOTES_BLOCK: {ids.NOTES_ACTION: {"type": "plain_text_input", "value": notes}},
+    }
+    return await slack.driver.submit(view.id, values, user=user)
+
+
+async def settled(slack: SlackHarness) -> None:
+    """Wait until the bot has stopped calling Slack (its work after an acknowledgement is done)."""
+    count = -1
+    while count != len(slack.ws.calls):
+        count = len(slack.ws.calls)
+        await asyncio.sleep(0.25)
+
+
+async def card_message(slack: SlackHarness, proposal: int = 1) -> Message:
+    return await slack.ws.wait_for(lambda: next((m for m in slack.ws.channel_messages("schema-changes")
+                                                 if f"#{proposal} ·" in m.text or f"#{proposal} " in m.text), None))
+
+
+async def state_of(slack: SlackHarness, proposal: int = 1) -> str:
+    return (await slack.bot.proposals.view(proposal)).state.value
+
+
+def thread(slack: SlackHarness, card: Message) -> list[str]:
+    return [m.text for m in slack.ws.channel_messages("schema-changes", thread_ts=card.ts)]
+
+
+async def test_propose_card_dms_approval_and_registration(slack: SlackHarness) -> None:
+    await setup_catalog(slack, second_team_job=True)
+    submitted = await propose(slack, retyped(V1, "price", "string"), notes="dual-write price as text for a week")
+    assert submitted.status == 200 and submitted.json is None
+    card = await card_message(slack)
+    text = json.dumps(card.blocks)
+    assert "BREAKING" in card.text and "TYPE_CHANGED" in text and "Order.price" in text and "dual-write" in text
+    assert "analytics-team" in text and "orders-team" in text and "every consumer of the topic" in text
+    assert [e["action_id"] for e in card.blocks[-2]["elements"]] == [ids.APPROVE, ids.REJECT, ids.REQUEST_CHANGES, ids.WITHDRAW]
+    link = await slack.ws.wait_for(lambda: slack.ws.channel_messages("orders-pipeline"))
+    assert "Schema change #1" in link[0].text and "archives" in link[0].text
+    for user in (ALICE, BOB, CAROL):
+        assert await slack.ws.wait_for(lambda u=user: slack.ws.channel_messages(slack.ws.open_dm(u)))
+
+    await slack.driver.click(card, ids.APPROVE, user=BOB)
+    await slack.ws.wait_for(lambda: any("approved for analytics-team" in t for t in thread(slack, card)))
+    assert await state_of(slack) == "pending"
+    dm = [m for m in slack.ws.channel_messages(slack.ws.open_dm(ALICE)) if m.blocks and m.blocks[-2].get("type") == "actions"][0]
+    await slack.driver.click(dm, ids.APPROVE, user=ALICE)
+    await slack.ws.wait_for(lambda: "approved" in (slack.ws.find_message(card.channel, card.ts) or card).text)
+    view = await slack.bot.proposals.view(1)
+    assert view.state.value == "approved" and view.proposal.version == 2
+    assert [v.number for v in await slack.bot.registry.history("orders-value")] == [1, 2]
+    assert await slack.ws.wait_for(lambda: any("was approved and recorded as version 2" in m.text
+                                               for m in slack.ws.channel_messages(slack.ws.open_dm(ALICE))))
+    updated = slack.ws.find_message(card.channel, card.ts)
+    assert updated is not None and not any(b.get("type") == "actions" for b in updated.blocks)
+
+
+async def test_invalid_schema_is_shown_in_the_modal_and_nothing_is_stored(slack: SlackHarness) -> None:
+    await setup_catalog(slack)
+    delivery = await propose(slack, '{"type": "record", "name": "Order", "fields": [{"name": "id", "type": "Nope"}]}')
+    assert delivery.json["response_action"] == "errors"
+    assert 'unknown type "Nope"' in delivery.json["errors"][ids.SCHEMA_BLOCK]
+    assert (await propose(slack, V1)).json["errors"][ids.SCHEMA_BLOCK].startswith("no change")
+    assert await slack.bot.proposals.listing() == []
+    assert slack.ws.channel_messages("schema-changes") == []
+
+
+async def test_reject_with_a_reason_blocks_the_proposal(slack: SlackHarness) -> None:
+    await setup_catalog(slack)
+    await propose(slack, retyped(V1, "price", "string"))
+    card = await card_message(slack)
+    await slack.driver.click(card, ids.REJECT, user=BOB)
+    modal = await slack.ws.wait_for(lambda: next((v for v in slack.ws.views.values() if v.view.get("callback_id") == ids.REASON_VIEW), None))
+    empty = await slack.driver.submit(modal.id, {ids.REASON_BLOCK: {ids.REASON_ACTION: {"type": "plain_text_input", "value": " "}}}, user=BOB)
+    assert empty.json["response_action"] == "errors"
+    await slack.driver.submit(modal.id, {ids.REASON_BLOCK: {ids.REASON_ACTION: {"type": "plain_text_input", "value": "our dashboards sum price"}}}, user=BOB)
+    await slack.ws.wait_for(lambda: any("rejected for analytics-team: our dashboards sum price" in t for t in thread(slack, card)))
+    assert await state_of(slack) == "rejected"
+    assert "our dashboards sum price" in json.dumps(slack.ws.find_message(card.channel, card.ts).blocks)  # type: ignore[union-attr]
+
+
+async def test_request_changes_then_revise_through_the_api(slack: SlackHarness) -> None:
+    await setup_catalog(slack)
+    await propose(slack, retyped(V1, "price", "string"))
+    card = await card_message(slack)
+    await slack.driver.click(card, ids.REQUEST_CHANGES, user=CAROL)
+    modal = await slack.ws.wait_for(lambda: next((v for v in slack.ws.views.values() if v.view.get("callback_id") == ids.REASON_VIEW), None))
+    await slack.driver.submit(modal.id, {ids.REASON_BLOCK: {ids.REASON_ACTION: {"type": "plain_text_input", "value": "keep price, add price_text"}}}, user=CAROL)
+    await slack.ws.wait_for(lambda: any("requested changes" in t for t in thread(slack, card)))
+    assert await state_of(slack) == "changes_requested"
+    revised = await slack.bot.proposals.propose("orders-value", json.dumps(with_field(V1, {"name": "price_text", "type": ["null", "string"], "default": None})),
+                                                ALICE, revision_of=1, surface="api")
+    assert revised.proposal.revision_of == 1 and revised.state.value == "approved" and revised.proposal.level == "safe"
+
+
+async def test_only_members_may_act_and_a_refusal_changes_nothing(slack: SlackHarness) -> None:
+    await setup_catalog(slack)
+    await propose(slack, retyped(V1, "price", "string"))
+    card = await card_message(slack)
+    await slack.driver.click(card, ids.APPROVE, user=ALICE)
+    refusal = await slack.ws.wait_for(lambda: [e for e in slack.ws.ephemerals_for(ALICE) if "only members" in e.text])
+    assert "analytics-team" in refusal[0].text
+    await slack.driver.click(card, ids.WITHDRAW, user=BOB)
+    await slack.ws.wait_for(lambda: [e for e in slack.ws.ephemerals_for(BOB) if "can withdraw" in e.text])
+    assert await state_of(slack) == "pending"
+    assert (await slack.bot.proposals.view(1)).acknowledgements == []
+
+
+async def test_double_clicks_retries_and_concurrent_members_record_one_decision(slack: SlackHarness) -> None:
+    await setup_catalog(slack, second_team_job=True)
+    await propose(slack, retyped(V1, "price", "string"))
+    card = await card_message(slack)
+    first = await slack.driver.click(card, ids.APPROVE, user=BOB)
+    await slack.driver.send(first.body, "application/x-www-form-urlencoded", retry_num=1)
+    await asyncio.gather(slack.driver.click(card, ids.APPROVE, user=CAROL), slack.driver.click(card, ids.APPROVE, user=BOB))
+    await slack.ws.wait_for(lambda: len([e for e in slack.ws.ephemerals if "already decided" in e.text]) >= 1)
+    view = await slack.bot.proposals.view(1)
+    assert [a.team for a in view.acknowledgements] == ["analytics-team"]
+    assert view.state.value == "pending"
+
+
+async def test_safe_change_is_approved_at_once_and_announced(slack: SlackHarness) -> None:
+    await setup_catalog(slack)
+    await propose(slack, with_field(V1, {"name": "channel", "type": "string", "default": "web"}))
+    card = await card_message(slack)
+    assert "SAFE" in card.text and not any(b.get("type") == "actions" for b in card.blocks)
+    await slack.ws.wait_for(lambda: any("Approved at once" in t for t in thread(slack, card)))
+    assert [v.number for v in await slack.bot.registry.history("orders-value")] == [1, 2]
+
+
+async def test_reminders_then_expiry_with_escalation_to_oncall(slack: SlackHarness) -> None:
+    await setup_catalog(slack)
+    await propose(slack, retyped(V1, "price", "string"))
+    card = await card_message(slack)
+    await settled(slack)
+    assert await slack.bot.proposals.sweep() == 0
+    slack.clock.advance(hours=12, minutes=1)
+    assert await slack.bot.proposals.sweep() == 1
+    assert await slack.bot.proposals.sweep() == 0
+    slack.clock.advance(hours=9, minutes=36)
+    assert await slack.bot.proposals.sweep() == 1
+    await slack.ws.wait_for(lambda: len([t for t in thread(slack, card) if "Reminder" in t]) == 2)
+    slack.clock.advance(hours=3)
+    assert await slack.bot.proposals.sweep() == 1
+    assert await state_of(slack) == "expired"
+    await slack.ws.wait_for(lambda: any("escalated to oncall: <@U00000BOB>" in t for t in thread(slack, card)))
+    assert any("which you are oncall for" in m.text for m in slack.ws.channel_messages(slack.ws.open_dm(BOB)))
+    assert await slack.bot.proposals.sweep() == 0
+
+
+async def test_a_restart_between_proposal_and_deadline_loses_nothing(slack: SlackHarness, migrated_url: str) -> None:
+    await setup_catalog(slack)
+    await propose(slack, retyped(V1, "price", "string"))
+    card = await card_message(slack)
+    await settled(slack)
+    await slack.bot.stop()
+    restarted = Bot(bot_config(slack.emulator, migrated_url), slack.clock)
+    await restarted.start(0)
+    try:
+        slack.clock.advance(hours=25)
+        assert await restarted.proposals.sweep() == 1
+        assert (await restarted.proposals.view(1)).state.value == "expired"
+        await slack.ws.wait_for(lambda: any("Expired" in t for t in thread(slack, card)))
+        await settled(slack)
+    finally:
+        await restarted.stop()
+
+
+async def test_two_bots_on_one_database_send_each_reminder_once(slack: SlackHarness, migrated_url: str) -> None:
+    await setup_catalog(slack)
+    await propose(slack, retyped(V1, "price", "string"))
+    card = await card_message(slack)
+    await settled(slack)
+    other = Bot(bot_config(slack.emulator, migrated_url), slack.clock)
+    await other.start(0)
+    try:
+        slack.clock.advance(hours=13)
+        sent = await asyncio.gather(*(bot.proposals.sweep() for bot in (slack.bot, other, slack.bot, other)))
+        assert sum(sent) == 1
+        await slack.ws.wait_for(lambda: any("Reminder" in t for t in thread(slack, card)))
+        await settled(slack)
+        assert len([t for t in thread(slack, card) if "Reminder" in t]) == 1
+    finally:
+        await other.stop()
+
+
+async def test_status_list_audit_and_home(slack: SlackHarness) -> None:
+    await setup_catalog(slack)
+    await propose(slack, retyped(V1, "price", "string"))
+    card = await card_message(slack)
+    await slack.driver.click(card, ids.APPROVE, user=BOB)
+    await slack.ws.wait_for(lambda: any("approved for" in t for t in thread(slack, card)))
+    await slack.driver.command("/schema status 1", user=CAROL, channel="changes")
+    await slack.driver.command("/schema list mine", user=ALICE, channel="changes")
+    await slack.driver.command("/schema audit 1", user=CAROL, channel="changes")
+    await slack.driver.command("/schema status 99", user=CAROL, channel="changes")
+    await slack.driver.command("/schema audit x", user=CAROL, channel="changes")
+    carol = await slack.ws.wait_for(lambda: slack.ws.ephemerals_for(CAROL) if len(slack.ws.ephemerals_for(CAROL)) >= 4 else None)
+    texts = [json.dumps(e.blocks) + e.text for e in carol]
+    assert "Schema change #1" in texts[0]
+    assert "proposed" in texts[1] and "approve" in texts[1] and "via slack" in texts[1]
+    assert "there is no proposal #99" in texts[2] and "Usage: `/schema audit ID`" in texts[3]
+    mine = await slack.ws.wait_for(lambda: [e for e in slack.ws.ephemerals_for(ALICE) if "Your proposals" in e.text])
+    assert "#1 orders-value" in mine[0].text
+    await slack.driver.event({"type": "app_home_opened", "user": ALICE, "channel": "D1", "tab": "home"})
+    home = await slack.ws.wait_for(lambda: slack.ws.home.get(ALICE))
+    assert "Your proposals" in json.dumps(home.view) and "#1 orders-value" in json.dumps(home.view)
+
+
+@pytest.mark.parametrize("jobs", [300])
+async def test_huge_schema_and_impact_still_make_valid_messages(slack: SlackHarness, jobs: int) -> None:
+    await setup_catalog(slack, jobs=jobs)
+    wide = {**V1, "fields": [*V1["fields"], *({"name": f"f{i}", "type": "long"} for i in range(2000))]}
+    view = await slack.bot.proposals.propose("orders-value", json.dumps(wide), ALICE, surface="api")
+    assert view.proposal.level == "breaking" and len(view.proposal.findings) == 2000
+    card = await card_message(slack)
+    assert len(card.blocks) <= 50
+    assert "and 1960 more" in json.dumps(card.blocks)
+    assert not [c for c in slack.ws.calls if c.method == "chat.postMessage" and not c.ok]
