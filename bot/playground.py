@@ -22,19 +22,18 @@ from bot.runtime import Bot
 from bot.store import migrate
 
 DEMO_USER = "U0000000YOU"
+PEOPLE = {"you": DEMO_USER, "alice": "U0000ALICE", "bob": "U00000BOB", "carol": "U0000CAROL"}
 SETTLE = 0.3
 
 
 def seed(ws: Workspace) -> None:
-    """A small workspace: you, two colleagues, a changes channel and a pipeline channel."""
-    ws.add_user(DEMO_USER, "you", is_admin=True)
-    ws.add_user("U00000ALICE", "alice")
-    ws.add_user("U000000BOB", "bob")
-    ws.add_channel("changes", [DEMO_USER, "U00000ALICE", "U000000BOB"])
-    ws.add_channel("schema-changes", [DEMO_USER, "U00000ALICE", "U000000BOB"])
-    ws.add_channel("orders-pipeline", [DEMO_USER, "U00000ALICE"])
-    ws.add_usergroup("orders-team", [DEMO_USER, "U00000ALICE"])
-    ws.add_usergroup("analytics-team", ["U000000BOB"])
+    """The people, channels and user group of examples/catalog.yaml; you are in orders-team."""
+    for name, user in PEOPLE.items():
+        ws.add_user(user, name, is_admin=name == "you")
+    everyone = list(PEOPLE.values())
+    for channel in ("changes", "schema-changes", "orders-pipeline", "analytics"):
+        ws.add_channel(channel, everyone)
+    ws.add_usergroup("orders-team", [DEMO_USER, PEOPLE["alice"]], group_id="S0ORDERS")
 
 
 class Playground:
@@ -86,8 +85,18 @@ class Playground:
 
     async def _command(self, request: web.Request) -> web.Response:
         body: dict[str, Any] = await request.json()
-        replies = await self.send(str(body.get("text", "")), str(body.get("user", DEMO_USER)), str(body.get("channel", "changes")))
+        user = str(body.get("user", DEMO_USER))
+        replies = await self.send(str(body.get("text", "")), PEOPLE.get(user, user), str(body.get("channel", "changes")))
         return web.json_response({"replies": replies}, dumps=lambda o: json.dumps(o, ensure_ascii=False))
+
+
+def who(line: str) -> tuple[str, str]:
+    """``@bob /schema list waiting`` runs the command as bob; a plain line runs it as you."""
+    if line.startswith("@"):
+        name, _, rest = line[1:].partition(" ")
+        if name in PEOPLE:
+            return PEOPLE[name], rest.strip()
+    return DEMO_USER, line
 
 
 async def run_playground(config: Config, port: int, slack_port: int, *, prompt: bool) -> None:
@@ -101,15 +110,16 @@ async def run_playground(config: Config, port: int, slack_port: int, *, prompt: 
     try:
         if not prompt:
             await asyncio.Event().wait()
-        print("Type a slash command (e.g. /schema help); Ctrl-D to quit.")
+        print("Type a slash command (e.g. /schema help), or act as someone else: @bob /schema list waiting. Ctrl-D to quit.")
         while True:
             sys.stdout.write("you> ")
             sys.stdout.flush()
             line = await asyncio.to_thread(sys.stdin.readline)
             if not line:
                 break
-            if line.strip():
-                for reply in await playground.send(line.strip()):
+            user, text = who(line.strip())
+            if text:
+                for reply in await playground.send(text, user):
                     print(reply, end="\n\n")
     finally:
         await playground.stop()

@@ -46,7 +46,7 @@ class Bot:
         notifier = SlackNotifier(self.poster, membership, config.changes_channel, lambda *card: self.proposals.save_card(*card))
         self.proposals = Proposals(self.db, self.registry, self.lineage, membership, notifier, clock)
         add_listeners(self.slack, Services(self.proposals, self.registry, self.slack.client), self.proposals, self.poster)
-        self.web = build_web_app(self.slack, self.db, migrate.head(), config.api_token, self.lineage)
+        self.web = build_web_app(self.slack, self.db, migrate.head(), config.api_token, self.lineage, self.proposals)
         self.scheduler = AsyncIOScheduler(timezone="UTC")
         self.scheduler.add_job(self.deliveries.prune, "interval", hours=1, kwargs={"older_than": timedelta(days=1)},
                                id="prune-slack-deliveries", coalesce=True, max_instances=1)

@@ -98,6 +98,7 @@ class SlackHarness:
     clock: Clock
 
 
+API_TOKEN = "test-api-token-0123456789"
 USERS = {"U0000ALICE": "alice", "U00000BOB": "bob", "U0000CAROL": "carol"}
 
 
@@ -130,6 +131,7 @@ def bot_config(emulator: Emulator, database_url: str, **overrides: str) -> Confi
         "DATABASE_URL": database_url,
         "SLACK_API_URL": f"{emulator.base_url}/api/",
         "HOST": "127.0.0.1",
+        "CHANGEOPS_API_TOKEN": API_TOKEN,
         **overrides,
     }
     return Config.from_env(env)

@@ -50,3 +50,8 @@ def test_readme_documents_every_rule() -> None:
 
     readme = (ROOT / "README.md").read_text()
     assert all(f"| `{rule.id}` | {rule.level} |" in readme for rule in CATALOGUE)
+
+
+def test_readme_shows_the_example_catalog_as_it_is() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert (ROOT / "examples" / "catalog.yaml").read_text() in readme

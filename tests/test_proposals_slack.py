@@ -280,3 +280,38 @@ async def test_huge_schema_and_impact_still_make_valid_messages(slack: SlackHarn
     assert len(card.blocks) <= 50
     assert "and 1960 more" in json.dumps(card.blocks)
     assert not [c for c in slack.ws.calls if c.method == "chat.postMessage" and not c.ok]
+
+
+async def test_proposals_over_the_http_api_and_the_cli(slack: SlackHarness) -> None:
+    import os
+    import subprocess
+    import sys
+
+    import aiohttp
+
+    from tests.conftest import API_TOKEN
+
+    await setup_catalog(slack)
+    url = f"{slack.bot.url}/api/v1/proposals"
+    async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {API_TOKEN}"}) as http:
+        async with http.post(url, json={"subject": "orders-value", "schema": "{oops"}) as response:
+            assert response.status == 400 and (await response.json())["field"] == "schema"
+        async with http.post(url, json={"subject": "nobody", "schema": V1}) as response:
+            assert response.status == 400 and "unknown subject 'nobody'" in (await response.json())["error"]
+        async with aiohttp.ClientSession() as anonymous, anonymous.post(url, json={"subject": "orders-value", "schema": V1}) as response:
+            assert response.status == 401
+        assert await slack.bot.proposals.listing() == []
+        async with http.post(url, json={"subject": "orders-value", "schema": retyped(V1, "price", "string"), "proposer": ALICE,
+                                        "window_start": "2026-12-03T02:00:00Z", "window_hours": 2}) as response:
+            created = await response.json()
+            assert response.status == 201 and created["level"] == "breaking" and created["waiting"] == ["analytics-team"]
+        async with http.get(f"{url}/{created['id']}") as response:
+            assert (await response.json())["state"] == "pending"
+    await card_message(slack)
+    schema_file = json.dumps(with_field(V1, {"name": "coupon", "type": ["null", "string"], "default": None}))
+    env = {**os.environ, "CHANGEOPS_API_TOKEN": API_TOKEN, "CHANGEOPS_URL": slack.bot.url}
+    result = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "propose", "orders-value", "-", "--proposer", ALICE],
+                                     input=schema_file, capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("proposal #2 on orders-value: safe, approved")
+    await settled(slack)

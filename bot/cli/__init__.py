@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from bot import __version__
 from bot.cli import classify as classify_cli
 from bot.cli import lineage as lineage_cli
+from bot.cli import propose as propose_cli
 from bot.config import Config, ConfigError
 from bot.logs import configure
 
@@ -52,6 +53,7 @@ def _parser() -> argparse.ArgumentParser:
 
     classify_cli.add_parsers(sub)
     lineage_cli.add_parsers(sub)
+    propose_cli.add_parser(sub)
     return parser
 
 

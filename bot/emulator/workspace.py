@@ -126,9 +126,9 @@ class Workspace:
         self.channels[channel_id] = Channel(channel_id, name, set(members or []) | {BOT_USER_ID})
         return channel_id
 
-    def add_usergroup(self, handle: str, users: list[str]) -> str:
+    def add_usergroup(self, handle: str, users: list[str], group_id: str | None = None) -> str:
         """Create a user group (subteam); returns its id."""
-        group_id = f"S{next(self._ids):08d}"
+        group_id = group_id or f"S{next(self._ids):08d}"
         self.usergroups[group_id] = {"id": group_id, "team_id": TEAM_ID, "handle": handle, "name": handle, "users": list(users)}
         return group_id
 

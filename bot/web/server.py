@@ -10,6 +10,7 @@ from slack_bolt.async_app import AsyncApp
 from sqlalchemy import text
 
 from bot.services.lineage import LineageService
+from bot.services.proposals import Proposals
 from bot.store.database import Database
 from bot.web import api
 
@@ -17,7 +18,8 @@ log = logging.getLogger(__name__)
 MAX_BODY = 4 * 1024 * 1024
 
 
-def build_web_app(bolt: AsyncApp, db: Database, schema_head: str, api_token: str | None, lineage: LineageService) -> web.Application:
+def build_web_app(bolt: AsyncApp, db: Database, schema_head: str, api_token: str | None, lineage: LineageService,
+                  proposals: Proposals) -> web.Application:
     """Routes for Slack and for the orchestrator's probes."""
 
     async def slack_events(request: web.Request) -> web.Response:
@@ -41,5 +43,5 @@ def build_web_app(bolt: AsyncApp, db: Database, schema_head: str, api_token: str
     app.router.add_post("/slack/events", slack_events)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
-    api.add_routes(app, api_token, lineage)
+    api.add_routes(app, api_token, lineage, proposals)
     return app

@@ -1,0 +1,63 @@
+"""``bot propose SUBJECT FILE``: open a proposal from a producer's CI, through the bot's HTTP API."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+DEFAULT_URL = "http://127.0.0.1:3000"
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``propose``."""
+    propose = sub.add_parser("propose", help="propose a schema change through the running bot (HTTP API)",
+                             description="Reads $CHANGEOPS_API_TOKEN and $CHANGEOPS_URL (default http://127.0.0.1:3000).")
+    propose.add_argument("subject")
+    propose.add_argument("file", help="the new schema (.avsc), - for stdin")
+    propose.add_argument("--notes", default="", help="for consumers: migration plan, dual-version period")
+    propose.add_argument("--proposer", help="the proposer's Slack user id (U...), so the card and DMs name them")
+    propose.add_argument("--window-start", help="planned start, ISO 8601 with an offset (2026-12-03T02:00:00Z)")
+    propose.add_argument("--window-hours", type=float, help="planned duration in hours")
+    propose.add_argument("--revision-of", type=int, help="the proposal this one revises")
+    propose.add_argument("--format", choices=("text", "json"), default="text")
+    propose.set_defaults(run=run_propose)
+
+
+def run_propose(args: argparse.Namespace) -> int:
+    """Send the proposal; print the level, the state and the teams asked."""
+    token = os.environ.get("CHANGEOPS_API_TOKEN", "").strip()
+    if not token:
+        print("bot propose: CHANGEOPS_API_TOKEN is not set: give the bot's API token", file=sys.stderr)
+        return 2
+    try:
+        schema = sys.stdin.read() if args.file == "-" else Path(args.file).read_text(encoding="utf-8")
+    except OSError as err:
+        print(f"bot propose: cannot read {args.file}: {err.strerror}", file=sys.stderr)
+        return 2
+    body = {"subject": args.subject, "schema": schema, "notes": args.notes, "proposer": args.proposer,
+            "window_start": args.window_start, "window_hours": args.window_hours, "revision_of": args.revision_of}
+    url = os.environ.get("CHANGEOPS_URL", DEFAULT_URL).rstrip("/") + "/api/v1/proposals"
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 (the operator's own bot)
+            answer = json.loads(response.read())
+    except urllib.error.HTTPError as err:
+        detail = json.loads(err.read() or b"{}")
+        print(f"bot propose: {detail.get('error', err.reason)}", file=sys.stderr)
+        return 1
+    except urllib.error.URLError as err:
+        print(f"bot propose: cannot reach the bot at {url}: {err.reason}", file=sys.stderr)
+        return 2
+    if args.format == "json":
+        print(json.dumps(answer, ensure_ascii=False))
+    else:
+        waiting = f", waiting for {', '.join(answer['waiting'])} until {answer['deadline']}" if answer["waiting"] else ""
+        print(f"proposal #{answer['id']} on {answer['subject']}: {answer['level']}, {answer['state']}{waiting}")
+    return 0
