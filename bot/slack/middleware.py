@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -13,6 +15,7 @@ from slack_bolt.response import BoltResponse
 from bot.services.deliveries import Deliveries
 
 log = logging.getLogger(__name__)
+RECENT_KEYS = 10_000
 Middleware = Callable[[AsyncBoltRequest, BoltResponse, Callable[[], Awaitable[None]]], Awaitable[BoltResponse | None]]
 
 
@@ -32,14 +35,27 @@ def delivery_key(body: dict[str, Any]) -> str | None:
 
 
 def once_per_delivery(deliveries: Deliveries) -> Middleware:
-    """Acknowledge a repeated delivery with an empty 200 and do nothing else."""
+    """Acknowledge a repeated delivery with an empty 200 and do nothing else.
+
+    A first delivery is claimed in the background (Slack retries only after its three seconds have
+    passed, by when the claim is long committed), so the database is not on the path to the ack; a
+    retry (``X-Slack-Retry-Num``) is dropped when this process saw the key, or else when its claim in
+    the database (shared by every replica) fails.
+    """
+    recent: OrderedDict[str, asyncio.Task[bool]] = OrderedDict()
 
     async def middleware(req: AsyncBoltRequest, resp: BoltResponse, next: Callable[[], Awaitable[None]]) -> BoltResponse | None:
         key = delivery_key(req.body)
-        if key is not None and not await deliveries.claim(key):
-            retry = req.headers.get("x-slack-retry-num", ["0"])[0]
-            log.info("ignoring repeated Slack delivery %s (retry %s)", key, retry)
-            return BoltResponse(status=200, body="")
+        if key is not None:
+            retry = req.headers.get("x-slack-retry-num", [""])[0]
+            if retry:
+                if key in recent or not await deliveries.claim(key):
+                    log.info("ignoring Slack's retry %s of delivery %s", retry, key)
+                    return BoltResponse(status=200, body="")
+            else:
+                recent[key] = asyncio.create_task(deliveries.claim(key))
+                while len(recent) > RECENT_KEYS:
+                    recent.popitem(last=False)
         await next()
         return None
 

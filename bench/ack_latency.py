@@ -1,0 +1,139 @@
+"""Time to acknowledge Slack requests: the real bot against a bare slack-bolt AsyncApp that only acks.
+
+Each app runs in its own process (``bot serve``, and ``bench/bare_bolt.py``), so the load generator
+and the Slack emulator in this process do not share their event loop. Both get the same 500 signed
+requests (slash commands that open the propose form or show a card, and Approve clicks on a pending
+proposal's card), 50 in flight. The real bot runs on SQLite with the example catalog loaded.
+
+Run: .venv/bin/python bench/ack_latency.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import os
+import secrets
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from bot.emulator import Emulator, SlackDriver, Workspace
+from bot.playground import PEOPLE, seed
+from bot.slack import ids
+
+ROOT = Path(__file__).resolve().parents[1]
+REQUESTS, IN_FLIGHT = 500, 50
+SECRET = secrets.token_hex(16)
+API_TOKEN = "bench-api-token-0123456789"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def serve(app: web.Application) -> tuple[web.AppRunner, str]:
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    return runner, f"http://127.0.0.1:{int(runner.addresses[0][1])}"
+
+
+async def ready(url: str) -> None:
+    async with aiohttp.ClientSession() as http:
+        for _ in range(300):
+            try:
+                async with http.get(f"{url}/readyz") as response:
+                    if response.status == 200:
+                        return
+            except aiohttp.ClientConnectionError:
+                pass
+            await asyncio.sleep(0.1)
+    raise RuntimeError(f"{url} did not become ready")
+
+
+def run(*args: str, env: dict[str, str]) -> None:
+    subprocess.run([sys.executable, "-m", "bot", *args], env=env, check=True, capture_output=True, cwd=ROOT)
+
+
+async def load(driver: SlackDriver, ws: Workspace, card: Any) -> list[float]:
+    """500 requests, 50 in flight: a third open the form, a third show a card, a third click Approve."""
+    gate = asyncio.Semaphore(IN_FLIGHT)
+    users = list(PEOPLE.values())
+
+    async def one(number: int) -> float:
+        async with gate:
+            user = users[number % len(users)]
+            if number % 3 == 0:
+                delivery = await driver.command("/schema propose orders-value", user=user, channel="changes")
+            elif number % 3 == 1:
+                delivery = await driver.command("/schema status 1", user=user, channel="changes")
+            else:
+                delivery = await driver.click(card, ids.APPROVE, user=user)
+            assert delivery.status == 200, delivery.status
+            return delivery.ack_seconds
+
+    return list(await asyncio.gather(*(one(i) for i in range(REQUESTS))))
+
+
+def percentile(samples: list[float], share: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+async def main() -> None:
+    token = f"xoxb-bench-{secrets.token_hex(4)}"
+    ws = Workspace(token)
+    seed(ws)
+    emulator = Emulator(ws)
+    slack_runner, emulator.base_url = await serve(emulator.application())
+    with tempfile.TemporaryDirectory() as folder:
+        bot_port, bare_port = free_port(), free_port()
+        env = {**os.environ, "DATABASE_URL": f"sqlite:///{folder}/bench.db", "SLACK_BOT_TOKEN": token, "SLACK_SIGNING_SECRET": SECRET,
+               "SLACK_API_URL": f"{emulator.base_url}/api/", "HOST": "127.0.0.1", "PORT": str(bot_port),
+               "CHANGEOPS_API_TOKEN": API_TOKEN, "LOG_LEVEL": "WARNING"}
+        run("migrate", env=env)
+        run("catalog", "load", str(ROOT / "examples" / "catalog.yaml"), env=env)
+        run("subject", "import", "orders-value", str(ROOT / "examples" / "schemas" / "orders.avsc"), env=env)
+        bot = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot", "serve", env=env, cwd=ROOT,
+                                                   stderr=asyncio.subprocess.DEVNULL)
+        bare = await asyncio.create_subprocess_exec(sys.executable, str(ROOT / "bench" / "bare_bolt.py"), str(bare_port), SECRET, token,
+                                                    f"{emulator.base_url}/api/", cwd=ROOT)
+        try:
+            bot_url, bare_url = f"http://127.0.0.1:{bot_port}", f"http://127.0.0.1:{bare_port}"
+            await ready(bot_url)
+            await ready(bare_url)
+            schema = json.loads((ROOT / "examples" / "schemas" / "orders.avsc").read_text())
+            schema["fields"][1]["type"] = "long"
+            async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {API_TOKEN}"}) as http:
+                async with http.post(f"{bot_url}/api/v1/proposals", json={"subject": "orders-value", "schema": schema,
+                                                                          "proposer": PEOPLE["you"]}) as response:
+                    assert response.status == 201, await response.text()
+            card_message = await ws.wait_for(lambda: next((m for m in ws.messages if m.blocks and m.blocks[-2].get("type") == "actions"), None))
+            card = copy.deepcopy(card_message)
+            real = await load(SlackDriver(emulator, f"{bot_url}/slack/events", SECRET, ack_limit=1e9), ws, card)
+            baseline = await load(SlackDriver(emulator, f"{bare_url}/slack/events", SECRET, ack_limit=1e9), ws, card)
+        finally:
+            for process in (bot, bare):
+                process.terminate()
+                await process.wait()
+    await slack_runner.cleanup()
+    for name, samples in (("ChangeOps", real), ("bare slack-bolt (ack only)", baseline)):
+        print(f"{name}: p50 {statistics.median(samples) * 1000:.1f} ms, p99 {percentile(samples, 0.99) * 1000:.1f} ms "
+              f"over {len(samples)} requests, {IN_FLIGHT} in flight")
+    print(f"ratio ChangeOps / bare: p50 {statistics.median(real) / statistics.median(baseline):.2f}x, "
+          f"p99 {percentile(real, 0.99) / percentile(baseline, 0.99):.2f}x")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
