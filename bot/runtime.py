@@ -13,6 +13,7 @@ from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 
 from bot.config import Config
+from bot.schema_registry import SchemaRegistry
 from bot.services.deliveries import Deliveries
 from bot.services.lineage import LineageService
 from bot.services.proposals import Proposals
@@ -44,7 +45,8 @@ class Bot:
         self.poster = Poster(self.slack.client)
         membership = SlackMembership(self.slack.client)
         notifier = SlackNotifier(self.poster, membership, config.changes_channel, lambda *card: self.proposals.save_card(*card))
-        self.proposals = Proposals(self.db, self.registry, self.lineage, membership, notifier, clock)
+        self.schema_registry = SchemaRegistry(config.schema_registry_url) if config.schema_registry_url else None
+        self.proposals = Proposals(self.db, self.registry, self.lineage, membership, notifier, clock, self.schema_registry)
         add_listeners(self.slack, Services(self.proposals, self.registry, self.slack.client), self.proposals, self.poster)
         self.web = build_web_app(self.slack, self.db, migrate.head(), config.api_token, self.lineage, self.proposals)
         self.scheduler = AsyncIOScheduler(timezone="UTC")
@@ -85,6 +87,8 @@ class Bot:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self.schema_registry is not None:
+            await self.schema_registry.close()
         await self.db.close()
 
     async def run_forever(self) -> None:

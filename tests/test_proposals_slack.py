@@ -142,7 +142,7 @@ async def test_reject_with_a_reason_blocks_the_proposal(slack: SlackHarness) -> 
     assert "our dashboards sum price" in json.dumps(slack.ws.find_message(card.channel, card.ts).blocks)  # type: ignore[union-attr]
 
 
-async def test_request_changes_then_revise_through_the_api(slack: SlackHarness) -> None:
+async def test_request_changes_then_revise_in_slack_and_through_the_api(slack: SlackHarness) -> None:
     await setup_catalog(slack)
     await propose(slack, retyped(V1, "price", "string"))
     card = await card_message(slack)
@@ -151,9 +151,25 @@ async def test_request_changes_then_revise_through_the_api(slack: SlackHarness) 
     await slack.driver.submit(modal.id, {ids.REASON_BLOCK: {ids.REASON_ACTION: {"type": "plain_text_input", "value": "keep price, add price_text"}}}, user=CAROL)
     await slack.ws.wait_for(lambda: any("requested changes" in t for t in thread(slack, card)))
     assert await state_of(slack) == "changes_requested"
-    revised = await slack.bot.proposals.propose("orders-value", json.dumps(with_field(V1, {"name": "price_text", "type": ["null", "string"], "default": None})),
-                                                ALICE, revision_of=1, surface="api")
+    updated = slack.ws.find_message(card.channel, card.ts)
+    assert updated is not None and updated.blocks[-2]["elements"][0]["action_id"] == ids.REVISE
+    await slack.driver.click(updated, ids.REVISE, user=CAROL)
+    await slack.ws.wait_for(lambda: [e for e in slack.ws.ephemerals_for(CAROL) if "can revise it" in e.text])
+    await slack.driver.click(updated, ids.REVISE, user=ALICE)
+    form = await slack.ws.wait_for(lambda: next((v for v in slack.ws.views.values() if v.view["title"]["text"] == "Revise #1"), None))
+    assert '"price", "type": "string"' in form.view["blocks"][1]["element"]["initial_value"]
+    values = {ids.SUBJECT_BLOCK: {ids.SUBJECT_ACTION: {"type": "static_select", "selected_option": {"value": "orders-value"}}},
+              ids.SCHEMA_BLOCK: {ids.SCHEMA_ACTION: {"type": "plain_text_input", "value": json.dumps(
+                  with_field(V1, {"name": "price_text", "type": ["null", "string"], "default": None}))}}}
+    await slack.driver.submit(form.id, values, user=ALICE)
+    revised_card = await card_message(slack, 2)
+    assert "Revises #1" in json.dumps(revised_card.blocks)
+    revised = await slack.bot.proposals.view(2)
     assert revised.proposal.revision_of == 1 and revised.state.value == "approved" and revised.proposal.level == "safe"
+    third = await slack.bot.proposals.propose("orders-value", json.dumps(with_field(V1, {"name": "x", "type": "int", "default": 0})),
+                                              ALICE, revision_of=1, surface="api")
+    assert third.proposal.revision_of == 1
+    await settled(slack)
 
 
 async def test_only_members_may_act_and_a_refusal_changes_nothing(slack: SlackHarness) -> None:
@@ -314,4 +330,40 @@ async def test_proposals_over_the_http_api_and_the_cli(slack: SlackHarness) -> N
                                      input=schema_file, capture_output=True, text=True, env=env, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("proposal #2 on orders-value: safe, approved")
+    await settled(slack)
+
+
+@pytest.fixture
+async def schema_registry() -> Any:
+    from aiohttp import web
+
+    from bot.emulator.schema_registry import SchemaRegistryEmulator
+
+    registry = SchemaRegistryEmulator()
+    runner = web.AppRunner(registry.application(), access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    registry.url = f"http://127.0.0.1:{int(runner.addresses[0][1])}"  # type: ignore[attr-defined]
+    yield registry
+    await runner.cleanup()
+
+
+async def test_approved_schemas_are_registered_in_the_schema_registry(slack: SlackHarness, schema_registry: Any,
+                                                                      migrated_url: str) -> None:
+    await slack.bot.stop()
+    slack.bot = Bot(bot_config(slack.emulator, migrated_url, SCHEMA_REGISTRY_URL=schema_registry.url), slack.clock)
+    await slack.bot.start(0)
+    slack.driver.request_url = f"{slack.bot.url}/slack/events"
+    await setup_catalog(slack)
+    await propose(slack, with_field(V1, {"name": "channel", "type": "string", "default": "web"}))
+    card = await card_message(slack)
+    view = await slack.bot.proposals.view(1)
+    assert view.proposal.registry_id == 1 and schema_registry.subjects == {"orders-value": [1]}
+    assert "Registered in the Schema Registry as schema id 1" in json.dumps(card.blocks)
+    assert [v.number for v in await slack.bot.registry.history("orders-value")] == [1, 2]
+    schema_registry.refuse("orders-value")
+    await propose(slack, with_field(V1, {"name": "coupon", "type": "string", "default": ""}))
+    refused = await card_message(slack, 2)
+    assert "Not registered in the Schema Registry" in json.dumps(refused.blocks) and "incompatible" in json.dumps(refused.blocks)
+    assert (await slack.bot.proposals.view(2)).state.value == "approved"
     await settled(slack)

@@ -29,6 +29,7 @@ from bot.domain.lineage.graph import LineageError
 from bot.domain.lineage.model import Team
 from bot.services.audit import record as audit
 from bot.services.lineage import LineageService
+from bot.schema_registry import RegistrationError, SchemaRegistry
 from bot.services.registry import Registry
 from bot.store.database import Database
 from bot.store.models import Acknowledgement, AuditEntry, Proposal, Subject, aware, utcnow
@@ -117,9 +118,10 @@ class Proposals:
     """The approval workflow."""
 
     def __init__(self, db: Database, registry: Registry, lineage: LineageService, membership: Membership,
-                 notifier: Notifier, clock: Callable[[], datetime] = utcnow) -> None:
+                 notifier: Notifier, clock: Callable[[], datetime] = utcnow, schema_registry: SchemaRegistry | None = None) -> None:
         self.db, self.registry, self.lineage = db, registry, lineage
         self.membership, self.notifier, self.clock = membership, notifier, clock
+        self.schema_registry = schema_registry
 
     # --- proposing ------------------------------------------------------------------------------
 
@@ -286,13 +288,24 @@ class Proposals:
             raise ProposalError(f"only the proposer of #{proposal_id} can revise it")
 
     async def _accept(self, proposal: Proposal, subject: str, why: str) -> None:
-        """Record the schema as the subject's next version and mark the proposal approved."""
+        """Record the schema as the subject's next version (and in the Schema Registry, when there is one)."""
         assert proposal.id is not None
         number = await self.registry.record(subject, parse(proposal.schema_text), proposal.id)
+        registry_id, registry_error = None, None
+        if self.schema_registry is not None:
+            try:
+                registry_id = await self.schema_registry.register(subject, proposal.schema_text)
+            except RegistrationError as err:
+                registry_error = str(err)
+                log.error("proposal #%d approved but not registered: %s", proposal.id, err)
         async with self.db.session() as session:
             await session.exec(update(Proposal).where(col(Proposal.id) == proposal.id)
-                               .values(state=State.APPROVED.value, version=number, decided_at=self.clock()))
-            audit(session, "changeops", "workflow", "approved", "proposal", str(proposal.id), {"version": number, "why": why})
+                               .values(state=State.APPROVED.value, version=number, decided_at=self.clock(),
+                                       registry_id=registry_id, registry_error=registry_error))
+            if registry_id is not None:
+                await self.registry.note_registry_id(session, subject, number, registry_id)
+            audit(session, "changeops", "workflow", "approved", "proposal", str(proposal.id),
+                  {"version": number, "why": why, "registry_id": registry_id, "registry_error": registry_error})
             await session.commit()
 
     async def _transition(self, proposal_id: int, state: State, *, actor: str = "changeops", surface: str = "workflow") -> bool:

@@ -6,6 +6,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 
+from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
@@ -77,6 +78,12 @@ class Registry:
                     continue
                 return number
         raise RuntimeError(f"could not record a version of {name}: too many concurrent writers")
+
+    async def note_registry_id(self, session: AsyncSession, name: str, number: int, registry_id: int) -> None:
+        """Remember the Schema Registry's id of a stored version (in the caller's transaction)."""
+        subject = (await session.exec(select(Subject).where(Subject.name == name))).one()
+        await session.exec(update(SchemaVersion).where(col(SchemaVersion.subject_id) == subject.id, col(SchemaVersion.version) == number)
+                           .values(registry_id=registry_id))
 
     async def _append(self, session: AsyncSession, name: str, text: str, digest: str, proposal_id: int | None) -> int:
         subject = (await session.exec(select(Subject).where(Subject.name == name))).first()

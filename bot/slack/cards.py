@@ -33,6 +33,10 @@ def card(view: ProposalView, *, team: str | None = None) -> Reply:
              f"Proposed by <@{p.proposer}> · *{STATE_TEXT[view.state]}*"]
     if p.version:
         facts.append(f"Recorded as version {p.version} of {view.subject.name}")
+    if p.registry_id is not None:
+        facts.append(f"Registered in the Schema Registry as schema id {p.registry_id}")
+    if p.registry_error:
+        facts.append(f":warning: Not registered in the Schema Registry: {p.registry_error}")
     if p.window_start:
         facts.append(f"Planned window: {_when(p.window_start)} → {_when(p.window_end)}")
     if p.deadline and view.state is State.PENDING:
@@ -48,6 +52,9 @@ def card(view: ProposalView, *, team: str | None = None) -> Reply:
         blocks.append(section(f"*Notes for consumers*\n{p.notes}"))
     if view.state is State.PENDING:
         blocks.append(_buttons(view.id, team))
+    elif view.state in (State.REJECTED, State.CHANGES_REQUESTED) and team is None:
+        blocks.append({"type": "actions", "block_id": f"proposal-{view.id}", "elements": [
+            {"type": "button", "action_id": ids.REVISE, "style": "primary", "text": {"type": "plain_text", "text": "Revise"}, "value": str(view.id)}]})
     blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": f"ChangeOps · proposal #{view.id} · `/schema status {view.id}`"}]})
     return Reply(f"{title}: {STATE_TEXT[view.state]}", blocks)
 

@@ -9,6 +9,7 @@ APPROVE = "proposal_approve"
 REJECT = "proposal_reject"
 REQUEST_CHANGES = "proposal_request_changes"
 WITHDRAW = "proposal_withdraw"
+REVISE = "proposal_revise"
 
 PROPOSE_VIEW = "proposal_propose"
 REASON_VIEW = "proposal_reason"

@@ -20,29 +20,37 @@ log = logging.getLogger(__name__)
 DECISIONS = {ids.REJECT: Decision.REJECT, ids.REQUEST_CHANGES: Decision.REQUEST_CHANGES}
 
 
-def propose_modal(subjects: list[str], chosen: str | None = None) -> dict[str, Any]:
-    """The form: subject, schema, planned window, notes for consumers."""
+def propose_modal(subjects: list[str], chosen: str | None = None, *, schema: str = "", notes: str = "",
+                  revision_of: int | None = None) -> dict[str, Any]:
+    """The form: subject, schema, planned window, notes for consumers (prefilled for a revision)."""
     options = [{"text": {"type": "plain_text", "text": name[:75]}, "value": name[:150]} for name in subjects[:100]]
     select: dict[str, Any] = {"type": "static_select", "action_id": ids.SUBJECT_ACTION, "options": options,
                               "placeholder": {"type": "plain_text", "text": "Choose a subject"}}
     if chosen in subjects:
         select["initial_option"] = next(o for o in options if o["value"] == chosen)
+    schema_input: dict[str, Any] = {"type": "plain_text_input", "action_id": ids.SCHEMA_ACTION, "multiline": True, "max_length": 3000}
+    notes_input: dict[str, Any] = {"type": "plain_text_input", "action_id": ids.NOTES_ACTION, "multiline": True, "max_length": 2000}
+    if schema:
+        schema_input["initial_value"] = schema[:3000]
+    if notes:
+        notes_input["initial_value"] = notes[:2000]
     return {
-        "type": "modal", "callback_id": ids.PROPOSE_VIEW,
-        "title": {"type": "plain_text", "text": "Propose a change"}, "submit": {"type": "plain_text", "text": "Classify & propose"},
+        "type": "modal", "callback_id": ids.PROPOSE_VIEW, "private_metadata": json.dumps({"revision_of": revision_of}),
+        "title": {"type": "plain_text", "text": f"Revise #{revision_of}" if revision_of else "Propose a change"},
+        "submit": {"type": "plain_text", "text": "Classify & propose"},
         "close": {"type": "plain_text", "text": "Cancel"},
         "blocks": [
             {"type": "input", "block_id": ids.SUBJECT_BLOCK, "label": {"type": "plain_text", "text": "Subject"}, "element": select},
             {"type": "input", "block_id": ids.SCHEMA_BLOCK, "label": {"type": "plain_text", "text": "New schema (Avro JSON)"},
              "hint": {"type": "plain_text", "text": "Up to 3,000 characters here; larger schemas: `bot propose` or POST /api/v1/proposals."},
-             "element": {"type": "plain_text_input", "action_id": ids.SCHEMA_ACTION, "multiline": True, "max_length": 3000}},
+             "element": schema_input},
             {"type": "input", "block_id": ids.WINDOW_BLOCK, "optional": True, "label": {"type": "plain_text", "text": "Planned start"},
              "element": {"type": "datetimepicker", "action_id": ids.WINDOW_ACTION}},
             {"type": "input", "block_id": ids.DURATION_BLOCK, "optional": True, "label": {"type": "plain_text", "text": "Planned duration (hours)"},
              "element": {"type": "number_input", "action_id": ids.DURATION_ACTION, "is_decimal_allowed": True, "min_value": "0.25", "max_value": "720"}},
             {"type": "input", "block_id": ids.NOTES_BLOCK, "optional": True, "label": {"type": "plain_text", "text": "Notes for consumers"},
              "hint": {"type": "plain_text", "text": "Migration plan, dual-version period, who to ask."},
-             "element": {"type": "plain_text_input", "action_id": ids.NOTES_ACTION, "multiline": True, "max_length": 2000}},
+             "element": notes_input},
         ],
     }
 
@@ -126,12 +134,25 @@ def register(app: AsyncApp, proposals: Proposals, poster: Poster) -> None:
         await ack()
         user = body["user"]["id"]
         start = datetime.fromtimestamp(int(stamp), UTC) if stamp else None
+        revision_of = json.loads(view.get("private_metadata") or "{}").get("revision_of")
         try:
-            await proposals.propose(subject, schema, user, notes=notes, window_start=start, window_hours=hours)
+            await proposals.propose(subject, schema, user, notes=notes, window_start=start, window_hours=hours, revision_of=revision_of)
         except ProposalError as err:
             await poster.post(user, Reply.text(f"Your proposal was not created: {err}"))
 
+    async def on_revise(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient) -> None:
+        await ack()
+        proposal_id, _ = parse_value(body["actions"][0]["value"])
+        view = await proposals.view(proposal_id)
+        if view.proposal.proposer != body["user"]["id"]:
+            await respond(**_ephemeral(f"Only <@{view.proposal.proposer}>, who proposed #{proposal_id}, can revise it."))
+            return
+        modal = propose_modal([view.subject.name], view.subject.name, schema=view.proposal.schema_text, notes=view.proposal.notes,
+                              revision_of=proposal_id)
+        await client.views_open(trigger_id=body["trigger_id"], view=modal)
+
     app.action(ids.APPROVE)(on_approve)
+    app.action(ids.REVISE)(on_revise)
     app.action(ids.REJECT)(on_reason_button)
     app.action(ids.REQUEST_CHANGES)(on_reason_button)
     app.action(ids.WITHDRAW)(on_withdraw)

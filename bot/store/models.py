@@ -86,6 +86,8 @@ class Proposal(SQLModel, table=True):
     extended: bool = False
     surface: str = Field(default="slack", max_length=16)
     version: int | None = None
+    registry_id: int | None = None
+    registry_error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
 
 
 class Acknowledgement(SQLModel, table=True):

@@ -28,6 +28,8 @@ def upgrade() -> None:
         batch_op.add_column(sa.Column('extended', sa.Boolean(), nullable=False, server_default=sa.false()))
         batch_op.add_column(sa.Column('surface', sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False, server_default='slack'))
         batch_op.add_column(sa.Column('version', sa.Integer(), nullable=True))
+        batch_op.add_column(sa.Column('registry_id', sa.Integer(), nullable=True))
+        batch_op.add_column(sa.Column('registry_error', sa.Text(), nullable=True))
 
     with op.batch_alter_table('subjects', schema=None) as batch_op:
         batch_op.add_column(sa.Column('policy', sa.JSON(), nullable=False, server_default='{}'))
@@ -38,6 +40,8 @@ def downgrade() -> None:
         batch_op.drop_column('policy')
 
     with op.batch_alter_table('proposals', schema=None) as batch_op:
+        batch_op.drop_column('registry_error')
+        batch_op.drop_column('registry_id')
         batch_op.drop_column('version')
         batch_op.drop_column('surface')
         batch_op.drop_column('extended')
