@@ -19,6 +19,7 @@ from bot.services.lineage import LineageService
 from bot.services.proposals import Proposals
 from bot.services.registry import Registry
 from bot.slack.app import add_listeners, create_app
+from bot.slack.inflight import Inflight
 from bot.slack.membership import SlackMembership
 from bot.slack.notifier import SlackNotifier
 from bot.slack.schema_commands import Services
@@ -29,6 +30,7 @@ from bot.store.models import utcnow
 from bot.web.server import build_web_app
 
 log = logging.getLogger(__name__)
+SHUTDOWN_GRACE = 10.0  # seconds that work started before a shutdown may take to finish
 SWEEP_SECONDS = 30  # reminders and expiries are claimed in the database; any replica may run the sweep
 
 
@@ -41,13 +43,14 @@ class Bot:
         self.deliveries = Deliveries(self.db)
         self.lineage = LineageService(self.db)
         self.registry = Registry(self.db)
-        self.slack: AsyncApp = create_app(config, self.deliveries)
+        self.inflight = Inflight()
+        self.slack: AsyncApp = create_app(config, self.deliveries, self.inflight)
         self.poster = Poster(self.slack.client)
         membership = SlackMembership(self.slack.client)
         notifier = SlackNotifier(self.poster, membership, config.changes_channel, lambda *card: self.proposals.save_card(*card))
         self.schema_registry = SchemaRegistry(config.schema_registry_url) if config.schema_registry_url else None
         self.proposals = Proposals(self.db, self.registry, self.lineage, membership, notifier, clock, self.schema_registry)
-        add_listeners(self.slack, Services(self.proposals, self.registry, self.slack.client), self.proposals, self.poster)
+        add_listeners(self.slack, Services(self.proposals, self.registry, self.slack.client), self.proposals, self.poster, self.inflight)
         self.web = build_web_app(self.slack, self.db, migrate.head(), config.api_token, self.lineage, self.proposals)
         self.scheduler = AsyncIOScheduler(timezone="UTC")
         self.scheduler.add_job(self.deliveries.prune, "interval", hours=1, kwargs={"older_than": timedelta(days=1)},
@@ -87,6 +90,7 @@ class Bot:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        await self.inflight.wait(timeout=SHUTDOWN_GRACE)
         if self.schema_registry is not None:
             await self.schema_registry.close()
         await self.db.close()

@@ -64,7 +64,8 @@ class Registry:
         """Store ``schema`` as the subject's next version (the subject is created if new).
 
         Recording a schema identical to the newest version stores nothing and returns that version.
-        Two writers at once cannot take the same number: the loser retries with the next one.
+        Writers of one subject take turns (the subject row is locked on PostgreSQL; SQLite has one writer),
+        and a collision (two writers creating a new subject) is retried.
         """
         text = json.dumps(schema.normal, separators=(",", ":"))
         digest = fingerprint(schema)
@@ -86,7 +87,10 @@ class Registry:
                            .values(registry_id=registry_id))
 
     async def _append(self, session: AsyncSession, name: str, text: str, digest: str, proposal_id: int | None) -> int:
-        subject = (await session.exec(select(Subject).where(Subject.name == name))).first()
+        query = select(Subject).where(Subject.name == name)
+        if self.db.engine.dialect.name == "postgresql":
+            query = query.with_for_update()  # writers of one subject take turns instead of colliding
+        subject = (await session.exec(query)).first()
         if subject is None:
             subject = Subject(name=name)
             session.add(subject)

@@ -12,6 +12,7 @@ from bot.services.deliveries import Deliveries
 from bot.services.proposals import Proposals
 from bot.slack import commands, home, proposing
 from bot.slack.client import web_client
+from bot.slack.inflight import Inflight
 from bot.slack.middleware import once_per_delivery
 from bot.slack.poster import Poster
 from bot.slack.schema_commands import Services
@@ -19,14 +20,14 @@ from bot.slack.schema_commands import Services
 log = logging.getLogger(__name__)
 
 
-def create_app(config: Config, deliveries: Deliveries) -> AsyncApp:
+def create_app(config: Config, deliveries: Deliveries, inflight: Inflight) -> AsyncApp:
     """An AsyncApp that verifies signatures and ignores repeated deliveries (listeners come next)."""
     app = AsyncApp(
         client=web_client(config.slack_bot_token, config.slack_api_url),
         signing_secret=config.slack_signing_secret,
         logger=logging.getLogger("bot.slack.bolt"),
     )
-    app.middleware(once_per_delivery(deliveries))
+    app.middleware(once_per_delivery(deliveries, inflight))
 
     async def on_error(error: Exception, body: dict[str, Any]) -> None:
         log.exception("a Slack listener failed (%s)", body.get("type") or body.get("command"), exc_info=error)
@@ -35,8 +36,8 @@ def create_app(config: Config, deliveries: Deliveries) -> AsyncApp:
     return app
 
 
-def add_listeners(app: AsyncApp, services: Services, proposals: Proposals, poster: Poster) -> None:
-    """Every slash command, action, view and event."""
-    routers = commands.register(app, services)
-    home.register(app, routers, proposals)
-    proposing.register(app, proposals, poster)
+def add_listeners(app: AsyncApp, services: Services, proposals: Proposals, poster: Poster, inflight: Inflight) -> None:
+    """Every slash command, action, view and event, each counted while it runs."""
+    routers = commands.register(app, services, inflight.track)
+    home.register(app, routers, proposals, inflight.track)
+    proposing.register(app, proposals, poster, inflight.track)

@@ -100,10 +100,19 @@ def rules_reply() -> Reply:
                           "failing a direction the subject's mode requires is always breaking.", lines)
 
 
-def register(app: AsyncApp, services: Services) -> dict[str, Router]:
+def register(app: AsyncApp, services: Services, track: Callable[[Any], Any]) -> dict[str, Router]:
     """Attach every slash command to the app; returns the routers (App Home lists their help)."""
     routers = {ids.SCHEMA_COMMAND: schema_router(services)}
     assert tuple(routers) == ids.SLASH_COMMANDS
     for name, router in routers.items():
-        app.command(name)(router)
+        app.command(name)(track(_listener(router)))
     return routers
+
+
+def _listener(router: Router) -> Callable[..., Awaitable[None]]:
+    """A plain coroutine function for Bolt (it injects arguments by parameter name)."""
+
+    async def listener(ack: AsyncAck, respond: AsyncRespond, command: dict[str, Any]) -> None:
+        await router(ack, respond, command)
+
+    return listener

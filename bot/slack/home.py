@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
@@ -32,7 +33,7 @@ async def home_view(user: str, routers: dict[str, Router], proposals: Proposals)
     return {"type": "home", "blocks": blocks[:100]}
 
 
-def register(app: AsyncApp, routers: dict[str, Router], proposals: Proposals) -> None:
+def register(app: AsyncApp, routers: dict[str, Router], proposals: Proposals, track: Callable[[Any], Any]) -> None:
     """Publish the Home tab whenever a user opens it."""
 
     async def on_home_opened(event: dict[str, Any], client: AsyncWebClient) -> None:
@@ -43,4 +44,4 @@ def register(app: AsyncApp, routers: dict[str, Router], proposals: Proposals) ->
         except SlackApiError as err:
             log.error("could not publish the Home tab for %s: %s", event["user"], err.response.get("error"))
 
-    app.event("app_home_opened")(on_home_opened)
+    app.event("app_home_opened")(track(on_home_opened))

@@ -13,6 +13,7 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 
 from bot.services.deliveries import Deliveries
+from bot.slack.inflight import Inflight
 
 log = logging.getLogger(__name__)
 RECENT_KEYS = 10_000
@@ -34,7 +35,7 @@ def delivery_key(body: dict[str, Any]) -> str | None:
     return None
 
 
-def once_per_delivery(deliveries: Deliveries) -> Middleware:
+def once_per_delivery(deliveries: Deliveries, inflight: Inflight) -> Middleware:
     """Acknowledge a repeated delivery with an empty 200 and do nothing else.
 
     A first delivery is claimed in the background (Slack retries only after its three seconds have
@@ -54,6 +55,7 @@ def once_per_delivery(deliveries: Deliveries) -> Middleware:
                     return BoltResponse(status=200, body="")
             else:
                 recent[key] = asyncio.create_task(deliveries.claim(key))
+                inflight.add(recent[key])
                 while len(recent) > RECENT_KEYS:
                     recent.popitem(last=False)
         await next()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -72,7 +73,7 @@ def parse_value(value: str) -> tuple[int, str | None]:
     return int(number), team or None
 
 
-def register(app: AsyncApp, proposals: Proposals, poster: Poster) -> None:
+def register(app: AsyncApp, proposals: Proposals, poster: Poster, track: Callable[[Any], Any]) -> None:
     """Attach the workflow's listeners."""
 
     async def on_approve(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
@@ -151,13 +152,13 @@ def register(app: AsyncApp, proposals: Proposals, poster: Poster) -> None:
                               revision_of=proposal_id)
         await client.views_open(trigger_id=body["trigger_id"], view=modal)
 
-    app.action(ids.APPROVE)(on_approve)
-    app.action(ids.REVISE)(on_revise)
-    app.action(ids.REJECT)(on_reason_button)
-    app.action(ids.REQUEST_CHANGES)(on_reason_button)
-    app.action(ids.WITHDRAW)(on_withdraw)
-    app.view(ids.REASON_VIEW)(on_reason)
-    app.view(ids.PROPOSE_VIEW)(on_propose)
+    app.action(ids.APPROVE)(track(on_approve))
+    app.action(ids.REVISE)(track(on_revise))
+    app.action(ids.REJECT)(track(on_reason_button))
+    app.action(ids.REQUEST_CHANGES)(track(on_reason_button))
+    app.action(ids.WITHDRAW)(track(on_withdraw))
+    app.view(ids.REASON_VIEW)(track(on_reason))
+    app.view(ids.PROPOSE_VIEW)(track(on_propose))
 
 
 def _ephemeral(text: str) -> dict[str, Any]:

@@ -1,0 +1,42 @@
+"""Work still running after Slack was answered (listeners after their ack, background claims), so a
+shutdown can let it finish before the database closes."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
+
+
+class Inflight:
+    """The tasks to wait for at shutdown."""
+
+    def __init__(self) -> None:
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def add(self, task: asyncio.Task[Any]) -> None:
+        """Wait for ``task`` at shutdown."""
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def track(self, listener: F) -> F:
+        """``listener``, counted while it runs (Bolt still sees its parameters, through ``__wrapped__``)."""
+
+        @functools.wraps(listener)
+        async def tracked(*args: Any, **kwargs: Any) -> Any:
+            task = asyncio.current_task()
+            if task is not None:
+                self.add(task)
+            return await listener(*args, **kwargs)
+
+        return tracked  # type: ignore[return-value]
+
+    async def wait(self, timeout: float) -> None:
+        """Let running work finish, for at most ``timeout`` seconds."""
+        current = asyncio.current_task()
+        pending = {t for t in self._tasks if t is not current and not t.done()}
+        if pending:
+            await asyncio.wait(pending, timeout=timeout)
