@@ -73,7 +73,17 @@ class Emulator:
         app = web.Application(client_max_size=8 * 1024 * 1024)
         app.router.add_route("*", "/api/{method}", self._api)
         app.router.add_post("/_responses/{key}", self._response_url)
+        app.router.add_get("/_files/{id}/{rest:.*}", self._file)
         return app
+
+    async def _file(self, request: web.Request) -> web.Response:
+        """A file's bytes, for a client that shows the bot token (as files.slack.com wants)."""
+        if request.headers.get("Authorization", "") != f"Bearer {self.ws.token}":
+            return web.Response(status=403, text="invalid_auth")
+        stored = self.ws.files.get(request.match_info["id"])
+        if stored is None:
+            return web.Response(status=404, text="file_not_found")
+        return web.Response(body=stored[1], content_type="application/octet-stream")
 
     # --- plumbing -------------------------------------------------------------------------------
 

@@ -106,6 +106,7 @@ class Workspace:
         self.triggers: dict[str, tuple[float, str, bool]] = {}
         self.response_urls: dict[str, dict[str, Any]] = {}
         self.rate_limits: dict[str, list[int]] = {}
+        self.files: dict[str, tuple[str, bytes]] = {}
         self._ts = itertools.count(1)
         self._ids = itertools.count(1)
         self._changed = asyncio.Condition()
@@ -206,6 +207,13 @@ class Workspace:
             return None, "expired_trigger_id"
         self.triggers[trigger] = (issued, user, True)
         return user, None
+
+    def upload(self, base: str, user: str, name: str, content: bytes) -> dict[str, Any]:
+        """Store a file a user uploaded; the file object Slack puts in a file_input's value."""
+        file_id = self.new_id("F")
+        self.files[file_id] = (name, content)
+        return {"id": file_id, "name": name, "title": name, "user": user, "size": len(content), "filetype": name.rpartition(".")[2],
+                "url_private": f"{base}/_files/{file_id}/{name}", "url_private_download": f"{base}/_files/{file_id}/download/{name}"}
 
     def issue_response_url(self, base: str, channel: str, user: str) -> str:
         """A response_url for one interaction: five uses within thirty minutes."""

@@ -16,6 +16,7 @@ REASON_VIEW = "proposal_reason"
 
 SUBJECT_BLOCK, SUBJECT_ACTION = "subject", "subject"
 SCHEMA_BLOCK, SCHEMA_ACTION = "schema", "schema"
+FILE_BLOCK, FILE_ACTION = "schema_file", "schema_file"
 WINDOW_BLOCK, WINDOW_ACTION = "window", "window"
 DURATION_BLOCK, DURATION_ACTION = "duration", "duration"
 NOTES_BLOCK, NOTES_ACTION = "notes", "notes"

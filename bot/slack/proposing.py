@@ -8,6 +8,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+import aiohttp
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -42,9 +43,11 @@ def propose_modal(subjects: list[str], chosen: str | None = None, *, schema: str
         "close": {"type": "plain_text", "text": "Cancel"},
         "blocks": [
             {"type": "input", "block_id": ids.SUBJECT_BLOCK, "label": {"type": "plain_text", "text": "Subject"}, "element": select},
-            {"type": "input", "block_id": ids.SCHEMA_BLOCK, "label": {"type": "plain_text", "text": "New schema (Avro JSON)"},
-             "hint": {"type": "plain_text", "text": "Up to 3,000 characters here; larger schemas: `bot propose` or POST /api/v1/proposals."},
+            {"type": "input", "block_id": ids.SCHEMA_BLOCK, "optional": True, "label": {"type": "plain_text", "text": "New schema (Avro JSON)"},
+             "hint": {"type": "plain_text", "text": "Paste it (up to 3,000 characters), or upload the .avsc file below."},
              "element": schema_input},
+            {"type": "input", "block_id": ids.FILE_BLOCK, "optional": True, "label": {"type": "plain_text", "text": "…or upload the .avsc file"},
+             "element": {"type": "file_input", "action_id": ids.FILE_ACTION, "filetypes": ["avsc", "json"], "max_files": 1}},
             {"type": "input", "block_id": ids.WINDOW_BLOCK, "optional": True, "label": {"type": "plain_text", "text": "Planned start"},
              "element": {"type": "datetimepicker", "action_id": ids.WINDOW_ACTION}},
             {"type": "input", "block_id": ids.DURATION_BLOCK, "optional": True, "label": {"type": "plain_text", "text": "Planned duration (hours)"},
@@ -65,6 +68,31 @@ def reason_modal(action: str, value: str, channel: str) -> dict[str, Any]:
         "blocks": [{"type": "input", "block_id": ids.REASON_BLOCK, "label": {"type": "plain_text", "text": "Reason (shown on the card)"},
                     "element": {"type": "plain_text_input", "action_id": ids.REASON_ACTION, "multiline": True, "max_length": 1000}}],
     }
+
+
+class DownloadError(Exception):
+    """An uploaded file the bot could not read."""
+
+
+async def download(client: AsyncWebClient, file: dict[str, Any], limit: int = 1_000_000) -> str:
+    """The text of an uploaded file (Slack serves it to the bot's token)."""
+    url = file.get("url_private_download") or file.get("url_private")
+    if not url or (file.get("size") or 0) > limit:
+        raise DownloadError("that file cannot be read (missing, or over 1 MB)")
+    try:
+        async with aiohttp.ClientSession() as http, http.get(url, headers={"Authorization": f"Bearer {client.token}"},
+                                                             timeout=aiohttp.ClientTimeout(total=2)) as response:
+            if response.status != 200:
+                raise DownloadError(f"Slack would not hand over the file (HTTP {response.status})")
+            content = await response.content.read(limit + 1)
+    except (aiohttp.ClientError, TimeoutError) as err:
+        raise DownloadError(f"the file could not be downloaded ({type(err).__name__})") from None
+    if len(content) > limit:
+        raise DownloadError("the file is over 1 MB")
+    try:
+        return content.decode("utf-8")
+    except UnicodeDecodeError:
+        raise DownloadError("the file is not UTF-8 text") from None
 
 
 def parse_value(value: str) -> tuple[int, str | None]:
@@ -114,10 +142,23 @@ def register(app: AsyncApp, proposals: Proposals, poster: Poster, track: Callabl
         except ProposalError as err:
             await respond(**_ephemeral(str(err)))
 
-    async def on_propose(ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]) -> None:
+    async def on_propose(ack: AsyncAck, body: dict[str, Any], view: dict[str, Any], client: AsyncWebClient) -> None:
         values = view["state"]["values"]
         subject = ((values.get(ids.SUBJECT_BLOCK, {}).get(ids.SUBJECT_ACTION) or {}).get("selected_option") or {}).get("value", "")
         schema = (values.get(ids.SCHEMA_BLOCK, {}).get(ids.SCHEMA_ACTION) or {}).get("value") or ""
+        files = (values.get(ids.FILE_BLOCK, {}).get(ids.FILE_ACTION) or {}).get("files") or []
+        if files and schema.strip():
+            await ack(response_action="errors", errors={ids.FILE_BLOCK: "Paste the schema or upload a file, not both"})
+            return
+        if files:
+            try:
+                schema = await download(client, files[0])
+            except DownloadError as err:
+                await ack(response_action="errors", errors={ids.FILE_BLOCK: str(err)})
+                return
+        if not schema.strip():
+            await ack(response_action="errors", errors={ids.SCHEMA_BLOCK: "Paste the new schema, or upload its .avsc file"})
+            return
         stamp = (values.get(ids.WINDOW_BLOCK, {}).get(ids.WINDOW_ACTION) or {}).get("selected_date_time")
         hours_text = (values.get(ids.DURATION_BLOCK, {}).get(ids.DURATION_ACTION) or {}).get("value")
         notes = (values.get(ids.NOTES_BLOCK, {}).get(ids.NOTES_ACTION) or {}).get("value") or ""
