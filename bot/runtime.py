@@ -47,7 +47,7 @@ class Bot:
         self.slack: AsyncApp = create_app(config, self.deliveries, self.inflight)
         self.poster = Poster(self.slack.client)
         membership = SlackMembership(self.slack.client)
-        notifier = SlackNotifier(self.poster, membership, config.changes_channel, lambda *card: self.proposals.save_card(*card))
+        notifier = SlackNotifier(self.poster, membership, config.changes_channel, lambda *card, **where: self.proposals.save_card(*card, **where))
         self.schema_registry = SchemaRegistry(config.schema_registry_url) if config.schema_registry_url else None
         self.proposals = Proposals(self.db, self.registry, self.lineage, membership, notifier, clock, self.schema_registry)
         add_listeners(self.slack, Services(self.proposals, self.registry, self.slack.client), self.proposals, self.poster, self.inflight)

@@ -77,8 +77,14 @@ async def settled(slack: SlackHarness) -> None:
 
 
 async def card_message(slack: SlackHarness, proposal: int = 1) -> Message:
-    return await slack.ws.wait_for(lambda: next((m for m in slack.ws.channel_messages("schema-changes")
-                                                 if f"#{proposal} ·" in m.text or f"#{proposal} " in m.text), None))
+    """The card in the changes channel, once the bot has noted where it is (as a person would see it)."""
+    message = await slack.ws.wait_for(lambda: next((m for m in slack.ws.channel_messages("schema-changes")
+                                                    if f"#{proposal} ·" in m.text or f"#{proposal} " in m.text), None))
+    for _ in range(100):
+        if (await slack.bot.proposals.view(proposal)).proposal.card_ts:
+            break
+        await asyncio.sleep(0.05)
+    return message
 
 
 async def state_of(slack: SlackHarness, proposal: int = 1) -> str:
@@ -98,8 +104,8 @@ async def test_propose_card_dms_approval_and_registration(slack: SlackHarness) -
     assert "BREAKING" in card.text and "TYPE_CHANGED" in text and "Order.price" in text and "dual-write" in text
     assert "analytics-team" in text and "orders-team" in text and "every consumer of the topic" in text
     assert [e["action_id"] for e in card.blocks[-2]["elements"]] == [ids.APPROVE, ids.REJECT, ids.REQUEST_CHANGES, ids.WITHDRAW]
-    link = await slack.ws.wait_for(lambda: slack.ws.channel_messages("orders-pipeline"))
-    assert "Schema change #1" in link[0].text and "archives" in link[0].text
+    mirror = (await slack.ws.wait_for(lambda: slack.ws.channel_messages("orders-pipeline")))[0]
+    assert "Schema change #1" in mirror.text and "archives" in json.dumps(mirror.blocks)
     for user in (ALICE, BOB, CAROL):
         assert await slack.ws.wait_for(lambda u=user: slack.ws.channel_messages(slack.ws.open_dm(u)))
 
@@ -116,6 +122,8 @@ async def test_propose_card_dms_approval_and_registration(slack: SlackHarness) -
                                                for m in slack.ws.channel_messages(slack.ws.open_dm(ALICE))))
     updated = slack.ws.find_message(card.channel, card.ts)
     assert updated is not None and not any(b.get("type") == "actions" for b in updated.blocks)
+    mirrored = slack.ws.find_message(mirror.channel, mirror.ts)
+    assert mirrored is not None and mirrored.edited and "approved" in mirrored.text
 
 
 async def test_invalid_schema_is_shown_in_the_modal_and_nothing_is_stored(slack: SlackHarness) -> None:

@@ -226,7 +226,7 @@ class Workspace:
         async with self._changed:
             self._changed.notify_all()
 
-    async def wait_for(self, predicate: Callable[[], Any], timeout: float = 10.0) -> Any:
+    async def wait_for(self, predicate: Callable[[], Any], timeout: float = 20.0) -> Any:
         """Wait until ``predicate()`` is truthy and return it; AssertionError on timeout."""
         async def _wait() -> Any:
             async with self._changed:

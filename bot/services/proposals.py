@@ -358,10 +358,11 @@ class Proposals:
 
     # --- reading --------------------------------------------------------------------------------
 
-    async def save_card(self, proposal_id: int, channel: str, ts: str) -> None:
-        """Remember where the proposal's card is, to update it in place."""
+    async def save_card(self, proposal_id: int, channel: str, ts: str, *, subject_channel: bool = False) -> None:
+        """Remember where a card of the proposal is (the changes channel's, or the subject channel's)."""
+        values = {"subject_card_channel": channel, "subject_card_ts": ts} if subject_channel else {"card_channel": channel, "card_ts": ts}
         async with self.db.session() as session:
-            await session.exec(update(Proposal).where(col(Proposal.id) == proposal_id).values(card_channel=channel, card_ts=ts))
+            await session.exec(update(Proposal).where(col(Proposal.id) == proposal_id).values(**values))
             await session.commit()
 
     async def view(self, proposal_id: int) -> ProposalView:

@@ -13,7 +13,15 @@ from bot.slack.poster import Poster
 from bot.slack.render import Reply
 
 log = logging.getLogger(__name__)
-SaveCard = Callable[[int, str, str], Awaitable[None]]
+SaveCard = Callable[..., Awaitable[None]]
+
+
+def with_link(reply: Reply, link: str | None) -> Reply:
+    """A mirrored card: the same, pointing at the card in the changes channel, where the history is."""
+    if not link:
+        return reply
+    note = {"type": "context", "elements": [{"type": "mrkdwn", "text": f"History and discussion: <{link}|the card in the changes channel>"}]}
+    return Reply(reply.fallback, [*reply.blocks, note])
 
 
 class SlackNotifier:
@@ -66,8 +74,10 @@ class SlackNotifier:
         await self.save_card(view.id, channel, ts)
         if view.subject.channel and view.subject.channel.lstrip("#") != self.changes_channel.lstrip("#"):
             link = await self.poster.permalink(channel, ts)
-            await self.poster.post(view.subject.channel, Reply.text(
-                f"Schema change #{view.id} proposed for {view.subject.name} ({view.proposal.level}): {link or 'see the changes channel'}"))
+            mirrored = await self.poster.post(view.subject.channel, with_link(card(view), link))
+            if mirrored is not None:
+                view.proposal.subject_card_channel, view.proposal.subject_card_ts = mirrored
+                await self.save_card(view.id, *mirrored, subject_channel=True)
         if view.state is State.APPROVED:
             await self._thread(view, f"Approved at once and recorded as version {view.proposal.version}; announced to "
                                      f"{team_names(list(view.proposal.impact.get('owners', []))) or 'nobody downstream'}.")
@@ -76,6 +86,10 @@ class SlackNotifier:
     async def _update_card(self, view: ProposalView) -> None:
         if view.proposal.card_channel and view.proposal.card_ts:
             await self.poster.update(view.proposal.card_channel, view.proposal.card_ts, card(view))
+        if view.proposal.subject_card_channel and view.proposal.subject_card_ts:
+            channel, ts = view.proposal.card_channel, view.proposal.card_ts
+            link = await self.poster.permalink(channel, ts) if channel and ts else None
+            await self.poster.update(view.proposal.subject_card_channel, view.proposal.subject_card_ts, with_link(card(view), link))
 
     async def _thread(self, view: ProposalView, text: str) -> None:
         if view.proposal.card_channel and view.proposal.card_ts:

@@ -78,6 +78,8 @@ class Proposal(SQLModel, table=True):
     card_ts: str | None = Field(default=None, max_length=32)
     created_at: datetime = _when(nullable=False, default=utcnow)
     decided_at: datetime | None = _when(nullable=True)
+    subject_card_channel: str | None = Field(default=None, max_length=64)
+    subject_card_ts: str | None = Field(default=None, max_length=32)
     mode: str = Field(default="FULL", max_length=32)
     backward: bool = True
     forward: bool = True

@@ -1,4 +1,5 @@
-"""Approvals: per-subject policy; proposals keep mode, directions, teams to ask, reminders sent, extension, surface.
+"""Approvals: per-subject policy; proposals keep mode, directions, teams to ask, reminders, extension, surface,
+Schema Registry outcome, and their card in the subject's channel.
 
 Revision ID: 0003
 Revises: 0002
@@ -29,6 +30,8 @@ def upgrade() -> None:
         batch_op.add_column(sa.Column('surface', sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False, server_default='slack'))
         batch_op.add_column(sa.Column('version', sa.Integer(), nullable=True))
         batch_op.add_column(sa.Column('registry_id', sa.Integer(), nullable=True))
+        batch_op.add_column(sa.Column('subject_card_channel', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=True))
+        batch_op.add_column(sa.Column('subject_card_ts', sqlmodel.sql.sqltypes.AutoString(length=32), nullable=True))
         batch_op.add_column(sa.Column('registry_error', sa.Text(), nullable=True))
 
     with op.batch_alter_table('subjects', schema=None) as batch_op:
@@ -40,6 +43,8 @@ def downgrade() -> None:
         batch_op.drop_column('policy')
 
     with op.batch_alter_table('proposals', schema=None) as batch_op:
+        batch_op.drop_column('subject_card_ts')
+        batch_op.drop_column('subject_card_channel')
         batch_op.drop_column('registry_error')
         batch_op.drop_column('registry_id')
         batch_op.drop_column('version')
