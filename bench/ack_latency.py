@@ -1,6 +1,6 @@
 """Time to acknowledge Slack requests: the real bot against a bare slack-bolt AsyncApp that only acks.
 
-Each app runs in its own process (``bot serve``, and ``bench/bare_bolt.py``), so the load generator
+Each app runs in its own process (``bot serve``, and ``bench/_bare_bolt.py``), so the load generator
 and the Slack emulator in this process do not share their event loop. Both get the same 500 signed
 requests (slash commands that open the propose form or show a card, and Approve clicks on a pending
 proposal's card), 50 in flight. The real bot runs on SQLite with the example catalog loaded.
@@ -107,8 +107,8 @@ async def main() -> None:
         run("subject", "import", "orders-value", str(ROOT / "examples" / "schemas" / "orders.avsc"), env=env)
         bot = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot", "serve", env=env, cwd=ROOT,
                                                    stderr=asyncio.subprocess.DEVNULL)
-        bare = await asyncio.create_subprocess_exec(sys.executable, str(ROOT / "bench" / "bare_bolt.py"), str(bare_port), SECRET, token,
-                                                    f"{emulator.base_url}/api/", cwd=ROOT)
+        bare = await asyncio.create_subprocess_exec(sys.executable, str(ROOT / "bench" / "_bare_bolt.py"), str(bare_port), SECRET, token,
+                                                    f"{emulator.base_url}/api/", cwd=ROOT, stderr=asyncio.subprocess.DEVNULL)
         try:
             bot_url, bare_url = f"http://127.0.0.1:{bot_port}", f"http://127.0.0.1:{bare_port}"
             await ready(bot_url)

@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
 ensure_venv "[test]"
-for script in bench/*.py; do
+for script in bench/[!_]*.py; do  # bench/_*.py are helpers
   echo "== $script"
   .venv/bin/python "$script"
 done

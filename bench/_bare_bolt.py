@@ -1,6 +1,6 @@
 """A bare slack-bolt AsyncApp on aiohttp whose listeners only ack: the baseline of bench/ack_latency.py.
 
-Run: python bench/bare_bolt.py PORT SIGNING_SECRET BOT_TOKEN SLACK_API_URL
+Run: python bench/_bare_bolt.py PORT SIGNING_SECRET BOT_TOKEN SLACK_API_URL
 """
 
 from __future__ import annotations
