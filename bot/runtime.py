@@ -22,8 +22,8 @@ from bot.slack.app import add_listeners, create_app
 from bot.slack.inflight import Inflight
 from bot.slack.membership import SlackMembership
 from bot.slack.notifier import SlackNotifier
-from bot.slack.schema_commands import Services
 from bot.slack.poster import Poster
+from bot.slack.schema_commands import Services
 from bot.store import migrate
 from bot.store.database import Database
 from bot.store.models import utcnow

@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
 ensure_venv "[test]"
+.venv/bin/ruff check bot tests bench
 .venv/bin/mypy
 run_dir=$(mktemp -d /tmp/changeops-test.XXXXXX)
 cleanup() {

@@ -11,8 +11,8 @@ from typing import Any
 import yaml
 
 from bot.cli.store import NotMigrated, with_database
-from bot.domain.avro.parse import parse
 from bot.domain.avro.model import Schema
+from bot.domain.avro.parse import parse
 from bot.domain.lineage.catalog import Catalog, Problem, read_catalog
 from bot.domain.lineage.coverage import coverage
 from bot.domain.lineage.graph import Impact, LineageError

@@ -18,7 +18,14 @@ from urllib.parse import urlencode
 import aiohttp
 
 from bot.emulator.server import Emulator, SlackError
-from bot.emulator.workspace import APP_ID, BOT_USER_ID, TEAM_ID, Ephemeral, Message, View
+from bot.emulator.workspace import (
+    APP_ID,
+    BOT_USER_ID,
+    TEAM_ID,
+    Ephemeral,
+    Message,
+    View,
+)
 
 ACK_LIMIT = 3.0
 

@@ -8,7 +8,6 @@ demand. ``/_responses/<key>`` serves the response_urls that the driver hands out
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -29,7 +28,6 @@ from bot.emulator.workspace import (
     Workspace,
 )
 
-log = logging.getLogger(__name__)
 Args = dict[str, Any]
 JSON_FIELDS = ("blocks", "attachments", "view", "metadata")
 

@@ -19,7 +19,15 @@ from bot.domain.lineage.graph import LineageGraph
 from bot.domain.lineage.model import Dataset, DatasetId, FieldRef, Job, JobId, Team
 from bot.domain.lineage.openlineage import LineageEvent
 from bot.store.database import Database
-from bot.store.models import LineageDataset, LineageJob, LineageRevision, SchemaVersion, Subject, TeamRow, aware
+from bot.store.models import (
+    LineageDataset,
+    LineageJob,
+    LineageRevision,
+    SchemaVersion,
+    Subject,
+    TeamRow,
+    aware,
+)
 
 CATALOG, OPENLINEAGE = "catalog", "openlineage"
 

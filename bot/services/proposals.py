@@ -27,12 +27,19 @@ from bot.domain.avro.paths import lineage_path
 from bot.domain.compat.classify import Mode, Verdict, classify
 from bot.domain.lineage.graph import LineageError
 from bot.domain.lineage.model import Team
+from bot.schema_registry import RegistrationError, SchemaRegistry
 from bot.services.audit import record as audit
 from bot.services.lineage import LineageService
-from bot.schema_registry import RegistrationError, SchemaRegistry
 from bot.services.registry import Registry
 from bot.store.database import Database
-from bot.store.models import Acknowledgement, AuditEntry, Proposal, Subject, aware, utcnow
+from bot.store.models import (
+    Acknowledgement,
+    AuditEntry,
+    Proposal,
+    Subject,
+    aware,
+    utcnow,
+)
 
 log = logging.getLogger(__name__)
 MAX_SCHEMA_BYTES = 1_000_000

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import shlex
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -15,9 +14,6 @@ from bot.slack import ids
 from bot.slack.render import Reply
 from bot.slack.request import CommandRequest
 from bot.slack.schema_commands import Services
-
-log = logging.getLogger(__name__)
-
 
 Handler = Callable[[CommandRequest], Awaitable[Reply | None]]
 
@@ -64,7 +60,7 @@ class Router:
         request = CommandRequest(self.command, name, words[1:], command["user_id"], command["channel_id"], command.get("trigger_id", ""))
         if sub.in_ack:
             answer = await sub.handler(request)
-            await ack(**answer.ack()) if answer else await ack()
+            await ack(**(answer.ack() if answer else {}))
             return
         await ack()
         reply = await sub.handler(request)

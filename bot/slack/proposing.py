@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -18,7 +17,6 @@ from bot.slack import ids
 from bot.slack.poster import Poster
 from bot.slack.render import Reply
 
-log = logging.getLogger(__name__)
 DECISIONS = {ids.REJECT: Decision.REJECT, ids.REQUEST_CHANGES: Decision.REQUEST_CHANGES}
 
 

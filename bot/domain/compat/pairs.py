@@ -12,8 +12,8 @@ from typing import Any
 
 from bot.domain.avro.model import NAMED, Field, Node, Schema
 from bot.domain.compat.changes import Change
-from bot.domain.compat.memo import PairMemo
 from bot.domain.compat.matching import counterpart, type_change_rule
+from bot.domain.compat.memo import PairMemo
 from bot.domain.compat.resolve import Rel, decimal_changes
 
 SWAP_DETAIL = {"STRING_BYTES_SWAPPED": {("string", "bytes"): "raw bytes instead of text",

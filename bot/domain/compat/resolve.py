@@ -12,8 +12,16 @@ from __future__ import annotations
 
 from bot.domain.avro.model import NAMED, Node, Schema
 from bot.domain.compat.changes import Change, Direction
+from bot.domain.compat.matching import (
+    counterpart,
+    decimals_differ,
+    first_match,
+    matches,
+    names_match,
+    related,
+    type_change_rule,
+)
 from bot.domain.compat.memo import PairMemo
-from bot.domain.compat.matching import counterpart, decimals_differ, first_match, matches, names_match, related, type_change_rule
 
 # (relative path, rule, old description, new description, detail)
 Rel = tuple[str, str, str, str, str]

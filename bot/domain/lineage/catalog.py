@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.domain.avro.model import Schema
 from bot.domain.approvals import Policy
+from bot.domain.avro.model import Schema
 from bot.domain.avro.paths import field_paths
 from bot.domain.lineage.model import Dataset, DatasetId, FieldRef, Job, JobId, Team
 
