@@ -74,6 +74,8 @@ class Playground:
     async def send(self, text: str, user: str = DEMO_USER, channel: str = "changes") -> list[str]:
         """Send one slash command and return what appeared in Slack because of it."""
         assert self.driver is not None
+        if not text.startswith("/"):
+            return ["Type a slash command, such as /schema help (or @bob /schema list waiting to act as bob)."]
         seen_messages, seen_ephemerals = len(self.ws.messages), len(self.ws.ephemerals)
         delivery = await self.driver.command(text, user=user, channel=channel)
         if delivery.status != 200:
