@@ -166,7 +166,8 @@ async def _latest_schemas(session: AsyncSession) -> dict[str, list[str]]:
     rows = (await session.exec(select(Subject.name, SchemaVersion.schema_text, SchemaVersion.version)
                                .join(SchemaVersion, col(SchemaVersion.subject_id) == col(Subject.id))
                                .order_by(col(SchemaVersion.version)))).all()
-    return {name: field_paths(parse(text)) for name, text, _ in rows}
+    newest = {name: text for name, text, _ in rows}  # ordered by version: the last one wins
+    return {name: field_paths(parse(text)) for name, text in newest.items()}
 
 
 def _fill(row: LineageJob, job: Job) -> None:

@@ -388,7 +388,7 @@ class Proposals:
                       limit: int = 20) -> list[ProposalView]:
         """Recent proposals: by proposer, by subject, or those waiting on a user's teams."""
         async with self.db.session() as session:
-            query = select(Proposal).order_by(col(Proposal.id).desc()).limit(200)
+            query = select(Proposal).order_by(col(Proposal.id).desc()).limit(200 if waiting_for else limit)
             if proposer:
                 query = query.where(Proposal.proposer == proposer)
             if subject:
@@ -396,10 +396,15 @@ class Proposals:
             if waiting_for:
                 query = query.where(col(Proposal.state) == State.PENDING.value)
             ids = [p.id for p in (await session.exec(query)).all()]
-        views = [await self.view(i) for i in ids if i is not None]
-        if waiting_for:
-            views = [v for v in views if await self._waits_on(v, waiting_for)]
-        return views[:limit]
+        views: list[ProposalView] = []
+        for number in ids:
+            assert number is not None
+            view = await self.view(number)
+            if waiting_for is None or await self._waits_on(view, waiting_for):
+                views.append(view)
+                if len(views) == limit:
+                    break
+        return views
 
     async def _waits_on(self, view: ProposalView, user: str) -> bool:
         for team in view.waiting():
