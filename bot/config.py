@@ -9,14 +9,24 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 DEFAULT_DATABASE_URL = "sqlite:///changeops.db"
 DEFAULT_SLACK_API_URL = "https://slack.com/api/"
+SCOPES = ("proposals:read", "proposals:write", "lineage:write")  # what an HTTP API token may be allowed to do
 
 
 class ConfigError(Exception):
     """A missing or malformed environment variable; the message is one human line."""
+
+
+@dataclass(frozen=True)
+class ApiToken:
+    """A named bearer token of the HTTP API and the scopes it grants."""
+
+    name: str
+    token: str = field(repr=False)
+    scopes: frozenset[str]
 
 
 @dataclass(frozen=True)
@@ -32,31 +42,37 @@ class Config:
     port: int = 3000
     host: str = "0.0.0.0"
     slack_api_url: str = DEFAULT_SLACK_API_URL
-    api_token: str | None = field(default=None, repr=False)
+    api_tokens: tuple[ApiToken, ...] = field(default=(), repr=False)
     log_level: str = "INFO"
     changes_channel: str = "#schema-changes"
+    shutdown_grace: float = 20.0
 
     @property
     def secrets(self) -> tuple[str, ...]:
-        """The values that must never reach a log line."""
-        values = (self.slack_bot_token, self.slack_signing_secret, self.slack_app_token, self.api_token)
-        return tuple(v for v in values if v)
+        """The values that must never reach a log line: tokens, and the passwords inside URLs."""
+        values = [self.slack_bot_token, self.slack_signing_secret, self.slack_app_token, *(t.token for t in self.api_tokens)]
+        for url in (self.database_url, self.schema_registry_url):
+            if url:
+                parts = urlsplit(url)
+                values += [parts.password, unquote(parts.password or "")]
+        return tuple(v for v in values if v and len(v) >= 4)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], *, require_slack: bool = True) -> Config:
         """Read and validate the environment; raise ConfigError naming the first bad variable."""
         bot_token = _optional(env, "SLACK_BOT_TOKEN")
         signing_secret = _optional(env, "SLACK_SIGNING_SECRET")
+        app_token = _optional(env, "SLACK_APP_TOKEN")
         if require_slack:
             if bot_token is None:
                 raise ConfigError("SLACK_BOT_TOKEN is not set: give the bot token (xoxb-...) from the Slack app's OAuth page")
-            if signing_secret is None:
-                raise ConfigError("SLACK_SIGNING_SECRET is not set: give the signing secret from the Slack app's Basic Information page")
+            if signing_secret is None and app_token is None:
+                raise ConfigError("SLACK_SIGNING_SECRET is not set: give the signing secret from the Slack app's Basic Information page "
+                                  "(or SLACK_APP_TOKEN for Socket Mode)")
         if bot_token is not None and not bot_token.startswith("xoxb-"):
             raise ConfigError("SLACK_BOT_TOKEN is malformed: a bot token starts with 'xoxb-'")
         if signing_secret is not None and not re.fullmatch(r"[0-9A-Za-z]{8,}", signing_secret):
             raise ConfigError("SLACK_SIGNING_SECRET is malformed: expected the hexadecimal signing secret")
-        app_token = _optional(env, "SLACK_APP_TOKEN")
         if app_token is not None and not app_token.startswith("xapp-"):
             raise ConfigError("SLACK_APP_TOKEN is malformed: an app-level token starts with 'xapp-'")
         return cls(
@@ -69,9 +85,10 @@ class Config:
             port=_port(env),
             host=_optional(env, "HOST") or "0.0.0.0",
             slack_api_url=_http_url(env, "SLACK_API_URL", trailing_slash=True) or DEFAULT_SLACK_API_URL,
-            api_token=_api_token(env),
+            api_tokens=_api_tokens(env),
             log_level=_log_level(env),
             changes_channel=_optional(env, "CHANGES_CHANNEL") or "#schema-changes",
+            shutdown_grace=_seconds(env, "SHUTDOWN_GRACE_SECONDS", 20.0),
         )
 
 
@@ -118,11 +135,45 @@ def _port(env: Mapping[str, str]) -> int:
     return int(value)
 
 
-def _api_token(env: Mapping[str, str]) -> str | None:
-    value = _optional(env, "CHANGEOPS_API_TOKEN")
-    if value is not None and len(value) < 16:
-        raise ConfigError("CHANGEOPS_API_TOKEN is too short: use at least 16 characters")
-    return value
+def _api_tokens(env: Mapping[str, str]) -> tuple[ApiToken, ...]:
+    """``CHANGEOPS_API_TOKEN`` (every scope, named ``default``) and ``CHANGEOPS_API_TOKENS``: entries
+    ``NAME:SCOPE[+SCOPE...]=TOKEN`` separated by commas or white space, e.g. ``ci:proposals:write=...``."""
+    tokens: list[ApiToken] = []
+    single = _optional(env, "CHANGEOPS_API_TOKEN")
+    if single is not None:
+        if len(single) < 16:
+            raise ConfigError("CHANGEOPS_API_TOKEN is too short: use at least 16 characters")
+        tokens.append(ApiToken("default", single, frozenset(SCOPES)))
+    for number, entry in enumerate(re.split(r"[,\s]+", _optional(env, "CHANGEOPS_API_TOKENS") or ""), start=1):
+        if not entry:
+            continue
+        head, equals, token = entry.partition("=")
+        name, colon, scopes = head.partition(":")
+        granted = frozenset(SCOPES) if scopes == "*" else frozenset(scopes.split("+"))
+        where = f"CHANGEOPS_API_TOKENS entry {number}"
+        if not (equals and colon and re.fullmatch(r"[A-Za-z0-9_.-]{1,32}", name)):
+            raise ConfigError(f"{where} is malformed: expected NAME:SCOPE[+SCOPE...]=TOKEN, e.g. ci:proposals:write=<token>")
+        if not granted <= set(SCOPES):
+            raise ConfigError(f"{where} ({name}) names an unknown scope: use {', '.join(SCOPES)} or *")
+        if len(token) < 16:
+            raise ConfigError(f"{where} ({name}): the token is too short: use at least 16 characters")
+        if any(t.name == name or t.token == token for t in tokens):
+            raise ConfigError(f"{where} ({name}): the name or the token is used twice")
+        tokens.append(ApiToken(name, token, granted))
+    return tuple(tokens)
+
+
+def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    value = _optional(env, name)
+    if value is None:
+        return default
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds <= 600:
+        raise ConfigError(f"{name} is malformed: {value!r} is not a number of seconds between 0 and 600")
+    return seconds
 
 
 def _log_level(env: Mapping[str, str]) -> str:

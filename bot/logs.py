@@ -1,4 +1,5 @@
-"""Logging set-up with secret redaction on every handler."""
+"""Logging set-up: every line redacted of secrets (tracebacks too), and what libraries log about requests
+capped to one short line, so an unauthenticated caller cannot flood the log or plant lines in it."""
 
 from __future__ import annotations
 
@@ -6,29 +7,34 @@ import logging
 from collections.abc import Iterable
 
 REDACTED = "[redacted]"
+CAPPED_LOGGERS = ("slack_bolt", "slack_sdk", "bot.slack.bolt")  # they log request and response bodies
+CAP = 300
 
 
-class RedactSecrets(logging.Filter):
-    """Replaces known secret values (and bearer headers) in the rendered message."""
+class SafeFormatter(logging.Formatter):
+    """Formats a record, then removes every secret from the whole text (message and traceback), and cuts
+    the libraries' request logging down to one line of at most ``CAP`` characters."""
 
-    def __init__(self, secrets: Iterable[str]) -> None:
-        super().__init__()
+    def __init__(self, secrets: Iterable[str], fmt: str | None = None) -> None:
+        super().__init__(fmt)
         self._secrets = tuple(sorted({s for s in secrets if s}, key=len, reverse=True))
 
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        redacted = message
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
         for secret in self._secrets:
-            redacted = redacted.replace(secret, REDACTED)
-        if redacted != message:
-            record.msg, record.args = redacted, None
-        return True
+            text = text.replace(secret, REDACTED)
+        if record.name.startswith(CAPPED_LOGGERS):
+            if record.getMessage().startswith("Invalid request signature detected"):
+                text = text[: text.index("Invalid request signature detected")] + "Invalid request signature detected (request refused)"
+            text = text.replace("\r", "\\r").replace("\n", "\\n")
+            if len(text) > CAP:
+                text = text[: CAP - 1] + "…"
+        return text
 
 
 def configure(level: str, secrets: Iterable[str]) -> None:
-    """Send logs to stderr at ``level``, with every secret redacted."""
+    """Send logs to stderr at ``level``, redacted and capped."""
     handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     install_redaction(secrets, handler)
     root = logging.getLogger()
     root.handlers[:] = [handler]
@@ -36,5 +42,5 @@ def configure(level: str, secrets: Iterable[str]) -> None:
 
 
 def install_redaction(secrets: Iterable[str], handler: logging.Handler) -> None:
-    """Attach the redaction filter to one handler."""
-    handler.addFilter(RedactSecrets(secrets))
+    """Give one handler the redacting, capping formatter."""
+    handler.setFormatter(SafeFormatter(secrets, "%(asctime)s %(levelname)s %(name)s: %(message)s"))

@@ -1,9 +1,12 @@
-"""The running bot: database, services, Bolt app, web server and scheduler, started and stopped together."""
+"""The running bot: database, services, Bolt app, web server, scheduler and outbox dispatcher, started and
+stopped together. A stop is orderly and bounded: readiness turns 503, no new request is accepted, requests
+and listeners in flight finish, the sweep in hand finishes, what they owe is delivered, then the database
+closes; all within ``SHUTDOWN_GRACE_SECONDS``."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
+import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
@@ -12,17 +15,19 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 
+from bot import workers
 from bot.config import Config
 from bot.schema_registry import SchemaRegistry
 from bot.services.deliveries import Deliveries
 from bot.services.lineage import LineageService
-from bot.services.proposals import Proposals
+from bot.services.outbox import Dispatcher, Outbox
+from bot.services.proposals import REGISTER, Proposals
 from bot.services.registry import Registry
 from bot.slack.app import add_listeners, create_app
+from bot.slack.client import web_client
+from bot.slack.delivery import SlackDelivery
 from bot.slack.inflight import Inflight
 from bot.slack.membership import SlackMembership
-from bot.slack.notifier import SlackNotifier
-from bot.slack.poster import Poster
 from bot.slack.schema_commands import Services
 from bot.store import migrate
 from bot.store.database import Database
@@ -30,7 +35,6 @@ from bot.store.models import utcnow
 from bot.web.server import build_web_app
 
 log = logging.getLogger(__name__)
-SHUTDOWN_GRACE = 10.0  # seconds that work started before a shutdown may take to finish
 SWEEP_SECONDS = 30  # reminders and expiries are claimed in the database; any replica may run the sweep
 
 
@@ -44,18 +48,21 @@ class Bot:
         self.lineage = LineageService(self.db)
         self.registry = Registry(self.db)
         self.inflight = Inflight()
+        self.outbox = Outbox()
+        self.draining = False
         self.slack: AsyncApp = create_app(config, self.deliveries, self.inflight)
-        self.poster = Poster(self.slack.client)
         membership = SlackMembership(self.slack.client)
-        notifier = SlackNotifier(self.poster, membership, config.changes_channel, lambda *card, **where: self.proposals.save_card(*card, **where))
         self.schema_registry = SchemaRegistry(config.schema_registry_url) if config.schema_registry_url else None
-        self.proposals = Proposals(self.db, self.registry, self.lineage, membership, notifier, clock, self.schema_registry)
-        add_listeners(self.slack, Services(self.proposals, self.registry, self.slack.client), self.proposals, self.poster, self.inflight)
-        self.web = build_web_app(self.slack, self.db, migrate.head(), config.api_token, self.lineage, self.proposals)
+        self.proposals = Proposals(self.db, self.registry, self.lineage, membership, self.outbox, clock, self.schema_registry)
+        delivery = SlackDelivery(web_client(config.slack_bot_token, config.slack_api_url, retries=False), self.proposals,
+                                 membership, config.changes_channel)
+        self.dispatcher = Dispatcher(self.db, self.outbox, {**delivery.handlers(), REGISTER: self.proposals.register})
+        add_listeners(self.slack, Services(self.proposals, self.registry, self.slack.client), self.proposals, self.outbox, self.inflight)
+        self.web = build_web_app(self.slack, self.db, migrate.head(), config, self.lineage, self.proposals, lambda: self.draining)
         self.scheduler = AsyncIOScheduler(timezone="UTC")
-        self.scheduler.add_job(self.deliveries.prune, "interval", hours=1, kwargs={"older_than": timedelta(days=1)},
+        self.scheduler.add_job(self.inflight.track(self.deliveries.prune), "interval", hours=1, kwargs={"older_than": timedelta(days=1)},
                                id="prune-slack-deliveries", coalesce=True, max_instances=1)
-        self.scheduler.add_job(self.proposals.sweep, "interval", seconds=SWEEP_SECONDS, id="sweep-proposals",
+        self.scheduler.add_job(self.inflight.track(self.proposals.sweep), "interval", seconds=SWEEP_SECONDS, id="sweep-proposals",
                                coalesce=True, max_instances=1)
         self._runner: web.AppRunner | None = None
         self._socket_mode: AsyncSocketModeHandler | None = None
@@ -68,20 +75,25 @@ class Bot:
         return f"http://{host}:{self.port}"
 
     async def start(self, port: int | None = None) -> None:
-        """Serve HTTP on ``port`` (0 for any free port; default from config) and start the scheduler."""
-        self._runner = web.AppRunner(self.web, access_log=None)
+        """Serve HTTP on ``port`` (0 for any free port; default from config), start the scheduler and the dispatcher."""
+        workers.warm_up()
+        self._runner = web.AppRunner(self.web, access_log=None, shutdown_timeout=self.config.shutdown_grace / 2)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.config.host, self.config.port if port is None else port)
         await site.start()
         self.port = int(self._runner.addresses[0][1])
         self.scheduler.start()
+        self.dispatcher.start()
         if self.config.slack_app_token:
             self._socket_mode = AsyncSocketModeHandler(self.slack, self.config.slack_app_token)
             await self._socket_mode.connect_async()  # type: ignore[no-untyped-call]
         log.info("ChangeOps listening on %s (Slack request URL: %s/slack/events)", self.url, self.url)
 
     async def stop(self) -> None:
-        """Stop serving, stop the scheduler, close the database."""
+        """Stop in order, within the grace period: readiness 503, no new requests, in-flight work finished, what it
+        owes delivered, the database closed."""
+        deadline = time.monotonic() + self.config.shutdown_grace
+        self.draining = True
         if self._socket_mode is not None:
             await self._socket_mode.close_async()  # type: ignore[no-untyped-call]
             self._socket_mode = None
@@ -90,15 +102,17 @@ class Bot:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
-        await self.inflight.wait(timeout=SHUTDOWN_GRACE)
+        await self.inflight.wait(timeout=max(0.0, deadline - time.monotonic()))
+        await self.dispatcher.stop(timeout=max(0.0, deadline - time.monotonic()))
         if self.schema_registry is not None:
             await self.schema_registry.close()
         await self.db.close()
+        log.info("ChangeOps stopped")
 
-    async def run_forever(self) -> None:
-        """Start, then wait until cancelled."""
-        await self.start()
-        try:
-            await asyncio.Event().wait()
-        finally:
-            await self.stop()
+    async def idle(self) -> None:
+        """Wait until nothing is in flight and nothing is owed (tests use this instead of sleeping)."""
+        while True:
+            await self.inflight.wait(timeout=60)
+            await self.dispatcher.idle()
+            if not self.inflight.busy():
+                return

@@ -8,11 +8,13 @@ from collections.abc import AsyncIterator
 import pytest
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
+from sqlmodel import select
 
 from bot.emulator import Emulator, Workspace
 from bot.slack.client import web_client
-from bot.slack.poster import Poster
+from bot.slack.delivery import message_row
 from bot.slack.render import Reply, section
+from bot.store.models import AuditEntry
 from tests.conftest import SlackHarness, seed_workspace, start_emulator
 
 TOKEN = "xoxb-emulator-test"
@@ -149,12 +151,19 @@ async def test_429_is_retried_after_retry_after(api: tuple[Emulator, AsyncWebCli
     assert [c.status for c in emulator.ws.calls_to("chat.postMessage")] == [429, 429, 200]
 
 
-async def test_the_bot_logs_a_refused_message_and_keeps_serving(slack: SlackHarness, caplog: pytest.LogCaptureFixture) -> None:
-    poster = Poster(slack.bot.slack.client)
+async def test_the_bot_gives_up_on_a_refused_message_audits_it_and_keeps_serving(slack: SlackHarness, caplog: pytest.LogCaptureFixture) -> None:
     oversized = Reply("too much", [section(f"line {i}") for i in range(60)])
-    with caplog.at_level(logging.ERROR, logger="bot.slack.poster"):
-        assert await poster.post("changes", oversized) is None
+    with caplog.at_level(logging.ERROR, logger="bot.services.outbox"):
+        async with slack.bot.db.session() as session:
+            kind, key, payload = message_row("changes", oversized)
+            slack.bot.outbox.add(session, kind, key, payload)
+            await session.commit()
+        slack.bot.outbox.wake()
+        await slack.bot.idle()
     assert "invalid_blocks" in caplog.text and "no more than 50 items allowed" in caplog.text
     assert slack.ws.channel_messages("changes") == []
+    async with slack.bot.db.session() as session:
+        entries = (await session.exec(select(AuditEntry).where(AuditEntry.action == "undeliverable"))).all()
+    assert len(entries) == 1 and "invalid_blocks" in entries[0].detail["reason"]
     delivery = await slack.driver.command("/schema help", user="U0000ALICE", channel="changes")
     assert delivery.status == 200 and "`/schema help`" in slack.ws.ephemerals_for("U0000ALICE")[0].text

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -64,10 +66,15 @@ def _serve(args: argparse.Namespace) -> int:
     configure(config.log_level, config.secrets)
 
     async def run() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
         bot = Bot(config)
         await bot.start(args.port)
         try:
-            await asyncio.Event().wait()
+            await stop.wait()
+            logging.getLogger("bot").info("shutting down: finishing work in flight (at most %.0f s)", config.shutdown_grace)
         finally:
             await bot.stop()
 

@@ -1,9 +1,11 @@
 """Schema change proposals: classification, impact, acknowledgements, the clock, and the audit trail.
 
-Every state change is a conditional UPDATE (``... WHERE state = 'pending'``, ``... WHERE
-reminders_sent = n``), so whichever request or replica gets there first wins and the others change
-nothing; on PostgreSQL the sweep also claims rows with ``FOR UPDATE SKIP LOCKED``. Notifications go
-out after the commit, through the ``Notifier`` the Slack edge provides.
+Every state change is a conditional UPDATE on the state it expects (``... WHERE state = 'pending'``,
+``... WHERE reminders_sent = n``), so whichever request or replica gets there first wins and the others
+are told plainly; on PostgreSQL the sweep also claims rows with ``FOR UPDATE SKIP LOCKED``. What people
+must be told is written to the outbox in the same transaction (a ``proposal.notice`` row per event, which
+the Slack edge turns into cards, thread notes and DMs), so a crash never loses or invents a message.
+Parsing and classifying run in a worker process, once per submission.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import enum
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -21,15 +23,15 @@ from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from bot.domain.approvals import Decision, Policy, State, outcome
-from bot.domain.avro.model import Schema
-from bot.domain.avro.parse import SchemaError, parse
 from bot.domain.avro.paths import lineage_path
-from bot.domain.compat.classify import Mode, Verdict, classify
+from bot.domain.compat.analysis import Analysis, analyse
+from bot.domain.compat.classify import Verdict
 from bot.domain.lineage.graph import LineageError
 from bot.domain.lineage.model import Team
 from bot.schema_registry import RegistrationError, SchemaRegistry
 from bot.services.audit import record as audit
 from bot.services.lineage import LineageService
+from bot.services.outbox import Expand, GiveUp, Item, Outbox, Retry
 from bot.services.registry import Registry
 from bot.store.database import Database
 from bot.store.models import (
@@ -40,9 +42,12 @@ from bot.store.models import (
     aware,
     utcnow,
 )
+from bot.workers import off_loop
 
 log = logging.getLogger(__name__)
 MAX_SCHEMA_BYTES = 1_000_000
+NOTICE = "proposal.notice"  # outbox kind: tell people what happened to a proposal (the Slack edge renders it)
+REGISTER = "proposal.register"  # outbox kind: register an approved schema in the Schema Registry
 
 
 class ProposalError(Exception):
@@ -57,7 +62,7 @@ class ProposalError(Exception):
 
 
 class Event(enum.StrEnum):
-    """What happened to a proposal (what the notifier tells Slack)."""
+    """What happened to a proposal (what the notice tells people)."""
 
     CREATED = "created"
     DECIDED = "decided"
@@ -65,6 +70,7 @@ class Event(enum.StrEnum):
     EXPIRED = "expired"
     WITHDRAWN = "withdrawn"
     EXTENDED = "extended"
+    REGISTERED = "registered"
 
 
 @dataclass
@@ -96,22 +102,20 @@ class ProposalView:
         return [t for t in self.proposal.teams if self.decision_of(t) is None]
 
 
-@dataclass
-class Notice:
-    """One thing to tell Slack after a commit."""
+@dataclass(frozen=True)
+class Checked:
+    """A proposal that passed every check, with its classification (so it is classified once)."""
 
-    event: Event
-    view: ProposalView
-    actor: str | None = None
-    teams: list[str] = field(default_factory=list)
-    detail: str = ""
+    subject: Subject
+    schema_text: str
+    analysis: Analysis
+    window_hours: float | None
 
-
-class Notifier(Protocol):
-    """Tells people (the Slack edge implements it)."""
-
-    async def notify(self, notice: Notice) -> None:
-        """Post or update what ``notice`` is about."""
+    @property
+    def verdict(self) -> Verdict:
+        """The classification."""
+        assert self.analysis.verdict is not None
+        return self.analysis.verdict
 
 
 class Membership(Protocol):
@@ -121,43 +125,61 @@ class Membership(Protocol):
         """The team's members."""
 
 
+def thread_key(proposal_id: int) -> str:
+    """The outbox key of everything said about one proposal (its card and thread), in order."""
+    return f"proposal:{proposal_id}"
+
+
+def state_words(state: State | str) -> str:
+    """``changes requested``."""
+    return str(state).replace("_", " ")
+
+
 class Proposals:
     """The approval workflow."""
 
-    def __init__(self, db: Database, registry: Registry, lineage: LineageService, membership: Membership,
-                 notifier: Notifier, clock: Callable[[], datetime] = utcnow, schema_registry: SchemaRegistry | None = None) -> None:
+    def __init__(self, db: Database, registry: Registry, lineage: LineageService, membership: Membership, outbox: Outbox,
+                 clock: Callable[[], datetime] = utcnow, schema_registry: SchemaRegistry | None = None) -> None:
         self.db, self.registry, self.lineage = db, registry, lineage
-        self.membership, self.notifier, self.clock = membership, notifier, clock
+        self.membership, self.outbox, self.clock = membership, outbox, clock
         self.schema_registry = schema_registry
 
     # --- proposing ------------------------------------------------------------------------------
 
-    async def check(self, subject_name: str, schema_text: str, window_hours: float | None = None) -> tuple[Subject, Schema, Verdict]:
-        """Everything that can be wrong with a proposal before it exists (ProposalError names the field)."""
+    async def precheck(self, subject_name: str, schema_text: str, window_hours: float | None = None) -> Subject:
+        """The cheap checks (subject, size, planned duration); ProposalError names the field."""
         subject = await self.registry.subject(subject_name)
         if subject is None:
             raise ProposalError(f"unknown subject {subject_name!r}: it must be in the catalog (bot catalog load)", "subject")
         if len(schema_text.encode()) > MAX_SCHEMA_BYTES:
             raise ProposalError(f"the schema is larger than {MAX_SCHEMA_BYTES // 1000} kB", "schema")
-        try:
-            new = parse(schema_text)
-        except SchemaError as err:
-            raise ProposalError(f"not a valid Avro schema: {err}", "schema") from None
         if window_hours is not None and not 0 < window_hours <= 24 * 30:
             raise ProposalError("the planned duration must be between 0 and 720 hours", "duration")
-        history = [v.schema for v in await self.registry.history(subject_name)]
-        verdict = classify(history, new, Mode.parse(subject.compatibility))
-        if verdict.identical:
+        return subject
+
+    async def check(self, subject_name: str, schema_text: str, window_hours: float | None = None) -> Checked:
+        """Everything that can be wrong with a proposal before it exists (ProposalError names the field).
+
+        Parsing and classifying run in a worker process: a 1 MB schema never stalls other requests."""
+        subject = await self.precheck(subject_name, schema_text, window_hours)
+        history = [v.schema_text for v in await self.registry.history(subject_name)]
+        analysis = await off_loop(analyse, history, schema_text, subject.compatibility)
+        if analysis.error is not None:
+            raise ProposalError(f"not a valid Avro schema: {analysis.error}", "schema")
+        checked = Checked(subject, schema_text, analysis, window_hours)
+        if checked.verdict.identical:
             raise ProposalError(f"no change: this schema is identical to the current version of {subject_name}", "schema")
-        return subject, new, verdict
+        return checked
 
     async def propose(self, subject_name: str, schema_text: str, proposer: str, *, notes: str = "",
                       window_start: datetime | None = None, window_hours: float | None = None,
-                      surface: str = "slack", revision_of: int | None = None) -> ProposalView:
-        """Classify, find the impact, store, and announce; ProposalError for bad input (nothing stored)."""
-        subject, new, verdict = await self.check(subject_name, schema_text, window_hours)
-        mode = verdict.mode
-        impact, owners = await self._impact(subject_name, verdict, new.label)
+                      surface: str = "slack", revision_of: int | None = None, checked: Checked | None = None,
+                      api_token: str | None = None) -> ProposalView:
+        """Classify (unless ``checked`` already did), find the impact, store, and announce; ProposalError for bad
+        input (nothing stored). ``api_token`` names the HTTP API token that proposed on the proposer's behalf."""
+        checked = checked or await self.check(subject_name, schema_text, window_hours)
+        subject, verdict = checked.subject, checked.verdict
+        impact, owners = await self._impact(subject_name, verdict, checked.analysis.label)
         teams = await self.lineage.teams()
         to_ask = [o for o in owners if o in teams]
         policy = Policy.from_json(subject.policy)
@@ -167,7 +189,7 @@ class Proposals:
         proposal = Proposal(
             subject_id=subject.id, proposer=proposer, schema_text=schema_text, level=str(verdict.level),
             state=State.PENDING if waits else State.APPROVED, notes=notes,
-            findings=[f.as_json() for f in verdict.findings], impact=impact, mode=mode.value,
+            findings=[f.as_json() for f in verdict.findings], impact=impact, mode=verdict.mode.value,
             backward=verdict.backward, forward=verdict.forward, teams=to_ask if waits else [],
             window_start=window_start, window_end=window_start + timedelta(hours=window_hours or 1) if window_start else None,
             deadline=now + policy.window if waits else None, revision_of=revision_of, surface=surface,
@@ -178,15 +200,17 @@ class Proposals:
                 await self._check_revisable(session, revision_of, proposer)
             session.add(proposal)
             await session.flush()
+            assert proposal.id is not None
             audit(session, proposer, surface, "proposed", "proposal", str(proposal.id),
-                  {"subject": subject_name, "level": str(verdict.level), "teams": to_ask, "revision_of": revision_of})
+                  {"subject": subject_name, "level": str(verdict.level), "teams": to_ask, "revision_of": revision_of, "api_token": api_token})
+            if not waits:
+                proposal.version = await self._record(session, proposal, subject_name, checked.analysis, "approved at once: " + (
+                    "a safe change" if verdict.level not in policy.acknowledge else "no downstream team reads the changed fields"))
+                session.add(proposal)
+            self._notice(session, proposal.id, Event.CREATED, proposer, to_ask, version=proposal.version)
             await session.commit()
-        if not waits:
-            await self._accept(proposal, subject_name, "approved at once: " + (
-                "a safe change" if verdict.level not in policy.acknowledge else "no downstream team reads the changed fields"))
-        view = await self.view(proposal.id)  # type: ignore[arg-type]
-        await self.notifier.notify(Notice(Event.CREATED, view, proposer, to_ask))
-        return view
+        self.outbox.wake()
+        return await self.view(proposal.id)
 
     async def _impact(self, subject: str, verdict: Verdict, label: str) -> tuple[dict[str, Any], list[str]]:
         """Who is affected: every consumer of the topic when reads fail (Avro fails the whole record),
@@ -213,10 +237,15 @@ class Proposals:
 
     async def decide(self, proposal_id: int, user: str, decision: Decision, reason: str = "", *,
                      team: str | None = None, surface: str = "slack") -> tuple[ProposalView, list[str]]:
-        """Record ``user``'s decision for every waiting team they belong to (or for ``team``); returns the teams."""
+        """Record ``user``'s decision for every waiting team they belong to (or for ``team``); returns the teams.
+
+        Each team's decision is its own savepoint, so what is returned is exactly what is stored; the
+        proposal row is claimed first (a conditional update on ``pending``), so a withdrawal or expiry that
+        wins the race leaves nothing of this decision behind, and the user is told."""
         view = await self.view(proposal_id)
+        noun = {Decision.APPROVE: "approval", Decision.REJECT: "rejection", Decision.REQUEST_CHANGES: "request for changes"}[decision]
         if view.state.final:
-            raise ProposalError(f"proposal #{proposal_id} is already {view.state.value.replace('_', ' ')}; nothing changed")
+            raise ProposalError(f"proposal #{proposal_id} is already {state_words(view.state)}; nothing changed")
         if decision is not Decision.APPROVE and not reason.strip():
             raise ProposalError("a reason is required to reject or to request changes")
         candidates = [team] if team else list(view.proposal.teams)
@@ -230,42 +259,49 @@ class Proposals:
             earlier = view.decision_of(memberships[0])
             assert earlier is not None
             raise ProposalError(f"{memberships[0]} has already decided on #{proposal_id} "
-                                f"({earlier.decision.replace('_', ' ')} by <@{earlier.user}>); nothing changed")
+                                f"({state_words(earlier.decision)} by <@{earlier.user}>); nothing changed")
+        analysis = await off_loop(analyse, [], view.proposal.schema_text, view.proposal.mode) if decision is Decision.APPROVE else None
         recorded: list[str] = []
         async with self.db.session() as session:
+            await self._claim_pending(session, proposal_id, f"before your {noun} was recorded")
             for name in mine:
-                session.add(Acknowledgement(proposal_id=proposal_id, team=name, user=user, decision=decision.value,
-                                            reason=reason.strip(), created_at=self.clock()))
                 try:
-                    await session.flush()
+                    async with session.begin_nested():
+                        session.add(Acknowledgement(proposal_id=proposal_id, team=name, user=user, decision=decision.value,
+                                                    reason=reason.strip(), created_at=self.clock()))
                 except IntegrityError:
-                    await session.rollback()
-                    continue
+                    continue  # the team decided meanwhile (another member, a retry): only this team's savepoint is undone
                 recorded.append(name)
                 audit(session, user, surface, decision.value, "proposal", str(proposal_id), {"team": name, "reason": reason.strip()})
+            if not recorded:
+                await session.rollback()
+                raise ProposalError(f"your team has already decided on #{proposal_id}; nothing changed")
+            acks = (await session.exec(select(Acknowledgement).where(Acknowledgement.proposal_id == proposal_id))).all()
+            state = outcome(view.proposal.teams, {a.team: Decision(a.decision) for a in acks})
+            version = None
+            if state is State.APPROVED:
+                assert analysis is not None
+                version = await self._record(session, view.proposal, view.subject.name, analysis, "every team approved")
+            elif state.final:
+                await self._transition(session, proposal_id, state)
+            self._notice(session, proposal_id, Event.DECIDED, user, recorded, reason.strip(), version=version)
             await session.commit()
-        if not recorded:
-            raise ProposalError(f"your team has already decided on #{proposal_id}; nothing changed")
-        view = await self.view(proposal_id)
-        state = outcome(view.proposal.teams, {a.team: Decision(a.decision) for a in view.acknowledgements})
-        if state is State.APPROVED:
-            await self._accept(view.proposal, view.subject.name, "every team approved")
-        elif state.final and await self._transition(proposal_id, state):
+        self.outbox.wake()
+        if state.final:
             log.info("proposal #%d %s", proposal_id, state.value)
-        view = await self.view(proposal_id)
-        await self.notifier.notify(Notice(Event.DECIDED, view, user, recorded, reason.strip()))
-        return view, recorded
+        return await self.view(proposal_id), recorded
 
     async def withdraw(self, proposal_id: int, user: str, surface: str = "slack") -> ProposalView:
         """The proposer takes the proposal back."""
         view = await self.view(proposal_id)
         if view.proposal.proposer != user:
             raise ProposalError(f"only <@{view.proposal.proposer}>, who proposed #{proposal_id}, can withdraw it; nothing changed")
-        if not await self._transition(proposal_id, State.WITHDRAWN, actor=user, surface=surface):
-            raise ProposalError(f"proposal #{proposal_id} is already {view.state.value.replace('_', ' ')}; nothing changed")
-        view = await self.view(proposal_id)
-        await self.notifier.notify(Notice(Event.WITHDRAWN, view, user))
-        return view
+        async with self.db.session() as session:
+            await self._transition(session, proposal_id, State.WITHDRAWN, actor=user, surface=surface)
+            self._notice(session, proposal_id, Event.WITHDRAWN, user)
+            await session.commit()
+        self.outbox.wake()
+        return await self.view(proposal_id)
 
     async def extend(self, proposal_id: int, user: str, reason: str, surface: str = "slack") -> ProposalView:
         """The proposer moves the deadline by one more window, once, with a reason."""
@@ -282,10 +318,10 @@ class Proposals:
             if not getattr(moved, "rowcount", 0):
                 raise ProposalError(f"#{proposal_id} cannot be extended (it is not pending, or was extended once already)")
             audit(session, user, surface, "extended", "proposal", str(proposal_id), {"reason": reason.strip()})
+            self._notice(session, proposal_id, Event.EXTENDED, user, detail=reason.strip())
             await session.commit()
-        view = await self.view(proposal_id)
-        await self.notifier.notify(Notice(Event.EXTENDED, view, user, detail=reason.strip()))
-        return view
+        self.outbox.wake()
+        return await self.view(proposal_id)
 
     async def _check_revisable(self, session: AsyncSession, proposal_id: int, user: str) -> None:
         original = await session.get(Proposal, proposal_id)
@@ -294,83 +330,125 @@ class Proposals:
         if original.proposer != user:
             raise ProposalError(f"only the proposer of #{proposal_id} can revise it")
 
-    async def _accept(self, proposal: Proposal, subject: str, why: str) -> None:
-        """Record the schema as the subject's next version (and in the Schema Registry, when there is one)."""
-        assert proposal.id is not None
-        number = await self.registry.record(subject, parse(proposal.schema_text), proposal.id)
-        registry_id, registry_error = None, None
-        if self.schema_registry is not None:
-            try:
-                registry_id = await self.schema_registry.register(subject, proposal.schema_text)
-            except RegistrationError as err:
-                registry_error = str(err)
-                log.error("proposal #%d approved but not registered: %s", proposal.id, err)
-        async with self.db.session() as session:
-            await session.exec(update(Proposal).where(col(Proposal.id) == proposal.id)
-                               .values(state=State.APPROVED.value, version=number, decided_at=self.clock(),
-                                       registry_id=registry_id, registry_error=registry_error))
-            if registry_id is not None:
-                await self.registry.note_registry_id(session, subject, number, registry_id)
-            audit(session, "changeops", "workflow", "approved", "proposal", str(proposal.id),
-                  {"version": number, "why": why, "registry_id": registry_id, "registry_error": registry_error})
-            await session.commit()
+    async def _claim_pending(self, session: AsyncSession, proposal_id: int, when: str) -> None:
+        """Take the proposal's row for this transaction, if it is still pending; else say what won the race."""
+        held = await session.exec(update(Proposal).where(col(Proposal.id) == proposal_id, col(Proposal.state) == State.PENDING.value)
+                                  .values(state=State.PENDING.value))
+        if not getattr(held, "rowcount", 0):
+            current = await session.get(Proposal, proposal_id)
+            await session.rollback()
+            state = state_words(current.state) if current else "deleted"
+            raise ProposalError(f"#{proposal_id} was {state} {when}; nothing changed")
 
-    async def _transition(self, proposal_id: int, state: State, *, actor: str = "changeops", surface: str = "workflow") -> bool:
-        """PENDING -> ``state``, if still pending; False when someone else got there first."""
-        async with self.db.session() as session:
-            moved = await session.exec(update(Proposal).where(col(Proposal.id) == proposal_id, col(Proposal.state) == State.PENDING.value)
-                                       .values(state=state.value, decided_at=self.clock()))
+    async def _record(self, session: AsyncSession, proposal: Proposal, subject: str, analysis: Analysis, why: str) -> int:
+        """Approve (pending -> approved, conditionally) and store the schema as the subject's next version, in
+        the caller's transaction; registration in the Schema Registry is owed through the outbox."""
+        assert proposal.id is not None
+        number = await self.registry.append(session, subject, analysis.canonical, analysis.fingerprint, proposal.id)
+        if proposal.state == State.PENDING.value:
+            moved = await session.exec(update(Proposal).where(col(Proposal.id) == proposal.id, col(Proposal.state) == State.PENDING.value)
+                                       .values(state=State.APPROVED.value, version=number, decided_at=self.clock()))
             if not getattr(moved, "rowcount", 0):
-                return False
-            audit(session, actor, surface, state.value, "proposal", str(proposal_id), {})
+                raise ProposalError(f"#{proposal.id} stopped waiting before the approval was recorded; nothing changed")
+        audit(session, "changeops", "workflow", "approved", "proposal", str(proposal.id), {"version": number, "why": why})
+        if self.schema_registry is not None:
+            self.outbox.add(session, REGISTER, thread_key(proposal.id), {"proposal": proposal.id, "subject": subject, "version": number})
+        return number
+
+    async def _transition(self, session: AsyncSession, proposal_id: int, state: State, *, actor: str = "changeops",
+                          surface: str = "workflow") -> None:
+        """PENDING -> ``state`` in the caller's transaction; ProposalError (rolled back) when it no longer waits."""
+        moved = await session.exec(update(Proposal).where(col(Proposal.id) == proposal_id, col(Proposal.state) == State.PENDING.value)
+                                   .values(state=state.value, decided_at=self.clock()))
+        if not getattr(moved, "rowcount", 0):
+            current = await session.get(Proposal, proposal_id)
+            await session.rollback()
+            raise ProposalError(f"proposal #{proposal_id} is already {state_words(current.state) if current else 'gone'}; nothing changed")
+        audit(session, actor, surface, state.value, "proposal", str(proposal_id), {})
+
+    def _notice(self, session: AsyncSession, proposal_id: int, event: Event, actor: str | None = None,
+                teams: Sequence[str] = (), detail: str = "", version: int | None = None) -> None:
+        self.outbox.add(session, NOTICE, thread_key(proposal_id), {"proposal": proposal_id, "event": event.value, "actor": actor,
+                                                                   "teams": list(teams), "detail": detail, "version": version})
+
+    # --- the Schema Registry --------------------------------------------------------------------
+
+    async def register(self, item: Item) -> Expand | None:
+        """Outbox handler: register an approved version in the Schema Registry; a refusal is recorded on the card."""
+        if self.schema_registry is None:
+            raise GiveUp("no Schema Registry is configured (SCHEMA_REGISTRY_URL)")
+        proposal_id = int(item.payload["proposal"])
+        view = await self.view(proposal_id)
+        if view.proposal.registry_id is not None:
+            return None
+        registry_id, error = None, None
+        try:
+            registry_id = await self.schema_registry.register(view.subject.name, view.proposal.schema_text)
+        except RegistrationError as err:
+            if err.retryable:
+                raise Retry(str(err)) from None
+            error = str(err)
+            log.error("proposal #%d approved but not registered: %s", proposal_id, err)
+        async with self.db.session() as session:
+            await session.exec(update(Proposal).where(col(Proposal.id) == proposal_id)
+                               .values(registry_id=registry_id, registry_error=error))
+            if registry_id is not None:
+                await self.registry.note_registry_id(session, view.subject.name, int(item.payload["version"]), registry_id)
+            audit(session, "changeops", "workflow", "registered" if error is None else "not registered", "proposal", str(proposal_id),
+                  {"registry_id": registry_id, "registry_error": error})
+            self._notice(session, proposal_id, Event.REGISTERED)
             await session.commit()
-        return True
+        return None
 
     # --- the clock ------------------------------------------------------------------------------
 
     async def sweep(self) -> int:
         """Send due reminders and expire what passed its deadline; each exactly once across replicas."""
         now = self.clock()
+        events = 0
         async with self.db.session() as session:
             query = select(Proposal).where(col(Proposal.state) == State.PENDING.value, col(Proposal.deadline).is_not(None))
             if self.db.engine.dialect.name == "postgresql":
                 query = query.with_for_update(skip_locked=True)
-            due = (await session.exec(query)).all()
-            notices: list[tuple[Event, int, list[str]]] = []
-            for proposal in due:
+            for proposal in (await session.exec(query)).all():
                 assert proposal.id is not None and proposal.deadline is not None
                 deadline, created = aware(proposal.deadline), aware(proposal.created_at)
+                decided = set((await session.exec(select(Acknowledgement.team).where(Acknowledgement.proposal_id == proposal.id))).all())
+                waiting = [t for t in proposal.teams if t not in decided]
                 if now >= deadline:
                     claimed = await session.exec(update(Proposal).where(col(Proposal.id) == proposal.id, col(Proposal.state) == State.PENDING.value)
                                                  .values(state=State.EXPIRED.value, decided_at=now))
                     if getattr(claimed, "rowcount", 0):
-                        audit(session, "changeops", "scheduler", "expired", "proposal", str(proposal.id), {})
-                        notices.append((Event.EXPIRED, proposal.id, []))
+                        audit(session, "changeops", "scheduler", "expired", "proposal", str(proposal.id), {"waiting": waiting})
+                        self._notice(session, proposal.id, Event.EXPIRED, teams=waiting)
+                        events += 1
                     continue
                 subject = await session.get(Subject, proposal.subject_id)
                 policy = Policy.from_json(subject.policy if subject else None)
                 if policy.reminder_due(created, deadline, proposal.reminders_sent, now):
-                    claimed = await session.exec(update(Proposal).where(col(Proposal.id) == proposal.id,
+                    claimed = await session.exec(update(Proposal).where(col(Proposal.id) == proposal.id, col(Proposal.state) == State.PENDING.value,
                                                                         col(Proposal.reminders_sent) == proposal.reminders_sent)
                                                  .values(reminders_sent=proposal.reminders_sent + 1))
                     if getattr(claimed, "rowcount", 0):
                         audit(session, "changeops", "scheduler", "reminded", "proposal", str(proposal.id),
                               {"reminder": proposal.reminders_sent + 1})
-                        notices.append((Event.REMINDER, proposal.id, []))
+                        self._notice(session, proposal.id, Event.REMINDER, teams=waiting)
+                        events += 1
             await session.commit()
-        for event, proposal_id, _ in notices:
-            view = await self.view(proposal_id)
-            await self.notifier.notify(Notice(event, view, None, view.waiting()))
-        return len(notices)
+        if events:
+            self.outbox.wake()
+        return events
 
     # --- reading --------------------------------------------------------------------------------
 
-    async def save_card(self, proposal_id: int, channel: str, ts: str, *, subject_channel: bool = False) -> None:
-        """Remember where a card of the proposal is (the changes channel's, or the subject channel's)."""
-        values = {"subject_card_channel": channel, "subject_card_ts": ts} if subject_channel else {"card_channel": channel, "card_ts": ts}
+    async def save_card(self, proposal_id: int, channel: str, ts: str, *, subject_channel: bool = False) -> bool:
+        """Remember where a card of the proposal is (the changes channel's, or the subject channel's), once."""
+        where, values = ((col(Proposal.subject_card_ts), {"subject_card_channel": channel, "subject_card_ts": ts}) if subject_channel
+                         else (col(Proposal.card_ts), {"card_channel": channel, "card_ts": ts}))
         async with self.db.session() as session:
-            await session.exec(update(Proposal).where(col(Proposal.id) == proposal_id).values(**values))
+            moved = await session.exec(update(Proposal).where(col(Proposal.id) == proposal_id, where.is_(None)).values(**values))
             await session.commit()
+        return bool(getattr(moved, "rowcount", 0))
 
     async def view(self, proposal_id: int) -> ProposalView:
         """A proposal with its subject, decisions and teams; ProposalError when there is none."""

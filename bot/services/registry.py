@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 
@@ -13,6 +12,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from bot.domain.avro.model import Schema
 from bot.domain.avro.parse import parse
+from bot.domain.compat.analysis import fingerprint
 from bot.services.lineage import bump_revision
 from bot.store.database import Database
 from bot.store.models import SchemaVersion, Subject
@@ -30,11 +30,6 @@ class Version:
     def schema(self) -> Schema:
         """The version, parsed."""
         return parse(self.schema_text)
-
-
-def fingerprint(schema: Schema) -> str:
-    """SHA-256 of the normal form: equal only for schemas identical in every attribute."""
-    return hashlib.sha256(json.dumps(schema.normal, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 class Registry:
@@ -79,6 +74,10 @@ class Registry:
                     continue
                 return number
         raise RuntimeError(f"could not record a version of {name}: too many concurrent writers")
+
+    async def append(self, session: AsyncSession, name: str, text: str, digest: str, proposal_id: int) -> int:
+        """Store a version of an existing subject in the caller's transaction (a proposal's approval)."""
+        return await self._append(session, name, text, digest, proposal_id)
 
     async def note_registry_id(self, session: AsyncSession, name: str, number: int, registry_id: int) -> None:
         """Remember the Schema Registry's id of a stored version (in the caller's transaction)."""

@@ -9,12 +9,12 @@ from slack_bolt.async_app import AsyncApp
 
 from bot.config import Config
 from bot.services.deliveries import Deliveries
+from bot.services.outbox import Outbox
 from bot.services.proposals import Proposals
 from bot.slack import commands, home, proposing
 from bot.slack.client import web_client
 from bot.slack.inflight import Inflight
 from bot.slack.middleware import once_per_delivery
-from bot.slack.poster import Poster
 from bot.slack.schema_commands import Services
 
 log = logging.getLogger(__name__)
@@ -36,8 +36,8 @@ def create_app(config: Config, deliveries: Deliveries, inflight: Inflight) -> As
     return app
 
 
-def add_listeners(app: AsyncApp, services: Services, proposals: Proposals, poster: Poster, inflight: Inflight) -> None:
+def add_listeners(app: AsyncApp, services: Services, proposals: Proposals, outbox: Outbox, inflight: Inflight) -> None:
     """Every slash command, action, view and event, each counted while it runs."""
     routers = commands.register(app, services, inflight.track)
     home.register(app, routers, proposals, inflight.track)
-    proposing.register(app, proposals, poster, inflight.track)
+    proposing.register(app, proposals, outbox, inflight.track)

@@ -11,7 +11,7 @@ from typing import Any
 from bot.domain.approvals import Decision, State
 from bot.services.proposals import ProposalView
 from bot.slack import ids
-from bot.slack.render import Reply, fold, section
+from bot.slack.render import Reply, escape, fold, mention, section
 
 LEVEL_MARK = {"safe": ":large_green_circle:", "compatible": ":large_yellow_circle:", "breaking": ":red_circle:"}
 STATE_TEXT = {
@@ -27,16 +27,16 @@ def card(view: ProposalView, *, team: str | None = None) -> Reply:
     p = view.proposal
     level = p.level
     title = f"Schema change #{view.id} · {view.subject.name} · {level.upper()}"
-    blocks: list[dict[str, Any]] = [{"type": "header", "text": {"type": "plain_text", "text": title[:150]}}]
+    blocks: list[dict[str, Any]] = [{"type": "header", "text": {"type": "plain_text", "text": title[:150]}}]  # plain text: no markup
     facts = [f"{LEVEL_MARK.get(level, '')} *{level}* under {p.mode} (backward {'ok' if p.backward else 'fails'}, "
              f"forward {'ok' if p.forward else 'fails'})",
-             f"Proposed by <@{p.proposer}> · *{STATE_TEXT[view.state]}*"]
+             f"Proposed by {mention(p.proposer)} · *{STATE_TEXT[view.state]}*"]
     if p.version:
-        facts.append(f"Recorded as version {p.version} of {view.subject.name}")
+        facts.append(f"Recorded as version {p.version} of {escape(view.subject.name)}")
     if p.registry_id is not None:
         facts.append(f"Registered in the Schema Registry as schema id {p.registry_id}")
     if p.registry_error:
-        facts.append(f":warning: Not registered in the Schema Registry: {p.registry_error}")
+        facts.append(f":warning: Not registered in the Schema Registry: {escape(p.registry_error)}")
     if p.window_start:
         facts.append(f"Planned window: {_when(p.window_start)} → {_when(p.window_end)}")
     if p.deadline and view.state is State.PENDING:
@@ -44,19 +44,19 @@ def card(view: ProposalView, *, team: str | None = None) -> Reply:
     if p.revision_of:
         facts.append(f"Revises #{p.revision_of}")
     blocks.append(section("\n".join(facts)))
-    blocks += _part("*Changes*", [f"• `{f['rule']}` `{f['path']}` — {f['message']}" for f in p.findings] or ["• no change"])
+    blocks += _part("*Changes*", [f"• `{escape(f['rule'])}` `{escape(f['path'])}` — {escape(f['message'])}" for f in p.findings] or ["• no change"])
     blocks += _part("*Impact*", _impact_lines(p.impact))
     if p.teams:
         blocks += _part("*Teams asked*", [_team_line(view, t) for t in p.teams])
     if p.notes:
-        blocks.append(section(f"*Notes for consumers*\n{p.notes}"))
+        blocks.append(section(f"*Notes for consumers*\n{escape(p.notes)}"))
     if view.state is State.PENDING:
         blocks.append(_buttons(view.id, team))
     elif view.state in (State.REJECTED, State.CHANGES_REQUESTED) and team is None:
         blocks.append({"type": "actions", "block_id": f"proposal-{view.id}", "elements": [
             {"type": "button", "action_id": ids.REVISE, "style": "primary", "text": {"type": "plain_text", "text": "Revise"}, "value": str(view.id)}]})
     blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": f"ChangeOps · proposal #{view.id} · `/schema status {view.id}`"}]})
-    return Reply(f"{title}: {STATE_TEXT[view.state]}", blocks)
+    return Reply(f"{escape(title)}: {STATE_TEXT[view.state]}", blocks)
 
 
 def _part(title: str, lines: list[str]) -> list[dict[str, Any]]:
@@ -71,7 +71,7 @@ def _part(title: str, lines: list[str]) -> list[dict[str, Any]]:
 
 
 def _impact_lines(impact: dict[str, Any]) -> list[str]:
-    lines = [f"_{impact['note']}_"] if impact.get("note") else []
+    lines = [f"_{escape(impact['note'])}_"] if impact.get("note") else []
     items = impact.get("impacted", [])
     if not items:
         return lines or ["_nothing downstream_"]
@@ -80,19 +80,20 @@ def _impact_lines(impact: dict[str, Any]) -> list[str]:
     black = [j["name"] for j in impact.get("jobs", []) if j.get("black_box")]
     if black:
         lines.append(f":warning: black box{'es' if len(black) > 1 else ''} (no field mappings; assumed to read every field): "
-                     + ", ".join(f"`{b}`" for b in black[:10]))
-    lines += [f"• `{i['dataset']}.{i['field']}` ← {i['path']}{' _(black box only)_' if i.get('black_box_only') else ''}" for i in items]
+                     + ", ".join(f"`{escape(b)}`" for b in black[:10]))
+    lines += [f"• `{escape(i['dataset'])}.{escape(i['field'])}` ← {escape(i['path'])}{' _(black box only)_' if i.get('black_box_only') else ''}"
+              for i in items]
     return lines
 
 
 def _team_line(view: ProposalView, team: str) -> str:
     decision = view.decision_of(team)
     if decision is None:
-        return f"• {team}: :hourglass_flowing_sand: waiting"
+        return f"• {escape(team)}: :hourglass_flowing_sand: waiting"
     mark = {Decision.APPROVE: ":white_check_mark: approved", Decision.REJECT: ":x: rejected",
             Decision.REQUEST_CHANGES: ":pencil2: changes requested"}[Decision(decision.decision)]
-    reason = f": {decision.reason}" if decision.reason else ""
-    return f"• {team}: {mark} by <@{decision.user}>{reason}"
+    reason = f": {escape(decision.reason)}" if decision.reason else ""
+    return f"• {escape(team)}: {mark} by {mention(decision.user)}{reason}"
 
 
 def _buttons(proposal_id: int, team: str | None) -> dict[str, Any]:

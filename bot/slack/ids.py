@@ -13,6 +13,7 @@ REVISE = "proposal_revise"
 
 PROPOSE_VIEW = "proposal_propose"
 REASON_VIEW = "proposal_reason"
+PROPOSE_RESULT_VIEW = "proposal_result"
 
 SUBJECT_BLOCK, SUBJECT_ACTION = "subject", "subject"
 SCHEMA_BLOCK, SCHEMA_ACTION = "schema", "schema"

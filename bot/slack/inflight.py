@@ -34,6 +34,11 @@ class Inflight:
 
         return tracked  # type: ignore[return-value]
 
+    def busy(self) -> bool:
+        """Whether any tracked work is still running."""
+        current = asyncio.current_task()
+        return any(t is not current and not t.done() for t in self._tasks)
+
     async def wait(self, timeout: float) -> None:
         """Let running work finish, for at most ``timeout`` seconds."""
         current = asyncio.current_task()

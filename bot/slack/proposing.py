@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -12,12 +13,14 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.domain.approvals import Decision
+from bot.services.outbox import Outbox
 from bot.services.proposals import ProposalError, Proposals
-from bot.slack import ids
-from bot.slack.poster import Poster
-from bot.slack.render import Reply
+from bot.slack import delivery, ids
+from bot.slack.cards import STATE_TEXT
+from bot.slack.render import escape, mention, section
 
 DECISIONS = {ids.REJECT: Decision.REJECT, ids.REQUEST_CHANGES: Decision.REQUEST_CHANGES}
+CHECK_WITHIN_ACK = 2.0  # seconds a form submission waits for its classification before acking with "Checking…"
 
 
 def propose_modal(subjects: list[str], chosen: str | None = None, *, schema: str = "", notes: str = "",
@@ -94,20 +97,34 @@ async def download(client: AsyncWebClient, file: dict[str, Any], limit: int = 1_
 
 
 def parse_value(value: str) -> tuple[int, str | None]:
-    """A button's value: ``12`` or ``12:team``."""
+    """A button's value: ``12`` or ``12:team``; ValueError for anything else."""
     number, _, team = value.partition(":")
     return int(number), team or None
 
 
-def register(app: AsyncApp, proposals: Proposals, poster: Poster, track: Callable[[Any], Any]) -> None:
+def notice_modal(title: str, text: str) -> dict[str, Any]:
+    """A modal that only says something (the form's state while it is checked, or its outcome)."""
+    return {"type": "modal", "callback_id": ids.PROPOSE_RESULT_VIEW, "title": {"type": "plain_text", "text": title[:24]},
+            "close": {"type": "plain_text", "text": "Close"}, "blocks": [section(text)]}
+
+
+def register(app: AsyncApp, proposals: Proposals, outbox: Outbox, track: Callable[[Any], Any]) -> None:
     """Attach the workflow's listeners."""
+
+    async def tell(user: str, text: str) -> None:
+        async with proposals.db.session() as session:
+            delivery.tell(outbox, session, user, text)
+            await session.commit()
+        outbox.wake()
 
     async def on_approve(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
         await ack()
-        proposal_id, team = parse_value(body["actions"][0]["value"])
         try:
+            proposal_id, team = parse_value(body["actions"][0]["value"])
             _, teams = await proposals.decide(proposal_id, body["user"]["id"], Decision.APPROVE, team=team)
-            await respond(**_ephemeral(f"You approved #{proposal_id} for {', '.join(teams)}."))
+            await respond(**_ephemeral(f"You approved #{proposal_id} for {escape(', '.join(teams))}."))
+        except ValueError:
+            await respond(**_ephemeral("That button does not name a proposal; nothing changed."))
         except ProposalError as err:
             await respond(**_ephemeral(str(err)))
 
@@ -124,19 +141,23 @@ def register(app: AsyncApp, proposals: Proposals, poster: Poster, track: Callabl
             return
         await ack()
         meta = json.loads(view.get("private_metadata") or "{}")
-        proposal_id, team = parse_value(meta["value"])
         user = body["user"]["id"]
         try:
+            proposal_id, team = parse_value(str(meta.get("value", "")))
             await proposals.decide(proposal_id, user, DECISIONS[meta["action"]], reason, team=team)
+        except (ValueError, KeyError):
+            await tell(user, "That form does not name a proposal; nothing changed.")
         except ProposalError as err:
-            await poster.post(user, Reply.text(str(err)))
+            await tell(user, str(err))
 
     async def on_withdraw(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
         await ack()
-        proposal_id, _ = parse_value(body["actions"][0]["value"])
         try:
+            proposal_id, _ = parse_value(body["actions"][0]["value"])
             await proposals.withdraw(proposal_id, body["user"]["id"])
             await respond(**_ephemeral(f"You withdrew #{proposal_id}."))
+        except ValueError:
+            await respond(**_ephemeral("That button does not name a proposal; nothing changed."))
         except ProposalError as err:
             await respond(**_ephemeral(str(err)))
 
@@ -166,26 +187,52 @@ def register(app: AsyncApp, proposals: Proposals, poster: Poster, track: Callabl
             await ack(response_action="errors", errors={ids.DURATION_BLOCK: "A number of hours, such as 2 or 0.5"})
             return
         try:
-            await proposals.check(subject, schema, hours)
+            await proposals.precheck(subject, schema, hours)
         except ProposalError as err:
-            block = {"subject": ids.SUBJECT_BLOCK, "duration": ids.DURATION_BLOCK}.get(err.field or "", ids.SCHEMA_BLOCK)
-            await ack(response_action="errors", errors={block: str(err)[:2000]})
+            await ack(response_action="errors", errors={_block(err): str(err)[:2000]})
             return
-        await ack()
+        checking = asyncio.create_task(proposals.check(subject, schema, hours))
+        done, _ = await asyncio.wait({checking}, timeout=CHECK_WITHIN_ACK)
+        slow = not done
+        if slow:  # a huge schema: answer Slack now, and show the outcome in the same window when it is known
+            await ack(response_action="update", view=notice_modal("Checking…", f"Classifying the schema for *{escape(subject)}*; "
+                                                                               "this window shows the outcome in a moment."))
+        try:
+            checked = await checking
+        except ProposalError as err:
+            if slow:
+                await client.views_update(view_id=view["id"], view=notice_modal("Not proposed", f":x: {escape(err)}"))
+            else:
+                await ack(response_action="errors", errors={_block(err): str(err)[:2000]})
+            return
+        if not slow:
+            await ack()
         user = body["user"]["id"]
         start = datetime.fromtimestamp(int(stamp), UTC) if stamp else None
         revision_of = json.loads(view.get("private_metadata") or "{}").get("revision_of")
         try:
-            await proposals.propose(subject, schema, user, notes=notes, window_start=start, window_hours=hours, revision_of=revision_of)
+            created = await proposals.propose(subject, schema, user, notes=notes, window_start=start, window_hours=hours,
+                                              revision_of=revision_of, checked=checked)
         except ProposalError as err:
-            await poster.post(user, Reply.text(f"Your proposal was not created: {err}"))
+            await tell(user, f"Your proposal was not created: {err}")
+            return
+        if slow:
+            await client.views_update(view_id=view["id"], view=notice_modal(f"Proposed #{created.id}", f"Schema change #{created.id} is "
+                                      f"*{created.proposal.level}* and {STATE_TEXT[created.state]}; its card is in the changes channel."))
 
     async def on_revise(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient) -> None:
         await ack()
-        proposal_id, _ = parse_value(body["actions"][0]["value"])
-        view = await proposals.view(proposal_id)
+        try:
+            proposal_id, _ = parse_value(body["actions"][0]["value"])
+            view = await proposals.view(proposal_id)
+        except ValueError:
+            await respond(**_ephemeral("That button does not name a proposal; nothing changed."))
+            return
+        except ProposalError as err:
+            await respond(**_ephemeral(str(err)))
+            return
         if view.proposal.proposer != body["user"]["id"]:
-            await respond(**_ephemeral(f"Only <@{view.proposal.proposer}>, who proposed #{proposal_id}, can revise it."))
+            await respond(**_ephemeral(f"Only {mention(view.proposal.proposer)}, who proposed #{proposal_id}, can revise it."))
             return
         modal = propose_modal([view.subject.name], view.subject.name, schema=view.proposal.schema_text, notes=view.proposal.notes,
                               revision_of=proposal_id)
@@ -198,6 +245,11 @@ def register(app: AsyncApp, proposals: Proposals, poster: Poster, track: Callabl
     app.action(ids.WITHDRAW)(track(on_withdraw))
     app.view(ids.REASON_VIEW)(track(on_reason))
     app.view(ids.PROPOSE_VIEW)(track(on_propose))
+
+
+def _block(err: ProposalError) -> str:
+    """The form block a refusal belongs to."""
+    return {"subject": ids.SUBJECT_BLOCK, "duration": ids.DURATION_BLOCK}.get(err.field or "", ids.SCHEMA_BLOCK)
 
 
 def _ephemeral(text: str) -> dict[str, Any]:

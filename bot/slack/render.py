@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 SECTION_TEXT_MAX = 3000
+USER_ID = re.compile(r"[UW][A-Z0-9]{2,20}")
+
+
+def escape(text: object) -> str:
+    """Text from people or schemas, made inert in mrkdwn: Slack's three control characters escaped, so no
+    ``<!channel>``, ``<@U...>``, ``<#C...>`` or ``<http...|link>`` can be smuggled in (code spans do not protect)."""
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def mention(user: object) -> str:
+    """``<@U123>`` for a Slack user id; anything else is shown as escaped text, never as markup."""
+    return f"<@{user}>" if isinstance(user, str) and USER_ID.fullmatch(user) else escape(user or "someone")
 
 
 @dataclass

@@ -10,8 +10,9 @@ from bot.services.proposals import ProposalError, Proposals, ProposalView
 from bot.services.registry import Registry
 from bot.slack.cards import STATE_TEXT, card
 from bot.slack.proposing import propose_modal
-from bot.slack.render import Reply
+from bot.slack.render import Reply, escape, mention
 from bot.slack.request import CommandRequest
+from bot.store.models import AuditEntry
 
 
 class Services:
@@ -27,7 +28,7 @@ class Services:
             return Reply.text("There are no subjects yet: load the catalog first (`bot catalog load catalog.yaml`).")
         chosen = request.args[0] if request.args else None
         if chosen is not None and chosen not in subjects:
-            return Reply.text(f"Unknown subject `{chosen}`. Known subjects: {', '.join(f'`{s}`' for s in subjects[:30])}")
+            return Reply.text(f"Unknown subject `{escape(chosen)}`. Known subjects: {', '.join(f'`{escape(s)}`' for s in subjects[:30])}")
         try:
             await self.client.views_open(trigger_id=request.trigger_id, view=propose_modal(subjects, chosen))
         except SlackApiError as err:
@@ -52,8 +53,8 @@ class Services:
             views, title = await self.proposals.listing(), "Recent proposals"
         else:
             if which not in await self.registry.names():
-                return Reply.text(f"`{which}` is neither `mine`, `waiting`, nor a known subject. Usage: `/schema list [mine|waiting|SUBJECT]`")
-            views, title = await self.proposals.listing(subject=which), f"Proposals for {which}"
+                return Reply.text(f"`{escape(which)}` is neither `mine`, `waiting`, nor a known subject. Usage: `/schema list [mine|waiting|SUBJECT]`")
+            views, title = await self.proposals.listing(subject=which), f"Proposals for {escape(which)}"
         if not views:
             return Reply.text(f"{title}: none.")
         return Reply.sections(f"*{title}*", [summary_line(v) for v in views])
@@ -65,9 +66,9 @@ class Services:
             entries = await self.proposals.audit_trail(number)
         except ProposalError as err:
             return Reply.text(str(err))
-        lines = [f"{e.at:%Y-%m-%d %H:%M:%S} · {_actor(e.actor)} · {e.action} · via {e.surface}"
-                 + (f" · {e.detail.get('team')}" if e.detail.get("team") else "")
-                 + (f" — {e.detail.get('reason')}" if e.detail.get("reason") else "") for e in entries]
+        lines = [f"{e.at:%Y-%m-%d %H:%M:%S} · {actor_text(e)} · {escape(e.action)} · via {escape(e.surface)}"
+                 + (f" · {escape(e.detail.get('team'))}" if e.detail.get("team") else "")
+                 + (f" — {escape(e.detail.get('reason'))}" if e.detail.get("reason") else "") for e in entries]
         return Reply.sections(f"*Audit trail of #{number}*", lines or ["(empty)"])
 
     async def withdraw(self, request: CommandRequest) -> Reply:
@@ -91,8 +92,8 @@ class Services:
 
 def summary_line(view: ProposalView) -> str:
     """``#12 orders-value · breaking · waiting for acknowledgements (analytics-team)``."""
-    waiting = f" ({', '.join(view.waiting())})" if view.state is State.PENDING and view.waiting() else ""
-    return f"#{view.id} {view.subject.name} · {view.proposal.level} · {STATE_TEXT[view.state]}{waiting} · by <@{view.proposal.proposer}>"
+    waiting = f" ({escape(', '.join(view.waiting()))})" if view.state is State.PENDING and view.waiting() else ""
+    return f"#{view.id} {escape(view.subject.name)} · {view.proposal.level} · {STATE_TEXT[view.state]}{waiting} · by {mention(view.proposal.proposer)}"
 
 
 def _number(request: CommandRequest, usage: str) -> int:
@@ -101,5 +102,10 @@ def _number(request: CommandRequest, usage: str) -> int:
     return int(request.args[0].lstrip("#"))
 
 
-def _actor(actor: str) -> str:
-    return actor if actor in ("changeops",) else f"<@{actor}>"
+def actor_text(entry: AuditEntry) -> str:
+    """Who acted: the bot, a person, or an API token on behalf of a person."""
+    if entry.actor == "changeops":
+        return "changeops"
+    token = entry.detail.get("api_token")
+    person = mention(entry.actor)
+    return f"api token {escape(token)} on behalf of {person}" if token else person

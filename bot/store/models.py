@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, DateTime, Text, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Column, DateTime, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 
@@ -187,3 +187,44 @@ class LineageRevision(SQLModel, table=True):
 
     id: int = Field(default=1, primary_key=True)
     revision: int = 0
+
+
+class OutboxMessage(SQLModel, table=True):
+    """Something the bot owes the outside world (a Slack message, a card edit, a registration), written in the
+    same transaction as the state change that causes it and sent by the dispatcher.
+
+    Rows with one ``key`` (a thread, a DM) go out in order: a row waits while an earlier row of its key is
+    still pending. A row's place is its id; the rows one row expands into take its place (``position``), in
+    ``part`` order.
+    """
+
+    __tablename__ = "outbox"
+
+    id: int | None = Field(default=None, primary_key=True)
+    kind: str = Field(max_length=48)
+    key: str = Field(max_length=128, index=True)
+    position: int | None = Field(default=None, sa_type=BigInteger)
+    part: int = 0
+    payload: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    state: str = Field(default="pending", max_length=16, index=True)
+    attempts: int = 0
+    next_attempt_at: datetime = _when(nullable=False, default=utcnow, index=True)
+    lease_until: datetime | None = _when(nullable=True)
+    lease_owner: str | None = Field(default=None, max_length=64)
+    last_error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    created_at: datetime = _when(nullable=False, default=utcnow)
+    sent_at: datetime | None = _when(nullable=True)
+
+
+class LineageObservation(SQLModel, table=True):
+    """What an OpenLineage event said about a job the catalog declares, where it disagrees: kept, never applied."""
+
+    __tablename__ = "lineage_observations"
+
+    id: int | None = Field(default=None, primary_key=True)
+    namespace: str = Field(max_length=255)
+    name: str = Field(max_length=255, index=True)
+    event_time: datetime = _when(nullable=False)
+    conflict: str = Field(sa_column=Column(Text, nullable=False))
+    observed: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    received_at: datetime = _when(nullable=False, default=utcnow)

@@ -1,106 +1,178 @@
-"""The HTTP API for pipelines and emitters: OpenLineage events in, proposals in and out."""
+"""The HTTP API for pipelines and emitters: OpenLineage events in, proposals in and out.
+
+Every route needs a bearer token with the route's scope (401 without a known token, 403 without the
+scope); bad input of any kind is answered 400 with ``error`` (and ``field``), never a traceback."""
 
 from __future__ import annotations
 
 import hmac
 import json
 import logging
-from collections.abc import Awaitable, Callable
+import re
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any
 
+import aiohttp
 from aiohttp import web
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.config import ApiToken
 from bot.domain.lineage.openlineage import OpenLineageError, parse_event
 from bot.services.lineage import LineageService
 from bot.services.proposals import ProposalError, Proposals, ProposalView
 from bot.store.models import aware
 
 log = logging.getLogger(__name__)
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+Handler = Callable[[web.Request, ApiToken], Awaitable[web.StreamResponse]]
+Route = Callable[[web.Request], Awaitable[web.StreamResponse]]
+USER_ID = re.compile(r"[UW][A-Z0-9]{2,20}")
+MAX_NOTES = 10_000
 
 
-def bearer(token: str | None) -> Callable[[Handler], Handler]:
-    """Require ``Authorization: Bearer <token>``; without a configured token the API is off (503)."""
+class BadRequest(Exception):
+    """Input the API refuses: answered 400 with the message (and the field at fault)."""
 
-    def wrap(handler: Handler) -> Handler:
-        async def guarded(request: web.Request) -> web.StreamResponse:
-            if not token:
-                return _error(503, "the HTTP API is disabled: set CHANGEOPS_API_TOKEN")
-            given = request.headers.get("Authorization", "")
-            if not given.startswith("Bearer ") or not hmac.compare_digest(given[7:].strip().encode(), token.encode()):
-                return _error(401, "missing or wrong bearer token", {"WWW-Authenticate": "Bearer"})
-            return await handler(request)
-
-        return guarded
-
-    return wrap
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
-def add_routes(app: web.Application, token: str | None, lineage: LineageService, proposals: Proposals) -> None:
+def authenticate(tokens: Sequence[ApiToken], header: str) -> ApiToken | None:
+    """The token that ``Authorization: Bearer ...`` shows, compared in constant time against every token."""
+    given = header[7:].strip().encode() if header.startswith("Bearer ") else b""
+    found = None
+    for token in tokens:
+        if hmac.compare_digest(given, token.token.encode()):
+            found = token
+    return found
+
+
+def guarded(tokens: Sequence[ApiToken], scope: str, handler: Handler) -> Route:
+    """``handler``, for a known token with ``scope`` only; bad input answered 400."""
+
+    async def route(request: web.Request) -> web.StreamResponse:
+        if not tokens:
+            return _error(503, "the HTTP API is disabled: set CHANGEOPS_API_TOKEN or CHANGEOPS_API_TOKENS")
+        token = authenticate(tokens, request.headers.get("Authorization", ""))
+        if token is None:
+            return _error(401, "missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"})
+        if scope not in token.scopes:
+            return _error(403, f"the token {token.name!r} does not have the scope {scope}")
+        try:
+            return await handler(request, token)
+        except BadRequest as err:
+            return _error(400, str(err), field=err.field)
+
+    return route
+
+
+async def read_json(request: web.Request) -> Any:
+    """The request body as JSON; BadRequest for anything else (bad UTF-8, malformed or absurdly nested JSON)."""
+    try:
+        return json.loads(await request.text())
+    except json.JSONDecodeError as err:
+        raise BadRequest(f"malformed JSON: {err.msg} at line {err.lineno} column {err.colno}") from None
+    except UnicodeDecodeError:
+        raise BadRequest("the body is not UTF-8 text") from None
+    except RecursionError:
+        raise BadRequest("the JSON is nested too deeply") from None
+
+
+def add_routes(app: web.Application, tokens: Sequence[ApiToken], lineage: LineageService, proposals: Proposals, slack: AsyncWebClient) -> None:
     """Mount the API."""
 
-    @bearer(token)
-    async def post_proposal(request: web.Request) -> web.StreamResponse:
-        try:
-            body = json.loads(await request.text())
-        except (json.JSONDecodeError, UnicodeDecodeError) as err:
-            return _error(400, f"malformed JSON: {err}")
+    async def post_proposal(request: web.Request, token: ApiToken) -> web.StreamResponse:
+        body = await read_json(request)
         if not isinstance(body, dict):
-            return _error(400, "expected an object with subject and schema")
+            raise BadRequest("expected an object with subject, schema and proposer")
         subject, schema = body.get("subject"), body.get("schema")
-        if not isinstance(subject, str) or not subject:
-            return _error(400, "subject: required string is missing")
+        if not isinstance(subject, str) or not subject.strip() or len(subject) > 255:
+            raise BadRequest("subject: required string (at most 255 characters)", "subject")
         if isinstance(schema, dict | list):
             schema = json.dumps(schema)
         if not isinstance(schema, str) or not schema.strip():
-            return _error(400, "schema: required (the Avro schema, as JSON or as a string)")
+            raise BadRequest("schema: required (the Avro schema, as JSON or as a string)", "schema")
+        notes = body.get("notes") or ""
+        if not isinstance(notes, str) or len(notes) > MAX_NOTES:
+            raise BadRequest(f"notes: a string of at most {MAX_NOTES} characters", "notes")
+        start, hours, revision_of = _window(body)
         try:
-            start = datetime.fromisoformat(body["window_start"].replace("Z", "+00:00")) if body.get("window_start") else None
-            hours = float(body["window_hours"]) if body.get("window_hours") is not None else None
-            revision_of = int(body["revision_of"]) if body.get("revision_of") is not None else None
-        except (ValueError, TypeError, AttributeError) as err:
-            return _error(400, f"window_start (ISO 8601), window_hours (number) or revision_of (number) is malformed: {err}")
-        if start is not None and start.tzinfo is None:
-            return _error(400, "window_start needs a time zone offset (e.g. 2026-12-03T02:00:00Z)")
-        proposer = str(body.get("proposer") or "api")
-        try:
-            view = await proposals.propose(subject, schema, proposer, notes=str(body.get("notes") or ""), window_start=start,
-                                           window_hours=hours, surface="api", revision_of=revision_of)
+            checked = await proposals.check(subject, schema, hours)
+            proposer = await _proposer(slack, body.get("proposer"))
+            view = await proposals.propose(subject, schema, proposer, notes=notes, window_start=start, window_hours=hours,
+                                           surface="api", revision_of=revision_of, api_token=token.name, checked=checked)
         except ProposalError as err:
-            return web.json_response({"ok": False, "error": str(err), "field": err.field}, status=400)
+            raise BadRequest(str(err), err.field) from None
         return web.json_response(_proposal_json(view), status=201)
 
-    @bearer(token)
-    async def get_proposal(request: web.Request) -> web.StreamResponse:
+    async def get_proposal(request: web.Request, _token: ApiToken) -> web.StreamResponse:
+        number = request.match_info["id"]
+        if not number.isdigit() or len(number) > 12:
+            return _error(404, f"there is no proposal #{number[:20]}")
         try:
-            view = await proposals.view(int(request.match_info["id"]))
-        except (ValueError, ProposalError) as err:
+            view = await proposals.view(int(number))
+        except ProposalError as err:
             return _error(404, str(err))
         return web.json_response(_proposal_json(view))
 
-    app.router.add_post("/api/v1/proposals", post_proposal)
-    app.router.add_get("/api/v1/proposals/{id}", get_proposal)
-
-    @bearer(token)
-    async def post_lineage(request: web.Request) -> web.StreamResponse:
-        try:
-            body = json.loads(await request.text())
-        except (json.JSONDecodeError, UnicodeDecodeError) as err:
-            return _error(400, f"malformed JSON: {err}")
+    async def post_lineage(request: web.Request, _token: ApiToken) -> web.StreamResponse:
+        body = await read_json(request)
         items = body if isinstance(body, list) else [body]
         events = []
         for index, item in enumerate(items):
             try:
                 events.append(parse_event(item))
             except OpenLineageError as err:
-                prefix = f"event {index}: " if isinstance(body, list) else ""
-                return _error(400, f"{prefix}{err}")
+                raise BadRequest(f"{f'event {index}: ' if isinstance(body, list) else ''}{err}") from None
         changed = await lineage.ingest(events)
         log.info("lineage: %d event(s) received, %d changed the lineage", len(events), changed)
         return web.json_response({"ok": True, "events": len(events), "changed": changed})
 
-    app.router.add_post("/api/v1/lineage", post_lineage)
+    app.router.add_post("/api/v1/proposals", guarded(tokens, "proposals:write", post_proposal))
+    app.router.add_get("/api/v1/proposals/{id}", guarded(tokens, "proposals:read", get_proposal))
+    app.router.add_post("/api/v1/lineage", guarded(tokens, "lineage:write", post_lineage))
+
+
+def _window(body: dict[str, Any]) -> tuple[datetime | None, float | None, int | None]:
+    try:
+        start = datetime.fromisoformat(body["window_start"].replace("Z", "+00:00")) if body.get("window_start") else None
+        hours = float(body["window_hours"]) if body.get("window_hours") is not None else None
+        revision_of = int(body["revision_of"]) if body.get("revision_of") is not None else None
+    except (ValueError, TypeError, AttributeError, OverflowError) as err:
+        raise BadRequest(f"window_start (ISO 8601), window_hours (number) or revision_of (number) is malformed: {err}") from None
+    if start is not None and start.tzinfo is None:
+        raise BadRequest("window_start needs a time zone offset (e.g. 2026-12-03T02:00:00Z)", "window_start")
+    if hours is not None and hours != hours:
+        raise BadRequest("window_hours is not a number", "window_hours")
+    if revision_of is not None and not 0 < revision_of < 2**31:
+        raise BadRequest("revision_of: a proposal number", "revision_of")
+    return start, hours, revision_of
+
+
+async def _proposer(slack: AsyncWebClient, proposer: Any) -> str:
+    """The proposer, confirmed with Slack: a real, active person (a token never acts as anyone it likes)."""
+    if not isinstance(proposer, str) or not USER_ID.fullmatch(proposer):
+        raise BadRequest("proposer: required, the Slack user id (U... or W...) of the person proposing", "proposer")
+    try:
+        user = (await slack.users_info(user=proposer))["user"]
+    except SlackApiError as err:
+        if err.response.get("error") == "user_not_found":
+            raise BadRequest(f"proposer: no Slack user {proposer}", "proposer") from None
+        raise _unconfirmed() from None
+    except (aiohttp.ClientError, OSError, TimeoutError):
+        raise _unconfirmed() from None
+    if user.get("deleted"):
+        raise BadRequest(f"proposer: {proposer} is deactivated", "proposer")
+    if user.get("is_bot") or user.get("is_app_user"):
+        raise BadRequest(f"proposer: {proposer} is a bot, not a person", "proposer")
+    return proposer
+
+
+def _unconfirmed() -> web.HTTPServiceUnavailable:
+    return web.HTTPServiceUnavailable(text=json.dumps({"ok": False, "error": "Slack could not confirm the proposer; try again"}),
+                                      content_type="application/json")
 
 
 def _proposal_json(view: ProposalView) -> dict[str, Any]:
@@ -110,5 +182,8 @@ def _proposal_json(view: ProposalView) -> dict[str, Any]:
             "deadline": aware(p.deadline).isoformat() if p.deadline else None, "changes": p.findings, "impact": p.impact}
 
 
-def _error(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
-    return web.json_response({"ok": False, "error": message}, status=status, headers=headers)
+def _error(status: int, message: str, *, field: str | None = None, headers: dict[str, str] | None = None) -> web.Response:
+    body: dict[str, Any] = {"ok": False, "error": message}
+    if field:
+        body["field"] = field
+    return web.json_response(body, status=status, headers=headers)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp
 from sqlalchemy import text
 
+from bot.config import Config
 from bot.services.lineage import LineageService
 from bot.services.proposals import Proposals
 from bot.store.database import Database
@@ -18,9 +20,9 @@ log = logging.getLogger(__name__)
 MAX_BODY = 4 * 1024 * 1024
 
 
-def build_web_app(bolt: AsyncApp, db: Database, schema_head: str, api_token: str | None, lineage: LineageService,
-                  proposals: Proposals) -> web.Application:
-    """Routes for Slack and for the orchestrator's probes."""
+def build_web_app(bolt: AsyncApp, db: Database, schema_head: str, config: Config, lineage: LineageService,
+                  proposals: Proposals, draining: Callable[[], bool]) -> web.Application:
+    """Routes for Slack (unless Socket Mode alone carries it), the HTTP API and the orchestrator's probes."""
 
     async def slack_events(request: web.Request) -> web.Response:
         return await to_aiohttp_response(await bolt.async_dispatch(await to_bolt_request(request)))
@@ -29,6 +31,8 @@ def build_web_app(bolt: AsyncApp, db: Database, schema_head: str, api_token: str
         return web.json_response({"ok": True})
 
     async def readyz(_request: web.Request) -> web.Response:
+        if draining():
+            return web.json_response({"ok": False, "reason": "shutting down"}, status=503)
         try:
             async with db.engine.connect() as conn:
                 revision = (await conn.execute(text("SELECT version_num FROM alembic_version"))).scalar()
@@ -40,8 +44,9 @@ def build_web_app(bolt: AsyncApp, db: Database, schema_head: str, api_token: str
         return web.json_response({"ok": True, "schema": revision})
 
     app = web.Application(client_max_size=MAX_BODY)
-    app.router.add_post("/slack/events", slack_events)
+    if config.slack_signing_secret:
+        app.router.add_post("/slack/events", slack_events)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
-    api.add_routes(app, api_token, lineage, proposals)
+    api.add_routes(app, config.api_tokens, lineage, proposals, bolt.client)
     return app

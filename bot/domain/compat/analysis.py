@@ -1,0 +1,40 @@
+"""One proposal's whole CPU-heavy part in one call: parse the stored versions and the proposed schema,
+classify, and give the canonical text and fingerprint to store. Pure and picklable, so it can run in a
+worker process (the bot never parses or classifies on its event loop)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from bot.domain.avro.model import Schema
+from bot.domain.avro.parse import SchemaError, parse
+from bot.domain.compat.classify import Mode, Verdict, classify
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """The verdict on a proposed schema, or why it is not a valid schema (``error``)."""
+
+    verdict: Verdict | None
+    label: str = ""
+    canonical: str = ""  # the text stored for a version: the normal form, compact
+    fingerprint: str = ""
+    error: str | None = None
+
+
+def fingerprint(schema: Schema) -> str:
+    """SHA-256 of the normal form: equal only for schemas identical in every attribute."""
+    return hashlib.sha256(json.dumps(schema.normal, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def analyse(history: Sequence[str], proposed: str, mode: str) -> Analysis:
+    """Classify ``proposed`` against the stored versions (oldest first) in ``mode``."""
+    try:
+        new = parse(proposed)
+    except SchemaError as err:
+        return Analysis(None, error=str(err))
+    verdict = classify([parse(text) for text in history], new, Mode.parse(mode))
+    return Analysis(verdict, new.label, json.dumps(new.normal, separators=(",", ":")), fingerprint(new))

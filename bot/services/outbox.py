@@ -1,0 +1,261 @@
+"""The transactional outbox: what the bot owes the outside world, written with the state change that causes
+it, and a dispatcher that delivers it at least once, in order per key, whichever replica gets there first.
+
+A service calls ``Outbox.add(session, ...)`` inside its own transaction; nothing is sent unless that
+transaction commits. The dispatcher claims the head row of each key (the oldest pending row; later rows of
+the key wait behind it) with a lease, a conditional update (``FOR UPDATE SKIP LOCKED`` on PostgreSQL), so
+two replicas never work on the same row. A handler per ``kind`` delivers a row, or expands it into rows
+that take its place in the order, or raises ``Retry`` (backed off, or after the server's ``Retry-After``)
+or ``GiveUp`` (recorded in the audit log and logged once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import secrets
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import and_, func, or_, update
+from sqlalchemy.orm import aliased
+from sqlmodel import col, select
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from bot.services.audit import record as audit
+from bot.store.database import Database
+from bot.store.models import OutboxMessage, aware, utcnow
+
+log = logging.getLogger(__name__)
+PENDING, SENT, FAILED = "pending", "sent", "failed"
+
+
+class Retry(Exception):
+    """Could not deliver now; try again (after ``after`` seconds when the other side said so)."""
+
+    def __init__(self, reason: str, after: float | None = None) -> None:
+        super().__init__(reason)
+        self.after = after
+
+
+class GiveUp(Exception):
+    """Can never be delivered (the channel does not exist, the message is refused); the reason is kept."""
+
+
+@dataclass(frozen=True)
+class Item:
+    """One row for a handler: its kind, key and payload."""
+
+    id: int
+    kind: str
+    key: str
+    payload: dict[str, Any]
+    attempts: int
+
+
+@dataclass(frozen=True)
+class Expand:
+    """What a handler returns to replace its row with rows to deliver in its place (same position)."""
+
+    rows: Sequence[tuple[str, str, dict[str, Any]]] = field(default_factory=tuple)
+
+
+Handler = Callable[[Item], Awaitable[Expand | None]]
+
+
+class Outbox:
+    """Writes rows in the caller's transaction, and wakes the dispatcher once they are committed."""
+
+    def __init__(self) -> None:
+        self._wake: asyncio.Event | None = None
+
+    def add(self, session: AsyncSession, kind: str, key: str, payload: Mapping[str, Any]) -> None:
+        """Owe ``payload`` (delivered by the handler of ``kind``) after the rows already owed under ``key``."""
+        session.add(OutboxMessage(kind=kind, key=key, payload=dict(payload)))
+
+    def wake(self) -> None:
+        """Tell the dispatcher of this process that new rows were committed."""
+        if self._wake is not None:
+            self._wake.set()
+
+    def wakeup_event(self) -> asyncio.Event:
+        """The event the dispatcher waits on (created in the running loop)."""
+        if self._wake is None:
+            self._wake = asyncio.Event()
+        return self._wake
+
+
+class Dispatcher:
+    """Claims due rows, runs their handlers, records the outcome; one per replica."""
+
+    def __init__(self, db: Database, outbox: Outbox, handlers: Mapping[str, Handler], *, batch: int = 20,
+                 lease: timedelta = timedelta(seconds=60), backoff: float = 1.0, max_backoff: float = 300.0,
+                 give_up_after: timedelta = timedelta(hours=24), poll: float = 1.0,
+                 clock: Callable[[], datetime] = utcnow) -> None:
+        self.db, self.outbox, self.handlers = db, outbox, dict(handlers)
+        self.batch, self.lease, self.backoff, self.max_backoff = batch, lease, backoff, max_backoff
+        self.give_up_after, self.poll, self.clock = give_up_after, poll, clock
+        self.owner = secrets.token_hex(8)
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = False
+        self._progress = asyncio.Condition()
+
+    # --- running --------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Deliver in the background until ``stop``."""
+        self._stopping = False
+        self._task = asyncio.create_task(self._run(), name="outbox-dispatcher")
+
+    async def stop(self, timeout: float) -> None:
+        """Deliver what is due now, the batch in hand included (at most ``timeout`` seconds), then stop."""
+        self._stopping = True
+        self.outbox.wake()
+        if self._task is None:
+            return
+        done, _ = await asyncio.wait({self._task}, timeout=timeout)
+        if not done:
+            log.warning("outbox: the batch in hand did not finish within %.0f s; its rows go out after their lease", timeout)
+            self._task.cancel()
+        self._task = None
+
+    async def _run(self) -> None:
+        wake = self.outbox.wakeup_event()
+        while True:
+            wake.clear()
+            try:
+                handled = await self.dispatch_once()
+            except Exception:  # the database is away: try again at the next poll
+                log.exception("outbox: could not claim rows")
+                handled = 0
+            if self._stopping and not handled:
+                return
+            if handled or self._stopping:
+                continue
+            try:
+                await asyncio.wait_for(wake.wait(), timeout=self.poll)
+            except TimeoutError:
+                pass
+
+    async def dispatch_once(self) -> int:
+        """Claim and handle one batch of due rows (at most one per key); how many were handled."""
+        items = await self._claim()
+        if items:
+            await asyncio.gather(*(self._handle(item) for item in items))
+            async with self._progress:
+                self._progress.notify_all()
+        return len(items)
+
+    async def idle(self) -> None:
+        """Wait until no row is pending (for tests and orderly shutdowns)."""
+        while await self.pending():
+            self.outbox.wake()
+            async with self._progress:
+                try:
+                    await asyncio.wait_for(self._progress.wait(), timeout=self.poll)
+                except TimeoutError:
+                    pass
+
+    async def pending(self) -> int:
+        """How many rows are still owed."""
+        async with self.db.session() as session:
+            return int((await session.exec(select(func.count()).select_from(OutboxMessage)
+                                           .where(col(OutboxMessage.state) == PENDING))).one())
+
+    # --- claiming -------------------------------------------------------------------------------
+
+    async def _claim(self) -> list[Item]:
+        now = self.clock()
+        earlier = aliased(OutboxMessage)
+        mine, theirs = _place(OutboxMessage), _place(earlier)
+        blocked = select(earlier.id).where(
+            col(earlier.key) == col(OutboxMessage.key), col(earlier.state) == PENDING,
+            or_(theirs < mine, and_(theirs == mine, col(earlier.part) < col(OutboxMessage.part)),
+                and_(theirs == mine, col(earlier.part) == col(OutboxMessage.part), col(earlier.id) < col(OutboxMessage.id)))).exists()
+        query = (select(OutboxMessage)
+                 .where(col(OutboxMessage.state) == PENDING, col(OutboxMessage.next_attempt_at) <= now,
+                        or_(col(OutboxMessage.lease_until).is_(None), col(OutboxMessage.lease_until) < now), ~blocked)
+                 .order_by(mine, col(OutboxMessage.part), col(OutboxMessage.id)).limit(self.batch))
+        if self.db.engine.dialect.name == "postgresql":
+            query = query.with_for_update(of=OutboxMessage, skip_locked=True)
+        items: list[Item] = []
+        async with self.db.session() as session:
+            for row in (await session.exec(query)).all():
+                assert row.id is not None
+                if row.key in {i.key for i in items}:
+                    continue
+                claimed = await session.exec(
+                    update(OutboxMessage).where(col(OutboxMessage.id) == row.id, col(OutboxMessage.state) == PENDING,
+                                                or_(col(OutboxMessage.lease_until).is_(None), col(OutboxMessage.lease_until) < now))
+                    .values(lease_until=now + self.lease, lease_owner=self.owner, attempts=OutboxMessage.attempts + 1))
+                if getattr(claimed, "rowcount", 0):
+                    items.append(Item(row.id, row.kind, row.key, dict(row.payload), row.attempts + 1))
+            await session.commit()
+        return items
+
+    # --- handling -------------------------------------------------------------------------------
+
+    async def _handle(self, item: Item) -> None:
+        handler = self.handlers.get(item.kind)
+        try:
+            if handler is None:
+                raise GiveUp(f"no handler for {item.kind!r} in this version of the bot")
+            expansion = await handler(item)
+        except Retry as err:
+            await self._retry(item, str(err), err.after)
+        except GiveUp as err:
+            await self._give_up(item, str(err))
+        except Exception as err:  # a bug in a handler: keep the row, back off, say so once per attempt
+            log.exception("outbox: handler for %s row %d failed", item.kind, item.id)
+            await self._retry(item, f"{type(err).__name__}: {err}", None)
+        else:
+            await self._done(item, expansion)
+
+    async def _mine(self, session: AsyncSession, item: Item, **values: Any) -> bool:
+        moved = await session.exec(update(OutboxMessage).where(col(OutboxMessage.id) == item.id, col(OutboxMessage.state) == PENDING,
+                                                               col(OutboxMessage.lease_owner) == self.owner)
+                                   .values(lease_until=None, **values))
+        return bool(getattr(moved, "rowcount", 0))
+
+    async def _done(self, item: Item, expansion: Expand | None) -> None:
+        async with self.db.session() as session:
+            row = await session.get(OutboxMessage, item.id)
+            if row is None or not await self._mine(session, item, state=SENT, sent_at=self.clock()):
+                await session.rollback()
+                log.warning("outbox: row %d was taken over by another replica before it was marked sent", item.id)
+                return
+            for part, (kind, key, payload) in enumerate(expansion.rows if expansion else (), start=1):
+                session.add(OutboxMessage(kind=kind, key=key, payload=dict(payload), position=row.position or row.id, part=part))
+            await session.commit()
+        if expansion and expansion.rows:
+            self.outbox.wake()
+
+    async def _retry(self, item: Item, reason: str, after: float | None) -> None:
+        now = self.clock()
+        async with self.db.session() as session:
+            row = await session.get(OutboxMessage, item.id)
+            if row is not None and now - aware(row.created_at) > self.give_up_after:
+                await session.rollback()
+                await self._give_up(item, f"still failing after {self.give_up_after}: {reason}")
+                return
+            delay = after if after is not None else min(self.max_backoff, self.backoff * 2 ** (item.attempts - 1)) * random.uniform(0.8, 1.2)
+            await self._mine(session, item, next_attempt_at=now + timedelta(seconds=delay), last_error=reason[:2000])
+            await session.commit()
+        log.info("outbox: %s row %d (%s) not delivered (%s); next try in %.1f s", item.kind, item.id, item.key, reason, delay)
+
+    async def _give_up(self, item: Item, reason: str) -> None:
+        async with self.db.session() as session:
+            if await self._mine(session, item, state=FAILED, last_error=reason[:2000]):
+                audit(session, "changeops", "outbox", "undeliverable", "outbox", str(item.id),
+                      {"kind": item.kind, "key": item.key, "reason": reason[:500]})
+            await session.commit()
+        log.error("outbox: gave up on %s row %d (%s): %s", item.kind, item.id, item.key, reason)
+
+
+
+def _place(table: Any) -> Any:
+    """A row's place in its key's line: its parent's position for an expanded row, else its own id."""
+    return func.coalesce(table.position, table.id)
