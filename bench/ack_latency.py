@@ -121,8 +121,13 @@ async def main() -> None:
                     assert response.status == 201, await response.text()
             card_message = await ws.wait_for(lambda: next((m for m in ws.messages if m.blocks and m.blocks[-2].get("type") == "actions"), None))
             card = copy.deepcopy(card_message)
-            real = await load(SlackDriver(emulator, f"{bot_url}/slack/events", SECRET, ack_limit=1e9), ws, card)
-            baseline = await load(SlackDriver(emulator, f"{bare_url}/slack/events", SECRET, ack_limit=1e9), ws, card)
+            drivers = [SlackDriver(emulator, f"{url}/slack/events", SECRET, ack_limit=1e9) for url in (bot_url, bare_url)]
+            try:
+                real = await load(drivers[0], ws, card)
+                baseline = await load(drivers[1], ws, card)
+            finally:
+                for driver in drivers:
+                    await driver.close()
         finally:
             for process in (bot, bare):
                 process.terminate()

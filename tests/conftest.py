@@ -96,6 +96,18 @@ class SlackHarness:
     bot: Bot
     config: Config
     clock: Clock
+    runner: web.AppRunner
+
+    async def refuse_connections(self) -> None:
+        """Take the emulated Slack off the network: every call is a refused connection."""
+        await self.runner.cleanup()
+
+    async def accept_connections(self) -> None:
+        """Bring the emulated Slack back on the same port."""
+        port = int(self.emulator.base_url.rsplit(":", 1)[1])
+        self.runner = web.AppRunner(self.emulator.application(), access_log=None)
+        await self.runner.setup()
+        await web.TCPSite(self.runner, "127.0.0.1", port).start()
 
 
 API_TOKEN = "test-api-token-0123456789"
@@ -148,10 +160,10 @@ async def slack(migrated_url: str) -> AsyncIterator[SlackHarness]:
     bot = Bot(config, clock)
     await bot.start(0)
     driver = SlackDriver(emulator, f"{bot.url}/slack/events", config.slack_signing_secret)
-    harness = SlackHarness(ws, emulator, driver, bot, config, clock)
+    harness = SlackHarness(ws, emulator, driver, bot, config, clock, runner)
     try:
         yield harness
     finally:
         await driver.close()
         await harness.bot.stop()
-        await runner.cleanup()
+        await harness.runner.cleanup()

@@ -30,6 +30,23 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+async def wait_ready(url: str, process: asyncio.subprocess.Process, seconds: float = 30.0) -> None:
+    """Until ``/readyz`` answers 200; fails when the bot exits or never gets ready."""
+    deadline = asyncio.get_running_loop().time() + seconds
+    async with aiohttp.ClientSession() as http:
+        while asyncio.get_running_loop().time() < deadline:
+            if process.returncode is not None:
+                raise AssertionError(f"the bot exited with {process.returncode} before it was ready")
+            try:
+                async with http.get(f"{url}/readyz") as response:
+                    if response.status == 200:
+                        return
+            except aiohttp.ClientConnectionError:
+                pass
+            await asyncio.sleep(0.1)
+    raise AssertionError(f"{url} did not become ready within {seconds:.0f} s")
+
+
 def test_serve_without_a_token_stops_with_one_line() -> None:
     result = run_bot("serve", env={})
     assert result.returncode == 2
@@ -52,14 +69,7 @@ async def test_migrate_then_serve_and_never_log_secrets(tmp_path: Path) -> None:
     process = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot", "serve", env=env, stderr=asyncio.subprocess.PIPE)
     driver = SlackDriver(emulator, f"http://127.0.0.1:{port}/slack/events", SIGNING_SECRET)
     try:
-        async with aiohttp.ClientSession() as http:
-            for _ in range(200):
-                try:
-                    async with http.get(f"http://127.0.0.1:{port}/readyz") as response:
-                        if response.status == 200:
-                            break
-                except aiohttp.ClientConnectionError:
-                    await asyncio.sleep(0.1)
+        await wait_ready(f"http://127.0.0.1:{port}", process)
         await driver.command("/schema help", user="U0000ALICE", channel="changes")
         await driver.event({"type": "app_home_opened", "user": "U0000ALICE", "channel": "D1", "tab": "home"})
         await ws.wait_for(lambda: ws.home.get("U0000ALICE"))

@@ -68,14 +68,6 @@ async def propose(slack: SlackHarness, schema: dict[str, Any] | str, *, user: st
     return await slack.driver.submit(view.id, values, user=user)
 
 
-async def settled(slack: SlackHarness) -> None:
-    """Wait until the bot has stopped calling Slack (its work after an acknowledgement is done)."""
-    count = -1
-    while count != len(slack.ws.calls):
-        count = len(slack.ws.calls)
-        await asyncio.sleep(0.25)
-
-
 async def card_message(slack: SlackHarness, proposal: int = 1) -> Message:
     """The card in the changes channel, once the bot has noted where it is (as a person would see it)."""
     message = await slack.ws.wait_for(lambda: next((m for m in slack.ws.channel_messages("schema-changes")
@@ -177,7 +169,7 @@ async def test_request_changes_then_revise_in_slack_and_through_the_api(slack: S
     third = await slack.bot.proposals.propose("orders-value", json.dumps(with_field(V1, {"name": "x", "type": "int", "default": 0})),
                                               ALICE, revision_of=1, surface="api")
     assert third.proposal.revision_of == 1
-    await settled(slack)
+    await slack.bot.idle()
 
 
 async def test_only_members_may_act_and_a_refusal_changes_nothing(slack: SlackHarness) -> None:
@@ -219,7 +211,7 @@ async def test_reminders_then_expiry_with_escalation_to_oncall(slack: SlackHarne
     await setup_catalog(slack)
     await propose(slack, retyped(V1, "price", "string"))
     card = await card_message(slack)
-    await settled(slack)
+    await slack.bot.idle()
     assert await slack.bot.proposals.sweep() == 0
     slack.clock.advance(hours=12, minutes=1)
     assert await slack.bot.proposals.sweep() == 1
@@ -239,7 +231,7 @@ async def test_a_restart_between_proposal_and_deadline_loses_nothing(slack: Slac
     await setup_catalog(slack)
     await propose(slack, retyped(V1, "price", "string"))
     card = await card_message(slack)
-    await settled(slack)
+    await slack.bot.idle()
     await slack.bot.stop()
     restarted = Bot(bot_config(slack.emulator, migrated_url), slack.clock)
     await restarted.start(0)
@@ -248,7 +240,7 @@ async def test_a_restart_between_proposal_and_deadline_loses_nothing(slack: Slac
         assert await restarted.proposals.sweep() == 1
         assert (await restarted.proposals.view(1)).state.value == "expired"
         await slack.ws.wait_for(lambda: any("Expired" in t for t in thread(slack, card)))
-        await settled(slack)
+        await restarted.idle()
     finally:
         await restarted.stop()
 
@@ -257,7 +249,7 @@ async def test_two_bots_on_one_database_send_each_reminder_once(slack: SlackHarn
     await setup_catalog(slack)
     await propose(slack, retyped(V1, "price", "string"))
     card = await card_message(slack)
-    await settled(slack)
+    await slack.bot.idle()
     other = Bot(bot_config(slack.emulator, migrated_url), slack.clock)
     await other.start(0)
     try:
@@ -265,7 +257,7 @@ async def test_two_bots_on_one_database_send_each_reminder_once(slack: SlackHarn
         sent = await asyncio.gather(*(bot.proposals.sweep() for bot in (slack.bot, other, slack.bot, other)))
         assert sum(sent) == 1
         await slack.ws.wait_for(lambda: any("Reminder" in t for t in thread(slack, card)))
-        await settled(slack)
+        await asyncio.gather(slack.bot.idle(), other.idle())
         assert len([t for t in thread(slack, card) if "Reminder" in t]) == 1
     finally:
         await other.stop()
@@ -338,7 +330,7 @@ async def test_proposals_over_the_http_api_and_the_cli(slack: SlackHarness) -> N
                                      input=schema_file, capture_output=True, text=True, env=env, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("proposal #2 on orders-value: safe, approved")
-    await settled(slack)
+    await slack.bot.idle()
 
 
 @pytest.fixture
@@ -374,7 +366,7 @@ async def test_approved_schemas_are_registered_in_the_schema_registry(slack: Sla
     refused = await card_message(slack, 2)
     assert "Not registered in the Schema Registry" in json.dumps(refused.blocks) and "incompatible" in json.dumps(refused.blocks)
     assert (await slack.bot.proposals.view(2)).state.value == "approved"
-    await settled(slack)
+    await slack.bot.idle()
 
 
 async def test_the_schema_can_be_uploaded_as_an_avsc_file(slack: SlackHarness) -> None:
@@ -397,4 +389,4 @@ async def test_the_schema_can_be_uploaded_as_an_avsc_file(slack: SlackHarness) -
     assert done.status == 200 and done.json is None
     card = await card_message(slack)
     assert "SAFE" in card.text
-    await settled(slack)
+    await slack.bot.idle()

@@ -90,6 +90,19 @@ class Emulator:
         args = await _arguments(request)
         token = request.headers.get("Authorization", "").removeprefix("Bearer ").strip() or args.pop("token", "")
         args.pop("token", None)
+        gate = self.ws.holds.get(method)
+        if gate is not None:
+            self.ws.held.append(method)
+            await self.ws.changed()
+            await gate.wait()
+            self.ws.held.remove(method)
+        if self.ws.outage or method in self.ws.failing:
+            status = self.ws.outage or self.ws.failing[method]
+            error = "ratelimited" if status == 429 else "internal_error"
+            self.ws.calls.append(Call(method, args, False, error, status))
+            headers = {"Retry-After": "1"} if status == 429 else None
+            await self.ws.changed()
+            return web.json_response({"ok": False, "error": error}, status=status, headers=headers)
         pending = self.ws.rate_limits.get(method)
         if pending:
             retry_after = pending.pop(0)

@@ -106,6 +106,10 @@ class Workspace:
         self.triggers: dict[str, tuple[float, str, bool]] = {}
         self.response_urls: dict[str, dict[str, Any]] = {}
         self.rate_limits: dict[str, list[int]] = {}
+        self.outage: int | None = None  # every Web API call answers this HTTP status (500, 503, 429) while set
+        self.failing: dict[str, int] = {}  # calls to these methods answer this HTTP status while set
+        self.holds: dict[str, asyncio.Event] = {}
+        self.held: list[str] = []  # calls waiting at a hold, by method
         self.files: dict[str, tuple[str, bytes]] = {}
         self._ts = itertools.count(1)
         self._ids = itertools.count(1)
@@ -136,6 +140,14 @@ class Workspace:
     def rate_limit(self, method: str, *, times: int = 1, retry_after: int = 1) -> None:
         """Answer the next ``times`` calls to ``method`` with HTTP 429 and ``Retry-After``."""
         self.rate_limits.setdefault(method, []).extend([retry_after] * times)
+
+    def hold(self, method: str) -> None:
+        """Make calls to ``method`` wait (as a slow Slack would) until ``release``."""
+        self.holds[method] = asyncio.Event()
+
+    def release(self, method: str) -> None:
+        """Let the calls waiting at ``method``'s hold through."""
+        self.holds.pop(method).set()
 
     # --- lookups --------------------------------------------------------------------------------
 

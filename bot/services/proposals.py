@@ -336,8 +336,8 @@ class Proposals:
                                   .values(state=State.PENDING.value))
         if not getattr(held, "rowcount", 0):
             current = await session.get(Proposal, proposal_id)
-            await session.rollback()
             state = state_words(current.state) if current else "deleted"
+            await session.rollback()
             raise ProposalError(f"#{proposal_id} was {state} {when}; nothing changed")
 
     async def _record(self, session: AsyncSession, proposal: Proposal, subject: str, analysis: Analysis, why: str) -> int:
@@ -362,8 +362,9 @@ class Proposals:
                                    .values(state=state.value, decided_at=self.clock()))
         if not getattr(moved, "rowcount", 0):
             current = await session.get(Proposal, proposal_id)
+            words = state_words(current.state) if current else "gone"
             await session.rollback()
-            raise ProposalError(f"proposal #{proposal_id} is already {state_words(current.state) if current else 'gone'}; nothing changed")
+            raise ProposalError(f"proposal #{proposal_id} is already {words}; nothing changed")
         audit(session, actor, surface, state.value, "proposal", str(proposal_id), {})
 
     def _notice(self, session: AsyncSession, proposal_id: int, event: Event, actor: str | None = None,

@@ -6,6 +6,7 @@ import logging
 import time
 from collections.abc import Callable
 
+import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -33,6 +34,10 @@ class SlackMembership:
         except SlackApiError as err:
             log.warning("cannot read user group %s of %s (%s): using the catalog's members", team.usergroup, team.name,
                         err.response.get("error"))
+            return set(team.members)
+        except (aiohttp.ClientError, OSError, TimeoutError) as err:
+            log.warning("cannot reach Slack for user group %s of %s (%s): using the catalog's members", team.usergroup, team.name,
+                        type(err).__name__)
             return set(team.members)
         users = set(response.get("users") or [])
         self._cache[team.usergroup] = (self.clock(), users)
