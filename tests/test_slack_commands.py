@@ -101,3 +101,26 @@ async def test_schema_rules_lists_the_catalogue_within_slack_limits(slack: Slack
     [shown] = slack.ws.ephemerals_for("U0000ALICE")
     text = " ".join(b["text"]["text"] for b in shown.blocks)
     assert all(f"`{rule.id}`" in text for rule in CATALOGUE)
+
+
+async def test_a_replayed_signed_request_is_refused_by_every_replica(slack: SlackHarness, migrated_url: str) -> None:
+    from bot.emulator import SlackDriver
+    from bot.runtime import Bot
+    from tests.conftest import bot_config
+
+    ts = int(time.time())
+    body = (f"command=%2Fschema&text=help&user_id=U0000ALICE&channel_id={slack.ws.channel_id('changes')}"
+            f"&trigger_id={slack.ws.issue_trigger('U0000ALICE')}&response_url=").encode()
+    first = await slack.driver.send(body, "application/x-www-form-urlencoded", timestamp=ts)
+    again = await slack.driver.send(body, "application/x-www-form-urlencoded", timestamp=ts)
+    assert first.status == 200 and "`/schema help`" in first.text
+    assert again.status == 401 and "already received" in again.text
+    other = Bot(bot_config(slack.emulator, migrated_url), slack.clock)
+    await other.start(0)
+    driver = SlackDriver(slack.emulator, f"{other.url}/slack/events", slack.config.slack_signing_secret)
+    try:
+        elsewhere = await driver.send(body, "application/x-www-form-urlencoded", timestamp=ts)
+        assert elsewhere.status == 401
+    finally:
+        await driver.close()
+        await other.stop()

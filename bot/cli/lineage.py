@@ -19,6 +19,7 @@ from bot.domain.lineage.graph import Impact, LineageError
 from bot.domain.lineage.openlineage import LineageEvent, OpenLineageError, parse_event
 from bot.services.lineage import LineageService
 from bot.store.database import Database
+from bot.store.models import aware
 
 BAD_INPUT = 1
 USAGE_ERROR = 2
@@ -162,16 +163,21 @@ def run_import(args: argparse.Namespace) -> int:
 def run_coverage(args: argparse.Namespace) -> int:
     """``bot lineage coverage``."""
     async def figures(service: LineageService) -> Any:
-        return coverage(await service.graph())
+        return coverage(await service.graph()), await service.observations()
 
-    result = _with_service(figures)
+    result, observations = _with_service(figures)
+    conflicts = [{"namespace": o.namespace, "job": o.name, "event_time": aware(o.event_time).isoformat(), "conflict": o.conflict}
+                 for o in observations]
     if args.format == "json":
-        print(json.dumps(result.as_json(), indent=2))
+        print(json.dumps({**result.as_json(), "catalog_conflicts": conflicts}, indent=2))
         return 0
     print(f"jobs: {result.jobs}, black boxes: {len(result.black_box_jobs)} ({result.black_box_share:.0%})")
     print(f"subjects with field-level lineage: {len(result.subjects_with_field_lineage)} of {result.subjects} ({result.field_lineage_share:.0%})")
     unread = ", ".join(d.name for d in result.datasets_without_consumer) or "none"
     print(f"datasets no job reads: {unread}")
+    print(f"OpenLineage events that disagree with the catalog (kept, not applied): {len(conflicts) or 'none'}")
+    for item in conflicts:
+        print(f"  {item['job']} ({item['namespace']}) at {item['event_time']}: {item['conflict']}")
     return 0
 
 

@@ -22,6 +22,7 @@ from bot.store.database import Database
 from bot.store.models import (
     LineageDataset,
     LineageJob,
+    LineageObservation,
     LineageRevision,
     SchemaVersion,
     Subject,
@@ -108,13 +109,18 @@ class LineageService:
             if row is None:
                 row = LineageDataset(namespace=dataset.id.namespace, name=dataset.id.name, kind=dataset.kind, source=OPENLINEAGE)
                 moved = True
-            if dataset.fields and row.fields != dataset.fields:
+            declared = row.source == CATALOG  # the catalog's owners and fields stand; an event only fills what it left out
+            if dataset.fields and row.fields != dataset.fields and not (declared and row.fields):
                 row.fields, moved = dataset.fields, True
-            if dataset.owners and row.owners != dataset.owners:
+            if dataset.owners and row.owners != dataset.owners and not (declared and row.owners):
                 row.owners, moved = dataset.owners, True
             session.add(row)
         job = (await session.exec(select(LineageJob).where(
             LineageJob.namespace == event.job.id.namespace, LineageJob.name == event.job.id.name))).first()
+        if job is not None and job.source == CATALOG:
+            await self._observe(session, job, event)
+            await session.flush()
+            return int(moved)
         if job is None:
             job = LineageJob(namespace=event.job.id.namespace, name=event.job.id.name, source=OPENLINEAGE)
         if event.job.owners and job.owners != event.job.owners:
@@ -126,6 +132,36 @@ class LineageService:
         session.add(job)
         await session.flush()
         return int(moved)
+
+    async def _observe(self, session: AsyncSession, declared: LineageJob, event: LineageEvent) -> None:
+        """Keep what an event says about a job the catalog declares, where it disagrees (never applied)."""
+        observed, catalog = event.job, _job(declared)
+        conflicts = []
+        if observed.owners and sorted(observed.owners) != sorted(catalog.owners):
+            conflicts.append(f"owners {', '.join(observed.owners)} (the catalog says {', '.join(catalog.owners) or 'none'})")
+        if event.carries_lineage:
+            for what, seen, known in (("inputs", observed.inputs, catalog.inputs), ("outputs", observed.outputs, catalog.outputs)):
+                if {(d.namespace, d.name) for d in seen} != {(d.namespace, d.name) for d in known}:
+                    conflicts.append(f"{what} {', '.join(d.name for d in seen) or 'none'} (the catalog says {', '.join(d.name for d in known) or 'none'})")
+            if observed.mappings and {(s.path, t.path) for s, t in observed.mappings} != {(s.path, t.path) for s, t in catalog.mappings}:
+                conflicts.append(f"{len(observed.mappings)} field mapping(s) that differ from the catalog's {len(catalog.mappings)}")
+        if not conflicts:
+            return
+        text = "; ".join(conflicts)
+        latest = (await session.exec(select(LineageObservation).where(LineageObservation.namespace == declared.namespace,
+                                                                      LineageObservation.name == declared.name)
+                                     .order_by(col(LineageObservation.id).desc()))).first()
+        if latest is not None and latest.conflict == text:
+            latest.event_time = max(aware(latest.event_time), event.event_time)
+            session.add(latest)
+            return
+        session.add(LineageObservation(namespace=declared.namespace, name=declared.name, event_time=event.event_time, conflict=text,
+                                       observed={"owners": observed.owners, "digest": _digest(observed)}))
+
+    async def observations(self) -> list[LineageObservation]:
+        """What OpenLineage said that disagrees with the catalog, newest first."""
+        async with self.db.session() as session:
+            return list((await session.exec(select(LineageObservation).order_by(col(LineageObservation.event_time).desc()))).all())
 
     # --- reading --------------------------------------------------------------------------------
 

@@ -36,7 +36,11 @@ def delivery_key(body: dict[str, Any]) -> str | None:
 
 
 def once_per_delivery(deliveries: Deliveries, inflight: Inflight) -> Middleware:
-    """Acknowledge a repeated delivery with an empty 200 and do nothing else.
+    """Acknowledge a repeated delivery with an empty 200 and do nothing else; refuse a replayed request.
+
+    Every signature Slack's verification accepted is claimed in the database (every replica sees it, and
+    keys live a day, longer than the five minutes a signature's timestamp is accepted), so a captured
+    request sent again within that window is refused with 401 instead of acting twice.
 
     A first delivery is claimed in the background (Slack retries only after its three seconds have
     passed, by when the claim is long committed), so the database is not on the path to the ack; a
@@ -47,8 +51,15 @@ def once_per_delivery(deliveries: Deliveries, inflight: Inflight) -> Middleware:
 
     async def middleware(req: AsyncBoltRequest, resp: BoltResponse, next: Callable[[], Awaitable[None]]) -> BoltResponse | None:
         key = delivery_key(req.body)
+        retry = req.headers.get("x-slack-retry-num", [""])[0]
+        signature = req.headers.get("x-slack-signature", [""])[0]
+        if req.mode == "http" and signature and not await deliveries.claim(f"sig:{signature[:120]}"):
+            if retry:
+                log.info("ignoring Slack's retry %s of a request already handled", retry)
+                return BoltResponse(status=200, body="")
+            log.warning("refused a replayed Slack request (its signature was already used)")
+            return BoltResponse(status=401, body={"error": "this request was already received"})
         if key is not None:
-            retry = req.headers.get("x-slack-retry-num", [""])[0]
             if retry:
                 if key in recent or not await deliveries.claim(key):
                     log.info("ignoring Slack's retry %s of delivery %s", retry, key)

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp
+from slack_sdk.signature import SignatureVerifier
 from sqlalchemy import text
 
 from bot.config import Config
@@ -24,8 +25,20 @@ def build_web_app(bolt: AsyncApp, db: Database, schema_head: str, config: Config
                   proposals: Proposals, draining: Callable[[], bool]) -> web.Application:
     """Routes for Slack (unless Socket Mode alone carries it), the HTTP API and the orchestrator's probes."""
 
+    verifier = SignatureVerifier(config.slack_signing_secret)
+
     async def slack_events(request: web.Request) -> web.Response:
-        return await to_aiohttp_response(await bolt.async_dispatch(await to_bolt_request(request)))
+        body = await request.read()
+        timestamp, signature = request.headers.get("X-Slack-Request-Timestamp", ""), request.headers.get("X-Slack-Signature", "")
+        if not (timestamp.isdigit() and signature and verifier.is_valid(body, timestamp, signature)):
+            log.info("refused a Slack request with a missing, wrong or stale signature (%d bytes)", len(body))
+            return web.json_response({"error": "invalid request"}, status=401)
+        try:
+            bolt_request = await to_bolt_request(request)
+        except (ValueError, UnicodeDecodeError):  # a signed body that is not what Slack sends
+            log.warning("refused a signed Slack request whose body cannot be read (%d bytes)", len(body))
+            return web.json_response({"error": "malformed request"}, status=400)
+        return await to_aiohttp_response(await bolt.async_dispatch(bolt_request))
 
     async def healthz(_request: web.Request) -> web.Response:
         return web.json_response({"ok": True})

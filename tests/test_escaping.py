@@ -1,0 +1,106 @@
+"""No text from people, schemas or the catalog can become Slack markup: every message builder is rendered with
+hostile strings and no mention, channel link or link of theirs survives."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bot.domain.lineage.model import Team
+from bot.services.outbox import Item
+from bot.services.proposals import ProposalView
+from bot.slack.cards import card
+from bot.slack.delivery import SlackDelivery
+from bot.slack.home import home_view
+from bot.slack.schema_commands import actor_text, summary_line
+from bot.store.models import Acknowledgement, AuditEntry, Proposal, Subject
+
+ATTACKS = ["<!channel>", "<!here>", "<!everyone>", "<@U0EVIL1>", "<#C0EVIL1>", "<http://evil.example|click>", "<!subteam^S0EVIL1>",
+           "&lt;!channel&gt;", "`<!channel>`", "<mailto:x@evil.example|mail>"]
+FORBIDDEN = ["<!channel", "<!here", "<!everyone", "<@U0EVIL1", "<#C0EVIL1", "<http://evil", "<!subteam^S0EVIL1", "<mailto:"]
+hostile = st.builds(lambda a, b, c: f"{a}{b}{c}", st.text(max_size=8), st.sampled_from(ATTACKS), st.text(max_size=8))
+
+
+def view_with(text: str) -> ProposalView:
+    when = datetime(2026, 12, 1, tzinfo=UTC)
+    subject = Subject(id=1, name=f"orders-{text}", channel="#orders")
+    finding = {"rule": "TYPE_CHANGED", "path": f"Order.{text}", "level": "breaking", "message": f"default {text} changed"}
+    impact = {"note": text, "owners": [f"team-{text}"], "jobs": [{"name": f"job-{text}", "black_box": True}],
+              "impacted": [{"dataset": f"ds-{text}", "field": f"f-{text}", "path": f"orders.{text} -> job -> ds", "black_box_only": True}]}
+    proposal = Proposal(id=7, subject_id=1, proposer="U0000ALICE", schema_text="{}", level="breaking", state="pending", notes=text,
+                        findings=[finding], impact=impact, teams=[f"team-{text}", "analytics"], created_at=when, deadline=when,
+                        window_start=when, window_end=when, registry_error=text, version=3, card_channel="C1", card_ts="1.1")
+    decision = Acknowledgement(proposal_id=7, team="analytics", user=text, decision="reject", reason=text, created_at=when)
+    teams = {f"team-{text}": Team(f"team-{text}", None, ["U0000ALICE"], ["U00000BOB"], None),
+             "analytics": Team("analytics", "S0GROUP01", ["U00000BOB"], ["U00000BOB"], None)}
+    return ProposalView(proposal, subject, [decision], teams)
+
+
+def marks(payload: Any) -> str:
+    """Every string Slack would read as mrkdwn (plain_text fields are never parsed for markup)."""
+    if isinstance(payload, dict):
+        if payload.get("type") == "plain_text":
+            return ""
+        return " ".join(marks(v) for k, v in payload.items() if k not in ("action_id", "block_id", "value", "type", "style"))
+    if isinstance(payload, list):
+        return " ".join(marks(v) for v in payload)
+    return payload if isinstance(payload, str) else ""
+
+
+def assert_inert(rendered: Any) -> None:
+    text = marks(rendered)
+    for bad in FORBIDDEN:
+        assert bad not in text, (bad, text[:500])
+
+
+class _Stub:
+    def __init__(self, view: ProposalView) -> None:
+        self._view = view
+
+    async def view(self, _number: int) -> ProposalView:
+        return self._view
+
+    async def members(self, team: Team) -> set[str]:
+        return set(team.members)
+
+    async def listing(self, **_: Any) -> list[ProposalView]:
+        return [self._view]
+
+
+@settings(max_examples=60, deadline=None)
+@given(hostile)
+def test_cards_lines_and_audit_are_inert(text: str) -> None:
+    view = view_with(text)
+    for reply in (card(view), card(view, team="analytics"), card(view, team=f"team-{text}")):
+        assert_inert(reply.blocks)
+        assert_inert(reply.fallback)
+    assert_inert(summary_line(view))
+    entry = AuditEntry(actor=text, surface="api", action="proposed", target_kind="proposal", target_id="7", detail={"api_token": text})
+    assert_inert(actor_text(entry))
+
+
+@settings(max_examples=40, deadline=None)
+@given(hostile, st.sampled_from(["created", "decided", "reminder", "expired", "withdrawn", "extended", "registered"]))
+def test_thread_notes_and_dms_are_inert(text: str, event: str) -> None:
+    view = view_with(text)
+    stub = _Stub(view)
+    delivery = SlackDelivery(None, stub, stub, "#changes")  # type: ignore[arg-type]
+    payload = {"proposal": 7, "event": event, "actor": text, "teams": ["analytics", f"team-{text}"], "detail": text, "version": 3}
+    expansion = asyncio.run(delivery.notice(Item(1, "proposal.notice", "proposal:7", payload, 1)))
+    for _kind, _key, row in expansion.rows:
+        assert_inert(row.get("blocks"))
+        assert_inert(row.get("text"))
+
+
+@settings(max_examples=20, deadline=None)
+@given(hostile)
+def test_the_home_tab_is_inert(text: str) -> None:
+    view = view_with(text)
+    rendered = asyncio.run(home_view("U0000ALICE", {}, _Stub(view)))  # type: ignore[arg-type]
+    assert_inert(rendered["blocks"])
+    assert json.dumps(rendered)
