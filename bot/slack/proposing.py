@@ -85,7 +85,11 @@ async def download(client: AsyncWebClient, file: dict[str, Any], limit: int = 1_
                                                              timeout=aiohttp.ClientTimeout(total=2)) as response:
             if response.status != 200:
                 raise DownloadError(f"Slack would not hand over the file (HTTP {response.status})")
-            content = await response.content.read(limit + 1)
+            content = b""
+            async for chunk in response.content.iter_chunked(64 * 1024):  # read() returns what has arrived, not all
+                content += chunk
+                if len(content) > limit:
+                    break
     except (aiohttp.ClientError, TimeoutError) as err:
         raise DownloadError(f"the file could not be downloaded ({type(err).__name__})") from None
     if len(content) > limit:
