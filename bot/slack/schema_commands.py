@@ -97,7 +97,7 @@ def summary_line(view: ProposalView) -> str:
 
 
 def _number(request: CommandRequest, usage: str) -> int:
-    if not request.args or not request.args[0].lstrip("#").isdigit():
+    if not request.args or not request.args[0].lstrip("#").isdecimal() or len(request.args[0].lstrip("#")) > 9:
         raise ProposalError(f"Usage: `/schema {usage}` (ID is the proposal number, e.g. 12)")
     return int(request.args[0].lstrip("#"))
 
