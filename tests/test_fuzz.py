@@ -12,6 +12,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 from urllib.parse import urlencode
 
@@ -22,7 +23,7 @@ from hypothesis import strategies as st
 from bot.emulator import Emulator, Workspace, sign
 from bot.runtime import Bot
 from tests.conftest import API_TOKEN, Clock, bot_config, seed_workspace, start_emulator
-from tests.test_proposals_slack import V1
+from tests.test_proposals_slack import V1, setup_catalog
 
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
@@ -57,9 +58,6 @@ class ThreadedBot:
         emulator, runner = await start_emulator(ws)
         bot = Bot(bot_config(emulator, self.database_url), Clock())
         await bot.start(0)
-        from tests.test_proposals_slack import setup_catalog
-        from types import SimpleNamespace
-
         await setup_catalog(SimpleNamespace(ws=ws, bot=bot))  # type: ignore[arg-type]
         return bot, emulator, runner
 
