@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from importlib import util
 from pathlib import Path
 
 from alembic import command
@@ -11,7 +12,17 @@ from alembic.script import ScriptDirectory
 
 from bot.store.database import sync_engine
 
-MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations"
+
+def _migrations() -> Path:
+    """The Alembic folder: inside an installed package (``bot.migrations``, built from the top-level migrations/
+    folder), else the source checkout's migrations/ folder (an editable install maps no subpackage)."""
+    installed = util.find_spec("bot.migrations")
+    if installed is not None and installed.submodule_search_locations:
+        return Path(list(installed.submodule_search_locations)[0])
+    return Path(__file__).resolve().parents[2] / "migrations"
+
+
+MIGRATIONS = _migrations()
 
 
 def _alembic(url: str) -> AlembicConfig:
