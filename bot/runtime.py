@@ -87,7 +87,9 @@ class Bot:
         if self.config.slack_app_token:
             self._socket_mode = AsyncSocketModeHandler(self.slack, self.config.slack_app_token)
             await self._socket_mode.connect_async()  # type: ignore[no-untyped-call]
-        log.info("ChangeOps listening on %s (Slack request URL: %s/slack/events)", self.url, self.url)
+            log.info("ChangeOps connected to Slack over Socket Mode; listening on %s for /healthz, /readyz and the API", self.url)
+        else:
+            log.info("ChangeOps listening on %s (Slack request URL: %s/slack/events)", self.url, self.url)
 
     async def stop(self) -> None:
         """Stop in order, within the grace period: readiness 503, no new requests, in-flight work finished, what it

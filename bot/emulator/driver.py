@@ -63,7 +63,9 @@ class Delivery:
 class SlackDriver:
     """Sends what Slack would send, to one bot's request URL."""
 
-    def __init__(self, emulator: Emulator, request_url: str, signing_secret: str, *, ack_limit: float = ACK_LIMIT) -> None:
+    def __init__(self, emulator: Emulator, request_url: str, signing_secret: str, *, ack_limit: float = ACK_LIMIT,
+                 socket_mode: bool = False) -> None:
+        self.socket_mode = socket_mode  # deliver over the app's Socket Mode connection instead of its request URL
         self.emulator = emulator
         self.ws = emulator.ws
         self.request_url = request_url
@@ -93,7 +95,10 @@ class SlackDriver:
             "response_url": self.ws.issue_response_url(self.emulator.base_url, channel_id, user),
             "trigger_id": self.ws.issue_trigger(user),
         }
-        delivery = await self.send(urlencode(fields).encode(), "application/x-www-form-urlencoded", payload=fields)
+        if self.socket_mode:
+            delivery = await self._over_socket("slash_commands", fields)
+        else:
+            delivery = await self.send(urlencode(fields).encode(), "application/x-www-form-urlencoded", payload=fields)
         await self._apply_ack(fields["response_url"], delivery)
         return delivery
 
@@ -143,6 +148,8 @@ class SlackDriver:
                                 "is_enterprise_install": False}],
             "is_ext_shared_channel": False,
         }
+        if self.socket_mode:
+            return await self._over_socket("events_api", envelope)
         return await self.send(json.dumps(envelope).encode(), "application/json", payload=envelope)
 
     # --- the wire -------------------------------------------------------------------------------
@@ -169,7 +176,22 @@ class SlackDriver:
             raise AckTimeout(f"the bot took {elapsed:.2f} s to acknowledge; Slack gives up after {self.ack_limit:.0f} s")
         return delivery
 
+    async def _over_socket(self, kind: str, payload: dict[str, Any]) -> Delivery:
+        """Deliver as Slack does in Socket Mode: an envelope on the app's WebSocket, acknowledged by envelope_id."""
+        started = time.perf_counter()
+        try:
+            answer = await self.emulator.socket_deliver(kind, payload, timeout=self.ack_limit + 1)
+        except TimeoutError:
+            answer, elapsed = None, self.ack_limit + 1
+        else:
+            elapsed = time.perf_counter() - started
+        if elapsed > self.ack_limit:
+            raise AckTimeout(f"the bot took {elapsed:.2f} s to acknowledge envelope {kind}; Slack gives up after {self.ack_limit:.0f} s")
+        return Delivery(200, json.dumps(answer) if answer else "", elapsed, b"", {}, payload)
+
     async def _interact(self, payload: dict[str, Any]) -> Delivery:
+        if self.socket_mode:
+            return await self._over_socket("interactive", payload)
         body = urlencode({"payload": json.dumps(payload)}).encode()
         return await self.send(body, "application/x-www-form-urlencoded", payload=payload)
 

@@ -1,13 +1,19 @@
-"""The Slack Web API, emulated over real HTTP.
+"""The Slack Web API, emulated over real HTTP, and Slack's Socket Mode over a real WebSocket.
 
 Serves ``/api/<method>`` with Slack's argument handling (JSON bodies, form bodies with JSON-encoded
 fields, query strings), bearer-token checks, Slack's error names, and 429 with ``Retry-After`` on
-demand. ``/_responses/<key>`` serves the response_urls that the driver hands out.
+demand. ``/_responses/<key>`` serves the response_urls that the driver hands out. Socket Mode:
+``apps.connections.open`` (app-level token only) hands out a one-time ``ws://.../_socket?ticket=...``
+URL; the socket says ``hello``, carries envelopes (``slash_commands``, ``interactive``, ``events_api``)
+that the app must acknowledge by ``envelope_id``, and ``disconnect`` messages after which the app
+opens a new connection.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -47,8 +53,12 @@ class Emulator:
     def __init__(self, workspace: Workspace) -> None:
         self.ws = workspace
         self.base_url = ""
+        self.sockets: list[web.WebSocketResponse] = []
+        self._tickets: set[str] = set()
+        self._acks: dict[str, asyncio.Future[Any]] = {}
         self.methods: dict[str, Callable[[Args], Awaitable[Args]]] = {
             "api.test": self.api_test,
+            "apps.connections.open": self.apps_connections_open,
             "auth.test": self.auth_test,
             "chat.postMessage": self.chat_post_message,
             "chat.update": self.chat_update,
@@ -72,7 +82,61 @@ class Emulator:
         app.router.add_route("*", "/api/{method}", self._api)
         app.router.add_post("/_responses/{key}", self._response_url)
         app.router.add_get("/_files/{id}/{rest:.*}", self._file)
+        app.router.add_get("/_socket", self._socket)
         return app
+
+    # --- Socket Mode ----------------------------------------------------------------------------
+
+    async def apps_connections_open(self, args: Args) -> Args:
+        ticket = secrets.token_hex(12)
+        self._tickets.add(ticket)
+        return {"url": f"{self.base_url.replace('http://', 'ws://')}/_socket?ticket={ticket}&app_id={APP_ID}"}
+
+    async def _socket(self, request: web.Request) -> web.StreamResponse:
+        ticket = request.query.get("ticket", "")
+        if ticket not in self._tickets:
+            return web.Response(status=401, text="invalid or used ticket")
+        self._tickets.discard(ticket)
+        socket = web.WebSocketResponse()
+        await socket.prepare(request)
+        self.sockets.append(socket)
+        self.ws.socket_sessions += 1
+        await socket.send_json({"type": "hello", "num_connections": len(self.sockets), "debug_info": {"host": "changeops-emulator"},
+                                "connection_info": {"app_id": APP_ID}})
+        await self.ws.changed()
+        try:
+            async for message in socket:
+                if message.type != web.WSMsgType.TEXT:
+                    continue
+                data = json.loads(message.data)
+                waiter = self._acks.pop(str(data.get("envelope_id")), None)
+                if waiter is not None and not waiter.done():
+                    waiter.set_result(data.get("payload"))
+        finally:
+            if socket in self.sockets:
+                self.sockets.remove(socket)
+            await self.ws.changed()
+        return socket
+
+    async def socket_deliver(self, kind: str, payload: dict[str, Any], timeout: float) -> Any:
+        """Send one envelope over the newest open connection; the payload of the app's acknowledgement."""
+        open_sockets = [s for s in self.sockets if not s.closed]
+        if not open_sockets:
+            raise SlackError("no_socket_mode_connection")
+        envelope_id = secrets.token_hex(8)
+        waiter: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._acks[envelope_id] = waiter
+        await open_sockets[-1].send_json({"envelope_id": envelope_id, "type": kind, "payload": payload, "retry_attempt": 0,
+                                          "retry_reason": "", "accepts_response_payload": kind != "events_api"})
+        try:
+            return await asyncio.wait_for(waiter, timeout)
+        finally:
+            self._acks.pop(envelope_id, None)
+
+    async def socket_disconnect(self, reason: str = "refresh_requested") -> None:
+        """Ask every connected app to reconnect, as Slack does every few hours."""
+        for socket in list(self.sockets):
+            await socket.send_json({"type": "disconnect", "reason": reason, "debug_info": {"host": "changeops-emulator"}})
 
     async def _file(self, request: web.Request) -> web.Response:
         """A file's bytes, for a client that shows the bot token (as files.slack.com wants)."""
@@ -112,8 +176,11 @@ class Emulator:
         try:
             if not token:
                 raise SlackError("not_authed")
-            if token != self.ws.token:
-                raise SlackError("invalid_auth")
+            if method == "apps.connections.open":
+                if token != self.ws.app_token:
+                    raise SlackError("not_allowed_token_type" if token == self.ws.token else "invalid_auth")
+            elif token != self.ws.token:
+                raise SlackError("not_allowed_token_type" if token == self.ws.app_token else "invalid_auth")
             if handler is None:
                 raise SlackError("unknown_method")
             if args.pop("_invalid_json", False):

@@ -94,6 +94,8 @@ class Workspace:
 
     def __init__(self, token: str, clock: Callable[[], float] = time.time) -> None:
         self.token = token
+        self.app_token = f"xapp-1-{APP_ID}-{secrets.token_hex(8)}"  # the app-level token Socket Mode connects with
+        self.socket_sessions = 0  # Socket Mode connections opened so far
         self.clock = clock
         self.users: dict[str, dict[str, Any]] = {}
         self.usergroups: dict[str, dict[str, Any]] = {}

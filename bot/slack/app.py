@@ -24,7 +24,9 @@ def create_app(config: Config, deliveries: Deliveries, inflight: Inflight) -> As
     """An AsyncApp that verifies signatures and ignores repeated deliveries (listeners come next)."""
     app = AsyncApp(
         client=web_client(config.slack_bot_token, config.slack_api_url),
-        signing_secret=config.slack_signing_secret,
+        signing_secret=config.slack_signing_secret or None,
+        # Socket Mode alone (no signing secret): no request URL is served, so there is nothing to verify
+        request_verification_enabled=bool(config.slack_signing_secret),
         logger=logging.getLogger("bot.slack.bolt"),
     )
     app.middleware(once_per_delivery(deliveries, inflight))

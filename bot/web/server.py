@@ -25,8 +25,6 @@ def build_web_app(bolt: AsyncApp, db: Database, schema_head: str, config: Config
                   proposals: Proposals, draining: Callable[[], bool]) -> web.Application:
     """Routes for Slack (unless Socket Mode alone carries it), the HTTP API and the orchestrator's probes."""
 
-    verifier = SignatureVerifier(config.slack_signing_secret)
-
     async def slack_events(request: web.Request) -> web.Response:
         body = await request.read()
         timestamp, signature = request.headers.get("X-Slack-Request-Timestamp", ""), request.headers.get("X-Slack-Signature", "")
@@ -58,6 +56,7 @@ def build_web_app(bolt: AsyncApp, db: Database, schema_head: str, config: Config
 
     app = web.Application(client_max_size=MAX_BODY)
     if config.slack_signing_secret:
+        verifier = SignatureVerifier(config.slack_signing_secret)
         app.router.add_post("/slack/events", slack_events)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
