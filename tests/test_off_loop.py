@@ -7,6 +7,7 @@ import functools
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,12 +25,17 @@ def huge_schema() -> bytes:
     return text
 
 
+async def open_gated_form(slack: SlackHarness, folder: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The propose form open, with classification waiting for ``folder/go``."""
+    await setup_catalog(slack)
+    monkeypatch.setattr(proposals_module, "analyse", functools.partial(gated_analyse, str(folder)))
+    await slack.driver.command("/schema propose orders-value", user=ALICE, channel="orders-pipeline")
+    return await slack.ws.wait_for(lambda: next((v for v in slack.ws.views.values() if v.view.get("callback_id") == ids.PROPOSE_VIEW), None))
+
+
 async def test_slash_commands_are_answered_while_a_1_mb_schema_is_classified(slack: SlackHarness, tmp_path: Path,
                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    await setup_catalog(slack)
-    monkeypatch.setattr(proposals_module, "analyse", functools.partial(gated_analyse, str(tmp_path)))
-    await slack.driver.command("/schema propose orders-value", user=ALICE, channel="orders-pipeline")
-    form = await slack.ws.wait_for(lambda: next((v for v in slack.ws.views.values() if v.view.get("callback_id") == ids.PROPOSE_VIEW), None))
+    form = await open_gated_form(slack, tmp_path, monkeypatch)
     upload = slack.ws.upload(slack.emulator.base_url, ALICE, "orders.avsc", huge_schema())
     values = {ids.SUBJECT_BLOCK: {ids.SUBJECT_ACTION: {"type": "static_select", "selected_option": {"value": "orders-value"}}},
               ids.FILE_BLOCK: {ids.FILE_ACTION: {"type": "file_input", "files": [upload]}}}
@@ -53,10 +59,7 @@ async def test_slash_commands_are_answered_while_a_1_mb_schema_is_classified(sla
 
 async def test_a_slowly_classified_invalid_schema_is_shown_in_the_form(slack: SlackHarness, tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    await setup_catalog(slack)
-    monkeypatch.setattr(proposals_module, "analyse", functools.partial(gated_analyse, str(tmp_path)))
-    await slack.driver.command("/schema propose orders-value", user=ALICE, channel="orders-pipeline")
-    form = await slack.ws.wait_for(lambda: next((v for v in slack.ws.views.values() if v.view.get("callback_id") == ids.PROPOSE_VIEW), None))
+    form = await open_gated_form(slack, tmp_path, monkeypatch)
     bad = json.dumps({**V1, "fields": [*V1["fields"], {"name": "x", "type": "Nope"}]})
     values = {ids.SUBJECT_BLOCK: {ids.SUBJECT_ACTION: {"type": "static_select", "selected_option": {"value": "orders-value"}}},
               ids.SCHEMA_BLOCK: {ids.SCHEMA_ACTION: {"type": "plain_text_input", "value": bad}}}

@@ -21,7 +21,7 @@ def add_parser(sub: Any) -> None:
     propose.add_argument("subject")
     propose.add_argument("file", help="the new schema (.avsc), - for stdin")
     propose.add_argument("--notes", default="", help="for consumers: migration plan, dual-version period")
-    propose.add_argument("--proposer", help="the proposer's Slack user id (U...), so the card and DMs name them")
+    propose.add_argument("--proposer", required=True, help="the proposer's Slack user id (U...): the bot confirms it with Slack")
     propose.add_argument("--window-start", help="planned start, ISO 8601 with an offset (2026-12-03T02:00:00Z)")
     propose.add_argument("--window-hours", type=float, help="planned duration in hours")
     propose.add_argument("--revision-of", type=int, help="the proposal this one revises")
