@@ -44,7 +44,7 @@ class Bot:
     def __init__(self, config: Config, clock: Callable[[], datetime] = utcnow) -> None:
         self.config = config
         self.db = Database(config.database_url)
-        self.deliveries = Deliveries(self.db)
+        self.deliveries = Deliveries(Database(config.database_url, pool_size=2))  # its own connections: acks never queue behind work
         self.lineage = LineageService(self.db)
         self.registry = Registry(self.db)
         self.inflight = Inflight()
@@ -108,6 +108,7 @@ class Bot:
         await self.dispatcher.stop(timeout=max(0.0, deadline - time.monotonic()))
         if self.schema_registry is not None:
             await self.schema_registry.close()
+        await self.deliveries.db.close()
         await self.db.close()
         log.info("ChangeOps stopped")
 

@@ -30,3 +30,12 @@ async def test_readyz_is_503_on_an_unmigrated_database(slack: SlackHarness, data
                 assert "bot migrate" in (await response.json())["reason"] or "not migrated" in (await response.json())["reason"]
     finally:
         await bot.stop()
+
+
+async def test_readyz_turns_503_as_soon_as_the_bot_is_stopping(slack: SlackHarness) -> None:
+    slack.bot.draining = True  # what a stop sets first, before it stops accepting requests
+    try:
+        async with aiohttp.ClientSession() as http, http.get(f"{slack.bot.url}/readyz") as response:
+            assert response.status == 503 and (await response.json())["reason"] == "shutting down"
+    finally:
+        slack.bot.draining = False
