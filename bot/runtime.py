@@ -55,7 +55,7 @@ class Bot:
         self.schema_registry = SchemaRegistry(config.schema_registry_url) if config.schema_registry_url else None
         self.proposals = Proposals(self.db, self.registry, self.lineage, membership, self.outbox, clock, self.schema_registry)
         delivery = SlackDelivery(web_client(config.slack_bot_token, config.slack_api_url, retries=False), self.proposals,
-                                 membership, config.changes_channel)
+                                 config.changes_channel)
         self.dispatcher = Dispatcher(self.db, self.outbox, {**delivery.handlers(), REGISTER: self.proposals.register})
         add_listeners(self.slack, Services(self.proposals, self.registry, self.slack.client), self.proposals, self.outbox, self.inflight)
         self.web = build_web_app(self.slack, self.db, migrate.head(), config, self.lineage, self.proposals, lambda: self.draining)

@@ -11,7 +11,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.domain.lineage.model import Team
+from bot.domain.approvals import UNOWNED
+from bot.domain.lineage.model import Job, JobId, Team
 from bot.services.outbox import Item
 from bot.services.proposals import ProposalView
 from bot.slack.cards import card
@@ -30,10 +31,11 @@ def view_with(text: str) -> ProposalView:
     when = datetime(2026, 12, 1, tzinfo=UTC)
     subject = Subject(id=1, name=f"orders-{text}", channel="#orders")
     finding = {"rule": "TYPE_CHANGED", "path": f"Order.{text}", "level": "breaking", "message": f"default {text} changed"}
-    impact = {"note": text, "owners": [f"team-{text}"], "jobs": [{"name": f"job-{text}", "black_box": True}],
+    impact = {"note": text, "owners": [f"team-{text}"], "jobs": [{"name": f"job-{text}", "black_box": True}], "fallback": [text],
+              "unowned": [{"name": f"job-{text}", "namespace": text, "owners": [text], "learned": text}],
               "impacted": [{"dataset": f"ds-{text}", "field": f"f-{text}", "path": f"orders.{text} -> job -> ds", "black_box_only": True}]}
     proposal = Proposal(id=7, subject_id=1, proposer="U0000ALICE", schema_text="{}", level="breaking", state="pending", notes=text,
-                        findings=[finding], impact=impact, teams=[f"team-{text}", "analytics"], created_at=when, deadline=when,
+                        findings=[finding], impact=impact, teams=[f"team-{text}", "analytics", UNOWNED], created_at=when, deadline=when,
                         window_start=when, window_end=when, registry_error=text, version=3, card_channel="C1", card_ts="1.1")
     decision = Acknowledgement(proposal_id=7, team="analytics", user=text, decision="reject", reason=text, created_at=when)
     teams = {f"team-{text}": Team(f"team-{text}", None, ["U0000ALICE"], ["U00000BOB"], None),
@@ -61,12 +63,23 @@ def assert_inert(rendered: Any) -> None:
 class _Stub:
     def __init__(self, view: ProposalView) -> None:
         self._view = view
+        self.lineage, self.membership = self, self
+
+    async def teams(self) -> dict[str, Team]:
+        return self._view.teams
+
+    async def unowned_readers(self, _owners: set[str]) -> list[tuple[Job, str]]:
+        text = self._view.proposal.notes
+        return [(Job(JobId(text, f"job-{text}"), [text], learned=text), f"orders-{text}")]
 
     async def view(self, _number: int) -> ProposalView:
         return self._view
 
     async def members(self, team: Team) -> set[str]:
         return set(team.members)
+
+    async def approvers(self, view: ProposalView, team: str) -> set[str]:
+        return set(view.teams[team].members) if team in view.teams else {"U0000ALICE"}
 
     async def listing(self, **_: Any) -> list[ProposalView]:
         return [self._view]
@@ -89,8 +102,8 @@ def test_cards_lines_and_audit_are_inert(text: str) -> None:
 def test_thread_notes_and_dms_are_inert(text: str, event: str) -> None:
     view = view_with(text)
     stub = _Stub(view)
-    delivery = SlackDelivery(None, stub, stub, "#changes")  # type: ignore[arg-type]
-    payload = {"proposal": 7, "event": event, "actor": text, "teams": ["analytics", f"team-{text}"], "detail": text, "version": 3}
+    delivery = SlackDelivery(None, stub, "#changes")  # type: ignore[arg-type]
+    payload = {"proposal": 7, "event": event, "actor": text, "teams": ["analytics", f"team-{text}", UNOWNED], "detail": text, "version": 3}
     expansion = asyncio.run(delivery.notice(Item(1, "proposal.notice", "proposal:7", payload, 1)))
     for _kind, _key, row in expansion.rows:
         assert_inert(row.get("blocks"))

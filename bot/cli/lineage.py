@@ -107,7 +107,10 @@ def _checked(path: str) -> Catalog:
 
 def run_validate(args: argparse.Namespace) -> int:
     """``bot catalog validate FILE``."""
-    print(f"{args.file}: OK — {_summary(_checked(args.file))}")
+    catalog = _checked(args.file)
+    for warning in catalog.warnings:
+        print(f"{args.file}: warning: {warning}", file=sys.stderr)
+    print(f"{args.file}: OK — {_summary(catalog)}")
     return 0
 
 
@@ -163,18 +166,27 @@ def run_import(args: argparse.Namespace) -> int:
 def run_coverage(args: argparse.Namespace) -> int:
     """``bot lineage coverage``."""
     async def figures(service: LineageService) -> Any:
-        return coverage(await service.graph()), await service.observations()
+        graph = await service.graph()
+        teams = set(await service.teams())
+        unowned = [j for j in graph.jobs.values() if not set(j.owners) & teams]
+        return coverage(graph), await service.observations(), unowned
 
-    result, observations = _with_service(figures)
+    result, observations, unowned = _with_service(figures)
     conflicts = [{"namespace": o.namespace, "job": o.name, "event_time": aware(o.event_time).isoformat(), "conflict": o.conflict}
                  for o in observations]
+    nobody = [{"namespace": j.id.namespace, "job": j.id.name, "owners": list(j.owners), "learned": j.learned}
+              for j in sorted(unowned, key=lambda j: (j.id.namespace, j.id.name))]
     if args.format == "json":
-        print(json.dumps({**result.as_json(), "catalog_conflicts": conflicts}, indent=2))
+        print(json.dumps({**result.as_json(), "catalog_conflicts": conflicts, "unowned_jobs": nobody}, indent=2))
         return 0
     print(f"jobs: {result.jobs}, black boxes: {len(result.black_box_jobs)} ({result.black_box_share:.0%})")
     print(f"subjects with field-level lineage: {len(result.subjects_with_field_lineage)} of {result.subjects} ({result.field_lineage_share:.0%})")
     unread = ", ".join(d.name for d in result.datasets_without_consumer) or "none"
     print(f"datasets no job reads: {unread}")
+    print(f"jobs nobody owns (no catalog team; claim one with /schema claim JOB TEAM): {len(nobody) or 'none'}")
+    for job in nobody:
+        print(f"  {job['job']} ({job['namespace']}) — learned from {job['learned']}"
+              + (f"; named owners not in the catalog: {', '.join(job['owners'])}" if job["owners"] else ""))
     print(f"OpenLineage events that disagree with the catalog (kept, not applied): {len(conflicts) or 'none'}")
     for item in conflicts:
         print(f"  {item['job']} ({item['namespace']}) at {item['event_time']}: {item['conflict']}")
@@ -189,20 +201,20 @@ def run_impact(args: argparse.Namespace) -> int:
     if args.fields is not None and not fields:
         raise CommandError("--fields is empty: give field paths such as price,payload.detail.price", USAGE_ERROR)
 
-    async def query(service: LineageService) -> Impact:
+    async def query(service: LineageService) -> tuple[Impact, set[str]]:
         graph = await service.graph()
         try:
-            return graph.impact(graph.find_dataset(args.dataset, args.namespace), fields)
+            return graph.impact(graph.find_dataset(args.dataset, args.namespace), fields), set(await service.teams())
         except LineageError as err:
             raise CommandError(str(err)) from None
 
-    impact = _with_service(query)
-    print(json.dumps(impact.as_json(), indent=2, ensure_ascii=False) if args.format == "json" else impact_text(impact))
+    impact, teams = _with_service(query)
+    print(json.dumps(impact.as_json(teams), indent=2, ensure_ascii=False) if args.format == "json" else impact_text(impact, teams))
     return 0
 
 
-def impact_text(impact: Impact) -> str:
-    """The impact for people: what is reached, through which jobs, and whom to ask."""
+def impact_text(impact: Impact, teams: set[str]) -> str:
+    """The impact for people: what is reached, through which jobs, whom to ask, and who cannot be asked."""
     what = ", ".join(impact.fields) if impact.fields else "the whole dataset"
     lines = [f"Impact of {what} in {impact.dataset.name}: {len(impact.impacted)} field(s) in {len(impact.datasets)} dataset(s), "
              f"{len(impact.jobs)} job(s)"]
@@ -213,7 +225,13 @@ def impact_text(impact: Impact) -> str:
         lines.append("Jobs:")
         lines += [f"  {j.id.name} ({', '.join(j.owners) or 'no owner'}){' — black box: assumed to read every input field' if j.black_box else ''}"
                   for j in impact.jobs]
-    lines.append(f"Teams to ask: {', '.join(impact.owners) or 'none'}")
+    unowned = impact.unowned(teams)
+    owners = [o for o in impact.owners if o in teams]
+    nobody = f"{len(unowned)} reader{'s' if len(unowned) != 1 else ''} nobody owns" if unowned else ""
+    lines.append(f"Teams to ask: {', '.join(owners) or 'none'}{' — ' + nobody if nobody and not owners else ''}")
+    if unowned:
+        lines.append(f"Readers nobody owns ({len(unowned)}): a compatible or breaking change waits for the subject's fallback approvers")
+        lines += [f"  {j.id.name} ({j.id.namespace}) — learned from {j.learned}" for j in unowned]
     return "\n".join(lines)
 
 

@@ -9,6 +9,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bot.domain.compat.rules import Level
+from bot.domain.lineage.model import Team
+
+UNOWNED = "unowned readers"  # asked, through the fallback approvers, when readers nobody owns (or nobody knows) are affected
+GOVERNANCE = "governance"  # a catalog-wide team that, when declared, is a fallback approver of every subject
 
 
 class State(enum.StrEnum):
@@ -42,22 +46,42 @@ class Policy:
     window: timedelta = timedelta(hours=24)
     reminders: tuple[float, ...] = (0.5, 0.9)
     acknowledge: frozenset[Level] = frozenset({Level.COMPATIBLE, Level.BREAKING})
+    fallback: tuple[str, ...] = ()  # teams that answer for readers nobody owns; default: the owner's oncall, then governance
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> Policy:
-        """A policy from the catalog's ``approval`` block (``window_hours``, ``reminders``, ``acknowledge``)."""
+        """A policy from the catalog's ``approval`` block (``window_hours``, ``reminders``, ``acknowledge``, ``fallback``)."""
         if not data:
             return cls()
+        fallback = data.get("fallback", ())
+        if not isinstance(fallback, list | tuple) or not all(isinstance(t, str) for t in fallback):
+            raise ValueError("fallback: expected a list of team names")
         return cls(
             window=timedelta(hours=float(data.get("window_hours", 24))),
             reminders=tuple(sorted(float(r) for r in data.get("reminders", (0.5, 0.9)))),
             acknowledge=frozenset(Level.parse(level) for level in data.get("acknowledge", ("compatible", "breaking"))),
+            fallback=tuple(fallback),
         )
 
     def as_json(self) -> dict[str, Any]:
         """The catalog form."""
-        return {"window_hours": self.window.total_seconds() / 3600, "reminders": list(self.reminders),
-                "acknowledge": sorted(str(level) for level in self.acknowledge)}
+        data: dict[str, Any] = {"window_hours": self.window.total_seconds() / 3600, "reminders": list(self.reminders),
+                                "acknowledge": sorted(str(level) for level in self.acknowledge)}
+        if self.fallback:
+            data["fallback"] = list(self.fallback)
+        return data
+
+    def fallback_teams(self, owner: str | None, teams: Mapping[str, Team]) -> list[Team]:
+        """Who answers for readers nobody owns: the ``fallback`` teams, else the owning team's oncall, then the
+        catalog's ``governance`` team when there is one (an empty list: nobody can)."""
+        if self.fallback:
+            return [teams[name] for name in self.fallback if name in teams]
+        chosen = []
+        if owner is not None and owner in teams and teams[owner].oncall:
+            chosen.append(Team(f"{owner} oncall", None, list(teams[owner].oncall), list(teams[owner].oncall)))
+        if GOVERNANCE in teams and GOVERNANCE != owner:
+            chosen.append(teams[GOVERNANCE])
+        return chosen
 
     def needs_acknowledgement(self, level: Level, teams: Sequence[str]) -> bool:
         """Whether the proposal waits for teams (safe changes, and changes nobody reads, do not)."""

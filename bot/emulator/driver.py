@@ -123,6 +123,20 @@ class SlackDriver:
         }
         return await self._interact(payload)
 
+    async def click_in_view(self, view: View, action_id: str, *, user: str) -> Delivery:
+        """Press the button ``action_id`` in a Home tab or an open modal, as Slack sends it (a view container)."""
+        block_id, element = _find_element(view.view.get("blocks", []), action_id)
+        payload = {
+            "type": "block_actions", "team": {"id": TEAM_ID, "domain": "changeops-emulator"},
+            "user": {"id": user, "username": self._user_name(user), "name": self._user_name(user), "team_id": TEAM_ID},
+            "api_app_id": APP_ID, "token": "verification-token-unused", "trigger_id": self.ws.issue_trigger(user),
+            "container": {"type": "view", "view_id": view.id}, "view": self.emulator.view_json(view),
+            "is_enterprise_install": False, "enterprise": None,
+            "actions": [{"action_id": action_id, "block_id": block_id, "type": element.get("type", "button"),
+                         "text": element.get("text"), "value": element.get("value"), "action_ts": f"{time.time():.6f}"}],
+        }
+        return await self._interact(payload)
+
     async def submit(self, view_id: str, values: dict[str, dict[str, Any]], *, user: str) -> Delivery:
         """Submit an open modal with ``values`` as ``{block_id: {action_id: {type, value...}}}``."""
         view = self.ws.views[view_id]

@@ -6,6 +6,7 @@ import asyncio
 import hashlib
 import json
 from collections.abc import Iterable
+from datetime import datetime
 
 from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
@@ -31,6 +32,7 @@ from bot.store.models import (
 )
 
 CATALOG, OPENLINEAGE = "catalog", "openlineage"
+CLAIMED = "claimed_by"  # an observation that records a claim of ownership from Slack
 
 
 class LineageService:
@@ -160,8 +162,26 @@ class LineageService:
 
     async def observations(self) -> list[LineageObservation]:
         """What OpenLineage said that disagrees with the catalog, newest first."""
+        return [o for o in await self._observed() if CLAIMED not in o.observed]
+
+    async def claims(self) -> list[LineageObservation]:
+        """Jobs nobody owned that a team claimed from Slack, newest first."""
+        return [o for o in await self._observed() if CLAIMED in o.observed]
+
+    async def _observed(self) -> list[LineageObservation]:
         async with self.db.session() as session:
-            return list((await session.exec(select(LineageObservation).order_by(col(LineageObservation.event_time).desc()))).all())
+            return list((await session.exec(select(LineageObservation).order_by(col(LineageObservation.event_time).desc(),
+                                                                                 col(LineageObservation.id).desc()))).all())
+
+    async def claim(self, job: JobId, team: str, user: str, when: datetime) -> None:
+        """Record that ``team`` owns ``job`` (a job the catalog does not declare); the graph uses it from now on.
+
+        A claim is an observation: it never changes what the catalog declares, and the catalog wins over it."""
+        async with self.db.session() as session:
+            session.add(LineageObservation(namespace=job.namespace, name=job.name, event_time=when,
+                                           conflict=f"claimed for {team} by {user}", observed={CLAIMED: team, "user": user}))
+            await bump_revision(session)
+            await session.commit()
 
     # --- reading --------------------------------------------------------------------------------
 
@@ -181,8 +201,26 @@ class LineageService:
         for row in (await session.exec(select(LineageDataset))).all():
             fields = row.fields or (latest.get(row.subject, []) if row.subject else [])
             datasets.append(Dataset(DatasetId(row.namespace, row.name), row.kind, list(row.owners), list(fields), row.subject))
-        jobs = [_job(row) for row in (await session.exec(select(LineageJob))).all()]
+        teams = set((await session.exec(select(TeamRow.name))).all())
+        claimed: dict[tuple[str, str], str] = {}
+        for claim in (await session.exec(select(LineageObservation).order_by(col(LineageObservation.id)))).all():
+            if CLAIMED in claim.observed:
+                claimed[(claim.namespace, claim.name)] = str(claim.observed[CLAIMED])
+        jobs = []
+        for job_row in (await session.exec(select(LineageJob))).all():
+            job = _job(job_row)
+            owner = claimed.get((job_row.namespace, job_row.name))
+            if owner is not None and job_row.source != CATALOG and not set(job.owners) & teams:
+                job.owners, job.learned = [owner], f"{job.learned}, claimed for {owner}"
+            jobs.append(job)
         return LineageGraph(datasets, jobs)
+
+    async def unowned_readers(self, owners: set[str]) -> list[tuple[Job, str]]:
+        """Jobs nobody owns (no catalog team) that read a subject owned by one of ``owners``, with that subject."""
+        graph, teams = await self.graph(), set(await self.teams())
+        owned = {d.id: d.subject for d in graph.datasets.values() if d.subject and set(d.owners) & owners}
+        return [(job, owned[dataset]) for job in graph.jobs.values() if not set(job.owners) & teams
+                for dataset in job.inputs if dataset in owned]
 
     async def teams(self) -> dict[str, Team]:
         """The catalog's teams."""
@@ -216,11 +254,13 @@ def _fill(row: LineageJob, job: Job) -> None:
 
 
 def _job(row: LineageJob) -> Job:
+    learned = "catalog" if row.source == CATALOG else (
+        f"OpenLineage event of {aware(row.event_time):%Y-%m-%d %H:%M} UTC" if row.event_time else "OpenLineage")
     return Job(
         JobId(row.namespace, row.name), list(row.owners), row.channel,
         [DatasetId(*d) for d in row.inputs], [DatasetId(*d) for d in row.outputs],
         [(FieldRef(DatasetId(m[0], m[1]), m[2]), FieldRef(DatasetId(m[3], m[4]), m[5])) for m in row.mappings],
-        [DatasetId(*d) for d in row.unmapped_outputs],
+        [DatasetId(*d) for d in row.unmapped_outputs], learned,
     )
 
 

@@ -22,7 +22,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from bot.domain.approvals import Decision, Policy, State, outcome
+from bot.domain.approvals import UNOWNED, Decision, Policy, State, outcome
 from bot.domain.avro.paths import lineage_path
 from bot.domain.compat.analysis import Analysis, analyse
 from bot.domain.compat.classify import Verdict
@@ -179,10 +179,14 @@ class Proposals:
         input (nothing stored). ``api_token`` names the HTTP API token that proposed on the proposer's behalf."""
         checked = checked or await self.check(subject_name, schema_text, window_hours)
         subject, verdict = checked.subject, checked.verdict
-        impact, owners = await self._impact(subject_name, verdict, checked.analysis.label)
         teams = await self.lineage.teams()
-        to_ask = [o for o in owners if o in teams]
+        impact, nobody_knows = await self._impact(subject_name, verdict, checked.analysis.label, teams)
+        to_ask = list(impact.get("owners", []))
         policy = Policy.from_json(subject.policy)
+        if verdict.level in policy.acknowledge and (nobody_knows or impact.get("unowned")):
+            # unknown is not safe: someone accountable answers for the readers nobody can be asked for
+            impact["fallback"] = [team.name for team in policy.fallback_teams(subject.owner_team, teams)]
+            to_ask.append(UNOWNED)
         now = self.clock()
         waits = policy.needs_acknowledgement(verdict.level, to_ask)
         assert subject.id is not None
@@ -212,26 +216,28 @@ class Proposals:
         self.outbox.wake()
         return await self.view(proposal.id)
 
-    async def _impact(self, subject: str, verdict: Verdict, label: str) -> tuple[dict[str, Any], list[str]]:
-        """Who is affected: every consumer of the topic when reads fail (Avro fails the whole record),
-        else the field-level closure of the drifting fields."""
+    async def _impact(self, subject: str, verdict: Verdict, label: str, teams: dict[str, Team]) -> tuple[dict[str, Any], bool]:
+        """Who is affected: every consumer of the topic when reads fail (Avro fails the whole record), else the
+        field-level closure of the drifting fields; ``owners`` are the known teams to ask, ``unowned`` the
+        readers nobody owns. True when no lineage is known for the subject at all."""
         graph = await self.lineage.graph()
+        unknown = {"note": "no lineage is known for this subject: nobody can say who reads this topic", "owners": []}
         try:
             dataset = graph.find_dataset(subject)
         except LineageError:
-            return {"note": "no lineage is known for this subject"}, []
+            return unknown, True
+        if not any(dataset in job.inputs for job in graph.jobs.values()):
+            return unknown, True  # no job is known to read the topic: not the same as knowing that none does
         if any(f.breaks for f in verdict.findings):
             impact = graph.impact(dataset, None)
-            return {**impact.as_json(), "note": "reads fail in at least one direction: every consumer of the topic is affected"}, list(impact.owners)
+            return {**impact.as_json(teams), "note": "reads fail in at least one direction: every consumer of the topic is affected"}, False
         paths = sorted({lineage_path(f.path, label) for f in verdict.findings})
         if "" in paths:
-            impact = graph.impact(dataset, None)
-            return impact.as_json(), list(impact.owners)
+            return graph.impact(dataset, None).as_json(teams), False
         fields = graph.known(dataset, paths)
         if not fields:
-            return {"note": "no job reads the changed fields"}, []
-        impact = graph.impact(dataset, fields)
-        return impact.as_json(), list(impact.owners)
+            return {"note": "no job reads the changed fields", "owners": []}, False
+        return graph.impact(dataset, fields).as_json(teams), False
 
     # --- deciding -------------------------------------------------------------------------------
 
@@ -249,8 +255,7 @@ class Proposals:
         if decision is not Decision.APPROVE and not reason.strip():
             raise ProposalError("a reason is required to reject or to request changes")
         candidates = [team] if team else list(view.proposal.teams)
-        memberships = [t for t in candidates if t in view.proposal.teams and t in view.teams
-                       and user in await self.membership.members(view.teams[t])]
+        memberships = [t for t in candidates if t in view.proposal.teams and user in await self.approvers(view, t)]
         if not memberships:
             asked = ", ".join(view.proposal.teams) or "no team"
             raise ProposalError(f"only members of the teams asked ({asked}) can decide on #{proposal_id}; nothing changed")
@@ -272,7 +277,8 @@ class Proposals:
                 except IntegrityError:
                     continue  # the team decided meanwhile (another member, a retry): only this team's savepoint is undone
                 recorded.append(name)
-                audit(session, user, surface, decision.value, "proposal", str(proposal_id), {"team": name, "reason": reason.strip()})
+                action = "acknowledged for unowned readers" if name == UNOWNED and decision is Decision.APPROVE else decision.value
+                audit(session, user, surface, action, "proposal", str(proposal_id), {"team": name, "reason": reason.strip()})
             if not recorded:
                 await session.rollback()
                 raise ProposalError(f"your team has already decided on #{proposal_id}; nothing changed")
@@ -487,9 +493,19 @@ class Proposals:
 
     async def _waits_on(self, view: ProposalView, user: str) -> bool:
         for team in view.waiting():
-            if team in view.teams and user in await self.membership.members(view.teams[team]):
+            if user in await self.approvers(view, team):
                 return True
         return False
+
+    async def approvers(self, view: ProposalView, team: str) -> set[str]:
+        """Who may decide for ``team`` on this proposal: its members, or for the readers nobody owns, the
+        subject's fallback approvers (the owner's oncall and the governance team, unless the catalog names others)."""
+        if team == UNOWNED:
+            users: set[str] = set()
+            for fallback in Policy.from_json(view.subject.policy).fallback_teams(view.subject.owner_team, view.teams):
+                users |= await self.membership.members(fallback)
+            return users
+        return await self.membership.members(view.teams[team]) if team in view.teams else set()
 
     async def audit_trail(self, proposal_id: int) -> list[AuditEntry]:
         """Who did what to a proposal, oldest first."""

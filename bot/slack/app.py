@@ -41,5 +41,5 @@ def create_app(config: Config, deliveries: Deliveries, inflight: Inflight) -> As
 def add_listeners(app: AsyncApp, services: Services, proposals: Proposals, outbox: Outbox, inflight: Inflight) -> None:
     """Every slash command, action, view and event, each counted while it runs."""
     routers = commands.register(app, services, inflight.track)
-    home.register(app, routers, proposals, inflight.track)
+    home.register(app, routers, proposals, inflight.track, services)
     proposing.register(app, proposals, outbox, inflight.track)

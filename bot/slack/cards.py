@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.domain.approvals import Decision, State
+from bot.domain.approvals import UNOWNED, Decision, State
 from bot.services.proposals import ProposalView
 from bot.slack import ids
 from bot.slack.render import Reply, escape, fold, mention, section
@@ -46,6 +46,11 @@ def card(view: ProposalView, *, team: str | None = None) -> Reply:
     blocks.append(section("\n".join(facts)))
     blocks += _part("*Changes*", [f"• `{escape(f['rule'])}` `{escape(f['path'])}` — {escape(f['message'])}" for f in p.findings] or ["• no change"])
     blocks += _part("*Impact*", _impact_lines(p.impact))
+    if p.impact.get("unowned"):
+        blocks += _part("*Readers nobody owns* — no catalog team can be asked for them",
+                        [f"• `{escape(j['name'])}` ({escape(j['namespace'])}) · learned from {escape(j.get('learned', 'catalog'))}"
+                         + (f" · named owner{'s' if len(j['owners']) > 1 else ''} not in the catalog: {escape(', '.join(j['owners']))}" if j["owners"] else "")
+                         for j in p.impact["unowned"]])
     if p.teams:
         blocks += _part("*Teams asked*", [_team_line(view, t) for t in p.teams])
     if p.notes:
@@ -88,6 +93,13 @@ def _impact_lines(impact: dict[str, Any]) -> list[str]:
 
 def _team_line(view: ProposalView, team: str) -> str:
     decision = view.decision_of(team)
+    if team == UNOWNED:
+        fallback = view.proposal.impact.get("fallback") or []
+        who = escape(", ".join(fallback)) if fallback else "nobody (no oncall, no governance team, no fallback in the catalog)"
+        if decision is None:
+            return f"• unowned readers, answered by the fallback approvers ({who}): :hourglass_flowing_sand: waiting"
+        if decision.decision == Decision.APPROVE:
+            return f"• unowned readers: :white_check_mark: acknowledged by {mention(decision.user)} for the readers nobody owns"
     if decision is None:
         return f"• {escape(team)}: :hourglass_flowing_sand: waiting"
     mark = {Decision.APPROVE: ":white_check_mark: approved", Decision.REJECT: ":x: rejected",

@@ -79,6 +79,7 @@ def schema_router(services: Services) -> Router:
         Subcommand("audit", "audit ID", "who did what to a proposal, when, from where", services.audit),
         Subcommand("withdraw", "withdraw ID", "take back your proposal", services.withdraw),
         Subcommand("extend", "extend ID REASON", "move your proposal's deadline once", services.extend),
+        Subcommand("claim", "claim JOB TEAM", "claim a job nobody owns for your team (proposals then ask it)", services.claim),
         Subcommand("rules", "rules", "the rules a schema change is classified by", lambda _r: _answer(rules_reply()), in_ack=True),
     ):
         router.add(sub)

@@ -12,9 +12,9 @@ import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.domain.approvals import State
+from bot.domain.approvals import UNOWNED, State
 from bot.services.outbox import Expand, GiveUp, Handler, Item, Outbox, Retry
-from bot.services.proposals import NOTICE, Event, Membership, Proposals, ProposalView, team_names, thread_key
+from bot.services.proposals import NOTICE, Event, Proposals, ProposalView, team_names, thread_key
 from bot.slack.cards import card
 from bot.slack.render import Reply, escape, mention
 
@@ -56,8 +56,8 @@ async def call(client: AsyncWebClient, method: str, **args: Any) -> Any:
 class SlackDelivery:
     """Outbox handlers for everything the bot says in Slack."""
 
-    def __init__(self, client: AsyncWebClient, proposals: Proposals, membership: Membership, changes_channel: str) -> None:
-        self.client, self.proposals, self.membership, self.changes_channel = client, proposals, membership, changes_channel
+    def __init__(self, client: AsyncWebClient, proposals: Proposals, changes_channel: str) -> None:
+        self.client, self.proposals, self.changes_channel = client, proposals, changes_channel
 
     def handlers(self) -> Mapping[str, Handler]:
         """Kind -> handler, for the dispatcher."""
@@ -122,6 +122,8 @@ class SlackDelivery:
         elif event is Event.DECIDED:
             decision = view.decision_of(teams[0]) if teams else None
             verb = {"approve": "approved", "reject": "rejected", "request_changes": "requested changes"}.get(decision.decision if decision else "", "decided")
+            if verb == "approved" and teams == [UNOWNED]:
+                verb = "acknowledged"
             reason = f": {escape(detail)}" if detail else ""
             note(f"{mention(actor)} {verb} for {team_names([escape(t) for t in teams])}{reason}")
             if view.state.final:
@@ -145,12 +147,12 @@ class SlackDelivery:
 
     async def _team_dms(self, view: ProposalView, teams: list[str], intro: str, dm: Any) -> None:
         for name in teams:
-            team = view.teams.get(name)
-            if team is None:
+            if name not in view.teams and name != UNOWNED:
                 continue
             personal = card(view, team=name)
-            for user in sorted(await self.membership.members(team)):
-                dm(user, Reply(f"{intro} {personal.fallback}", [*Reply.text(f"{intro} (for *{escape(name)}*)").blocks, *personal.blocks]))
+            why = f"{intro} You are a fallback approver: nobody owns some of its readers." if name == UNOWNED else intro
+            for user in sorted(await self.proposals.approvers(view, name)):
+                dm(user, Reply(f"{why} {personal.fallback}", [*Reply.text(f"{why} (for *{escape(name)}*)").blocks, *personal.blocks]))
 
     def _outcome(self, view: ProposalView, version: Any) -> str:
         outcome = {State.APPROVED: f"was approved and recorded as version {version or view.proposal.version}",
@@ -160,7 +162,8 @@ class SlackDelivery:
         return f"Your schema change #{view.id} on {escape(view.subject.name)} {outcome}."
 
     def _mentions(self, view: ProposalView, teams: list[str]) -> str:
-        marks = [f"<!subteam^{view.teams[t].usergroup}>" if t in view.teams and view.teams[t].usergroup else escape(t) for t in teams]
+        marks = [f"<!subteam^{view.teams[t].usergroup}>" if t in view.teams and view.teams[t].usergroup
+                 else "the fallback approvers (for unowned readers)" if t == UNOWNED else escape(t) for t in teams]
         return ", ".join(marks) or "nobody"
 
 

@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 from typing import Any
 
-from slack_bolt.async_app import AsyncApp
+from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.services.proposals import Proposals
+from bot.slack import ids
 from bot.slack.commands import Router
-from bot.slack.render import Reply
-from bot.slack.schema_commands import summary_line
+from bot.slack.render import Reply, escape, section
+from bot.slack.schema_commands import Services, summary_line
 
 log = logging.getLogger(__name__)
+MAX_UNOWNED = 10
 
 
 async def home_view(user: str, routers: dict[str, Router], proposals: Proposals) -> dict[str, Any]:
@@ -27,13 +30,33 @@ async def home_view(user: str, routers: dict[str, Router], proposals: Proposals)
     recent = [v for v in await proposals.listing(limit=30) if v.state.final][:10]
     for title, views in (("Waiting on you", waiting), ("Your proposals", mine), ("Recent decisions", recent)):
         blocks.extend(Reply.sections(f"*{title}*", [summary_line(v) for v in views] or ["_none_"]).blocks)
+    blocks.extend(await _unowned_readers(user, proposals))
     blocks.append({"type": "divider"})
     for router in routers.values():
         blocks.extend(router.help().blocks)
     return {"type": "home", "blocks": blocks[:100]}
 
 
-def register(app: AsyncApp, routers: dict[str, Router], proposals: Proposals, track: Callable[[Any], Any]) -> None:
+async def _unowned_readers(user: str, proposals: Proposals) -> list[dict[str, Any]]:
+    """For the owners of subjects: the jobs nobody owns that read them, each with a button to claim it."""
+    teams = await proposals.lineage.teams()
+    mine = sorted([name for name, team in teams.items() if user in await proposals.membership.members(team)])
+    readers = await proposals.lineage.unowned_readers(set(mine)) if mine else []
+    if not readers:
+        return []
+    blocks: list[dict[str, Any]] = [section("*Readers nobody owns of your subjects* — changes that reach them wait for the fallback approvers")]
+    for job, subject in readers[:MAX_UNOWNED]:
+        text = f"`{escape(job.id.name)}` ({escape(job.id.namespace)}) reads *{escape(subject)}* · learned from {escape(job.learned)}"
+        button = {"type": "button", "action_id": ids.CLAIM_JOB, "text": {"type": "plain_text", "text": f"Claim for {mine[0]}"[:75]},
+                  "value": json.dumps([job.id.namespace, job.id.name, mine[0]])[:2000]}
+        blocks.append({**section(text), "accessory": button})
+    if len(readers) > MAX_UNOWNED:
+        blocks.append(section(f"… and {len(readers) - MAX_UNOWNED} more (`bot lineage coverage` lists them all)"))
+    return blocks
+
+
+def register(app: AsyncApp, routers: dict[str, Router], proposals: Proposals, track: Callable[[Any], Any],
+             services: Services) -> None:
     """Publish the Home tab whenever a user opens it."""
 
     async def on_home_opened(event: dict[str, Any], client: AsyncWebClient) -> None:
@@ -44,4 +67,19 @@ def register(app: AsyncApp, routers: dict[str, Router], proposals: Proposals, tr
         except SlackApiError as err:
             log.error("could not publish the Home tab for %s: %s", event["user"], err.response.get("error"))
 
+    async def on_claim(ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient) -> None:
+        await ack()
+        user = body["user"]["id"]
+        try:
+            namespace, name, team = json.loads(body["actions"][0]["value"])
+            told = await services.claim_job(user, f"{namespace}/{name}", str(team))
+        except (ValueError, TypeError):
+            told = "That button does not name a job; nothing changed."
+        try:
+            await client.chat_postMessage(channel=user, text=told)
+            await client.views_publish(user_id=user, view=await home_view(user, routers, proposals))
+        except SlackApiError as err:
+            log.error("could not answer a claim from the Home tab of %s: %s", user, err.response.get("error"))
+
     app.event("app_home_opened")(track(on_home_opened))
+    app.action(ids.CLAIM_JOB)(track(on_claim))

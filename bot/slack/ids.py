@@ -10,6 +10,7 @@ REJECT = "proposal_reject"
 REQUEST_CHANGES = "proposal_request_changes"
 WITHDRAW = "proposal_withdraw"
 REVISE = "proposal_revise"
+CLAIM_JOB = "lineage_claim_job"
 
 PROPOSE_VIEW = "proposal_propose"
 REASON_VIEW = "proposal_reason"

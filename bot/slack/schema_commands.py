@@ -90,6 +90,36 @@ class Services:
         return Reply.text(f"#{number} now ends {view.proposal.deadline:%Y-%m-%d %H:%M} UTC.")
 
 
+    async def claim(self, request: CommandRequest) -> Reply:
+        """Claim a job nobody owns for one of your teams: the next proposals that reach it ask that team."""
+        if len(request.args) != 2:
+            return Reply.text("Usage: `/schema claim JOB TEAM` (JOB is a job's name, or NAMESPACE/NAME when names repeat)")
+        return Reply.text(await self.claim_job(request.user, *request.args))
+
+    async def claim_job(self, user: str, wanted: str, team_name: str) -> str:
+        """Claim ``wanted`` (NAME or NAMESPACE/NAME) for ``team_name`` as ``user``; what to tell them."""
+        lineage = self.proposals.lineage
+        teams = await lineage.teams()
+        if team_name not in teams:
+            return f"`{escape(team_name)}` is not a team of the catalog. Teams: {escape(', '.join(sorted(teams))) or 'none'}"
+        if user not in await self.proposals.membership.members(teams[team_name]):
+            return f"Only a member of {escape(team_name)} can claim a job for it; nothing changed."
+        namespace, _, name = wanted.rpartition("/")
+        graph = await lineage.graph()
+        found = [j for j in graph.jobs.values() if j.id.name == name and namespace in ("", j.id.namespace)]
+        if len(found) != 1:
+            where = ", ".join(f"`{escape(j.id.namespace)}/{escape(j.id.name)}`" for j in found)
+            return f"No job is called `{escape(wanted)}`." if not found else f"Several jobs are called `{escape(name)}`: {where}; name one."
+        job = found[0]
+        if job.learned == "catalog":
+            return f"`{escape(job.id.name)}` is declared in the catalog: change its owner there; nothing changed."
+        if set(job.owners) & set(teams):
+            return f"`{escape(job.id.name)}` is already owned by {escape(', '.join(job.owners))}; nothing changed."
+        await lineage.claim(job.id, team_name, user, self.proposals.clock())
+        return (f"{escape(team_name)} now owns `{escape(job.id.name)}` ({escape(job.id.namespace)}): the next proposals that reach it "
+                "ask your team. The catalog still wins: declare the job there to make it permanent.")
+
+
 def summary_line(view: ProposalView) -> str:
     """``#12 orders-value · breaking · waiting for acknowledgements (analytics-team)``."""
     waiting = f" ({escape(', '.join(view.waiting()))})" if view.state is State.PENDING and view.waiting() else ""

@@ -63,6 +63,7 @@ class Catalog:
     subjects: dict[str, Subject] = field(default_factory=dict)
     datasets: dict[DatasetId, Dataset] = field(default_factory=dict)
     jobs: list[Job] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)  # worth fixing, but the catalog is usable
 
 
 SchemaLoader = Callable[[str], Schema]
@@ -98,6 +99,20 @@ class _Reader:
         self.subjects(_mapping(self, data, "subjects"), kafka)
         self.datasets(_sequence(self, data, "datasets"))
         self.jobs(_sequence(self, data, "jobs"))
+        self.fallbacks()
+
+    def fallbacks(self) -> None:
+        """Fallback teams must exist; a subject whose fallback resolves to nobody is worth a warning."""
+        for subject in self.catalog.subjects.values():
+            place = f"subjects.{subject.name}.approval.fallback"
+            policy = Policy.from_json(subject.approval)
+            for name in policy.fallback:
+                if name not in self.catalog.teams:
+                    self.problem(place, f"unknown team {name!r}")
+            if not policy.fallback_teams(subject.owner, self.catalog.teams):
+                self.catalog.warnings.append(Problem(
+                    place, "nobody can acknowledge a change that reaches readers nobody owns (give the owner's team oncall "
+                           "members, declare a governance team, or list fallback teams): such changes will expire"))
 
     # --- sections -------------------------------------------------------------------------------
 
@@ -142,7 +157,7 @@ class _Reader:
             try:
                 subject.approval = Policy.from_json(approval).as_json() if approval else {}
             except (TypeError, ValueError, AttributeError) as err:
-                self.problem(f"{place}.approval", f"expected window_hours, reminders (fractions) and acknowledge (levels): {err}")
+                self.problem(f"{place}.approval", f"expected window_hours, reminders (fractions), acknowledge (levels), fallback (teams): {err}")
             if subject.schema_file is not None:
                 try:
                     subject.schema = self.load_schema(str(subject.schema_file))

@@ -12,7 +12,7 @@ conservative reading. A dataset whose fields are unknown is one pseudo-field, ``
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from functools import cached_property
 from typing import Any, NamedTuple
 
@@ -43,17 +43,18 @@ class ImpactedField(NamedTuple):
 
 
 class ImpactedJob(NamedTuple):
-    """A job on the way, with its owners and channel."""
+    """A job on the way, with its owners and channel, and how the bot learned of it."""
 
     id: JobId
     owners: tuple[str, ...]
     channel: str | None
     black_box: bool
+    learned: str = "catalog"
 
     def as_json(self) -> dict[str, Any]:
-        """``{"namespace","name","owners","channel","black_box"}``."""
+        """``{"namespace","name","owners","channel","black_box","learned"}``."""
         return {"namespace": self.id.namespace, "name": self.id.name, "owners": list(self.owners),
-                "channel": self.channel, "black_box": self.black_box}
+                "channel": self.channel, "black_box": self.black_box, "learned": self.learned}
 
 
 class Impact:
@@ -86,7 +87,12 @@ class Impact:
         """The jobs on the way, in the order the walk met them."""
         ids = dict.fromkeys(JobId(node[1], node[2]) for node in self._parents if node[0] != "f")
         jobs = self.graph.jobs
-        return tuple(ImpactedJob(j, tuple(jobs[j].owners), jobs[j].channel, jobs[j].black_box) for j in ids)
+        return tuple(ImpactedJob(j, tuple(jobs[j].owners), jobs[j].channel, jobs[j].black_box, jobs[j].learned) for j in ids)
+
+    def unowned(self, teams: Collection[str]) -> tuple[ImpactedJob, ...]:
+        """The jobs on the way that no known team owns (no owner, or owners that are not ``teams``): readers
+        nobody can be asked for."""
+        return tuple(job for job in self.jobs if not set(job.owners) & set(teams))
 
     @cached_property
     def datasets(self) -> tuple[DatasetId, ...]:
@@ -106,11 +112,16 @@ class Impact:
             owners.update(dict.fromkeys(datasets[dataset].owners))
         return tuple(owners)
 
-    def as_json(self) -> dict[str, Any]:
-        """The JSON of ``bot impact --format json`` and of the proposal card."""
-        return {"dataset": self.dataset.name, "namespace": self.dataset.namespace, "fields": list(self.fields),
+    def as_json(self, teams: Collection[str] | None = None) -> dict[str, Any]:
+        """The JSON of ``bot impact --format json`` and of the proposal card; with the known ``teams``, also the
+        ``unowned`` jobs."""
+        data = {"dataset": self.dataset.name, "namespace": self.dataset.namespace, "fields": list(self.fields),
                 "impacted": [i.as_json() for i in self.impacted], "jobs": [j.as_json() for j in self.jobs],
                 "owners": list(self.owners)}
+        if teams is not None:
+            data["owners"] = [o for o in self.owners if o in teams]
+            data["unowned"] = [j.as_json() for j in self.unowned(teams)]
+        return data
 
 
 class LineageGraph:

@@ -71,6 +71,7 @@ class Job:
     outputs: list[DatasetId] = field(default_factory=list)
     mappings: list[tuple[FieldRef, FieldRef]] = field(default_factory=list)  # (input field, output field)
     unmapped_outputs: list[DatasetId] = field(default_factory=list)
+    learned: str = "catalog"  # how the bot knows of it: "catalog", or "OpenLineage event of <time>"
 
     @property
     def black_box(self) -> bool:
