@@ -161,4 +161,5 @@ def test_impact_and_coverage_name_the_readers_nobody_owns(migrated_url: str, tmp
     answer = json.loads(bot("impact", "orders-value", "--format", "json").stdout)
     assert [j["name"] for j in answer["unowned"]] == ["orders-enricher"] and answer["owners"] == []
     coverage = bot("lineage", "coverage").stdout
+    assert "jobs claimed from Slack" in coverage
     assert "jobs nobody owns" in coverage and "orders-enricher (flink://prod) — learned from OpenLineage event of 2026-12-01 08:00 UTC" in coverage

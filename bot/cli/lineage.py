@@ -169,15 +169,17 @@ def run_coverage(args: argparse.Namespace) -> int:
         graph = await service.graph()
         teams = set(await service.teams())
         unowned = [j for j in graph.jobs.values() if not set(j.owners) & teams]
-        return coverage(graph), await service.observations(), unowned
+        return coverage(graph), await service.observations(), unowned, await service.claims()
 
-    result, observations, unowned = _with_service(figures)
+    result, observations, unowned, claims = _with_service(figures)
     conflicts = [{"namespace": o.namespace, "job": o.name, "event_time": aware(o.event_time).isoformat(), "conflict": o.conflict}
                  for o in observations]
     nobody = [{"namespace": j.id.namespace, "job": j.id.name, "owners": list(j.owners), "learned": j.learned}
               for j in sorted(unowned, key=lambda j: (j.id.namespace, j.id.name))]
+    claimed = [{"namespace": c.namespace, "job": c.name, "team": c.observed.get("claimed_by"), "by": c.observed.get("user"),
+                "at": aware(c.event_time).isoformat()} for c in claims]
     if args.format == "json":
-        print(json.dumps({**result.as_json(), "catalog_conflicts": conflicts, "unowned_jobs": nobody}, indent=2))
+        print(json.dumps({**result.as_json(), "catalog_conflicts": conflicts, "unowned_jobs": nobody, "claims": claimed}, indent=2))
         return 0
     print(f"jobs: {result.jobs}, black boxes: {len(result.black_box_jobs)} ({result.black_box_share:.0%})")
     print(f"subjects with field-level lineage: {len(result.subjects_with_field_lineage)} of {result.subjects} ({result.field_lineage_share:.0%})")
@@ -187,6 +189,9 @@ def run_coverage(args: argparse.Namespace) -> int:
     for job in nobody:
         print(f"  {job['job']} ({job['namespace']}) — learned from {job['learned']}"
               + (f"; named owners not in the catalog: {', '.join(job['owners'])}" if job["owners"] else ""))
+    print(f"jobs claimed from Slack (not in the catalog; declare them there to make it permanent): {len(claimed) or 'none'}")
+    for item in claimed:
+        print(f"  {item['job']} ({item['namespace']}) for {item['team']} by {item['by']} at {item['at']}")
     print(f"OpenLineage events that disagree with the catalog (kept, not applied): {len(conflicts) or 'none'}")
     for item in conflicts:
         print(f"  {item['job']} ({item['namespace']}) at {item['event_time']}: {item['conflict']}")
