@@ -37,8 +37,8 @@ def tell(outbox: Outbox, session: Any, user: str, text: str) -> None:
 
 async def call(client: AsyncWebClient, method: str, **args: Any) -> Any:
     """One Web API call; Slack's answer mapped to delivered, ``Retry`` or ``GiveUp``."""
-    try:
-        return await client.api_call(method, json=args)
+    try:  # slack_sdk's method for it: each Web API method is encoded the way Slack accepts it (JSON only for writes)
+        return await getattr(client, method.replace(".", "_"))(**args)
     except SlackApiError as err:
         status = getattr(err.response, "status_code", 200)
         error = err.response.get("error") if isinstance(err.response.data, dict) else None
