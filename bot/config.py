@@ -13,7 +13,7 @@ from urllib.parse import unquote, urlsplit
 
 DEFAULT_DATABASE_URL = "sqlite:///changeops.db"
 DEFAULT_SLACK_API_URL = "https://slack.com/api/"
-SCOPES = ("proposals:read", "proposals:write", "lineage:write")  # what an HTTP API token may be allowed to do
+SCOPES = ("proposals:read", "proposals:write", "lineage:write", "calendar:read", "calendar:write")  # what an HTTP API token may be allowed to do
 
 
 class ConfigError(Exception):

@@ -18,6 +18,7 @@ from slack_bolt.async_app import AsyncApp
 from bot import workers
 from bot.config import Config
 from bot.schema_registry import SchemaRegistry
+from bot.services.calendar import CalendarService
 from bot.services.deliveries import Deliveries
 from bot.services.lineage import LineageService
 from bot.services.outbox import Dispatcher, Outbox
@@ -53,7 +54,8 @@ class Bot:
         self.slack: AsyncApp = create_app(config, self.deliveries, self.inflight)
         membership = SlackMembership(self.slack.client)
         self.schema_registry = SchemaRegistry(config.schema_registry_url) if config.schema_registry_url else None
-        self.proposals = Proposals(self.db, self.registry, self.lineage, membership, self.outbox, clock, self.schema_registry)
+        self.calendar = CalendarService(self.db, self.lineage, clock)
+        self.proposals = Proposals(self.db, self.registry, self.lineage, membership, self.outbox, self.calendar, clock, self.schema_registry)
         delivery = SlackDelivery(web_client(config.slack_bot_token, config.slack_api_url, retries=False), self.proposals,
                                  config.changes_channel)
         self.dispatcher = Dispatcher(self.db, self.outbox, {**delivery.handlers(), REGISTER: self.proposals.register})

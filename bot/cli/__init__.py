@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from bot import __version__
+from bot.cli import calendar as calendar_cli
 from bot.cli import classify as classify_cli
 from bot.cli import lineage as lineage_cli
 from bot.cli import propose as propose_cli
@@ -54,6 +55,7 @@ def _parser() -> argparse.ArgumentParser:
     playground.set_defaults(run=_playground)
 
     classify_cli.add_parsers(sub)
+    calendar_cli.add_parsers(sub)
     lineage_cli.add_parsers(sub)
     propose_cli.add_parser(sub)
     return parser

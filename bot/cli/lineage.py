@@ -38,28 +38,30 @@ def add_parsers(sub: Any) -> None:
     catalog = sub.add_parser("catalog", help="check or load the declarative catalog (YAML)").add_subparsers(metavar="ACTION")
     validate = catalog.add_parser("validate", help="report every problem in a catalog file, with its place")
     validate.add_argument("file")
-    validate.set_defaults(run=_command(run_validate))
+    validate.set_defaults(run=command(run_validate))
     load = catalog.add_parser("load", help="check a catalog file and store it (replaces the previous catalog)")
     load.add_argument("file")
-    load.set_defaults(run=_command(run_load))
+    load.set_defaults(run=command(run_load))
 
     lineage = sub.add_parser("lineage", help="import OpenLineage events, report coverage").add_subparsers(metavar="ACTION")
     imported = lineage.add_parser("import", help="store OpenLineage RunEvents, one JSON object per line")
     imported.add_argument("file", help="FILE.jsonl, or - for stdin")
-    imported.set_defaults(run=_command(run_import))
+    imported.set_defaults(run=command(run_import))
     covered = lineage.add_parser("coverage", help="black-box share, field-level share of subjects, unread datasets")
     covered.add_argument("--format", choices=("text", "json"), default="text")
-    covered.set_defaults(run=_command(run_coverage))
+    covered.set_defaults(run=command(run_coverage))
 
     impact = sub.add_parser("impact", help="what is downstream of some fields of a dataset or subject")
     impact.add_argument("dataset", help="a dataset name or a catalog subject")
     impact.add_argument("--fields", help="comma-separated field paths (a,b.c); default: the whole dataset")
     impact.add_argument("--namespace", help="the dataset's namespace, when its name is not unique")
     impact.add_argument("--format", choices=("text", "json"), default="text")
-    impact.set_defaults(run=_command(run_impact))
+    impact.set_defaults(run=command(run_impact))
 
 
-def _command(handler: Any) -> Any:
+def command(handler: Any) -> Any:
+    """A CLI handler whose CommandError becomes one line on stderr and its exit code."""
+
     def run(args: argparse.Namespace) -> int:
         try:
             return int(handler(args))

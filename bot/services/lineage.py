@@ -15,12 +15,14 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from bot.domain.avro.parse import parse
 from bot.domain.avro.paths import field_paths
+from bot.domain.calendar import Freeze
 from bot.domain.lineage.catalog import Catalog
 from bot.domain.lineage.graph import LineageGraph
 from bot.domain.lineage.model import Dataset, DatasetId, FieldRef, Job, JobId, Team
 from bot.domain.lineage.openlineage import LineageEvent
 from bot.store.database import Database
 from bot.store.models import (
+    FreezeRow,
     LineageDataset,
     LineageJob,
     LineageObservation,
@@ -61,6 +63,7 @@ class LineageService:
                 subject.compatibility, subject.channel, subject.policy = entry.compatibility, entry.channel, entry.approval
                 session.add(subject)
             await self._replace_catalog_rows(session, catalog)
+            await _replace_freezes(session, catalog.freezes)
             await bump_revision(session)
             await session.commit()
 
@@ -227,6 +230,17 @@ class LineageService:
         async with self.db.session() as session:
             rows = (await session.exec(select(TeamRow))).all()
         return {r.name: Team(r.name, r.usergroup, list(r.members), list(r.oncall), r.channel) for r in rows}
+
+
+async def _replace_freezes(session: AsyncSession, freezes: Iterable[Freeze]) -> None:
+    """The catalog's freeze windows replace the previous catalog's (freezes added from Slack stay)."""
+    for row in (await session.exec(select(FreezeRow).where(FreezeRow.source == CATALOG))).all():
+        await session.delete(row)
+    await session.flush()
+    for freeze in freezes:
+        session.add(FreezeRow(name=freeze.name, reason=freeze.reason, scope=freeze.scope.as_json(), cron=freeze.cron,
+                              minutes=int(freeze.duration.total_seconds() // 60) if freeze.duration else None,
+                              timezone=freeze.timezone, start=freeze.start, end=freeze.end, source=CATALOG))
 
 
 async def bump_revision(session: AsyncSession) -> None:

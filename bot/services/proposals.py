@@ -24,12 +24,14 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from bot.domain.approvals import UNOWNED, Decision, Policy, State, outcome
 from bot.domain.avro.paths import lineage_path
+from bot.domain.calendar import Kind, Scope, Status, Window
 from bot.domain.compat.analysis import Analysis, analyse
 from bot.domain.compat.classify import Verdict
 from bot.domain.lineage.graph import LineageError
 from bot.domain.lineage.model import Team
 from bot.schema_registry import RegistrationError, SchemaRegistry
 from bot.services.audit import record as audit
+from bot.services.calendar import CalendarService
 from bot.services.lineage import LineageService
 from bot.services.outbox import Expand, GiveUp, Item, Outbox, Retry
 from bot.services.registry import Registry
@@ -139,8 +141,8 @@ class Proposals:
     """The approval workflow."""
 
     def __init__(self, db: Database, registry: Registry, lineage: LineageService, membership: Membership, outbox: Outbox,
-                 clock: Callable[[], datetime] = utcnow, schema_registry: SchemaRegistry | None = None) -> None:
-        self.db, self.registry, self.lineage = db, registry, lineage
+                 calendar: CalendarService, clock: Callable[[], datetime] = utcnow, schema_registry: SchemaRegistry | None = None) -> None:
+        self.db, self.registry, self.lineage, self.calendar = db, registry, lineage, calendar
         self.membership, self.outbox, self.clock = membership, outbox, clock
         self.schema_registry = schema_registry
 
@@ -207,6 +209,11 @@ class Proposals:
             assert proposal.id is not None
             audit(session, proposer, surface, "proposed", "proposal", str(proposal.id),
                   {"subject": subject_name, "level": str(verdict.level), "teams": to_ask, "revision_of": revision_of, "api_token": api_token})
+            if proposal.window_start is not None and proposal.window_end is not None:
+                self.calendar.book(session, kind=Kind.SCHEMA_CHANGE, title=f"Schema change #{proposal.id} on {subject_name} ({verdict.level})",
+                                   window=Window(proposal.window_start, proposal.window_end), owner=subject.owner_team or "",
+                                   booked_by=proposer, scope=Scope(subjects=frozenset({subject_name})),
+                                   status=Status.TENTATIVE if waits else Status.CONFIRMED, proposal=proposal.id)
             if not waits:
                 proposal.version = await self._record(session, proposal, subject_name, checked.analysis, "approved at once: " + (
                     "a safe change" if verdict.level not in policy.acknowledge else "no downstream team reads the changed fields"))
@@ -356,6 +363,7 @@ class Proposals:
                                        .values(state=State.APPROVED.value, version=number, decided_at=self.clock()))
             if not getattr(moved, "rowcount", 0):
                 raise ProposalError(f"#{proposal.id} stopped waiting before the approval was recorded; nothing changed")
+            await self.calendar.follow_proposal(session, proposal.id, Status.CONFIRMED)
         audit(session, "changeops", "workflow", "approved", "proposal", str(proposal.id), {"version": number, "why": why})
         if self.schema_registry is not None:
             self.outbox.add(session, REGISTER, thread_key(proposal.id), {"proposal": proposal.id, "subject": subject, "version": number})
@@ -371,6 +379,7 @@ class Proposals:
             words = state_words(current.state) if current else "gone"
             await session.rollback()
             raise ProposalError(f"proposal #{proposal_id} is already {words}; nothing changed")
+        await self.calendar.follow_proposal(session, proposal_id, Status.CANCELLED)
         audit(session, actor, surface, state.value, "proposal", str(proposal_id), {})
 
     def _notice(self, session: AsyncSession, proposal_id: int, event: Event, actor: str | None = None,
@@ -426,6 +435,7 @@ class Proposals:
                     claimed = await session.exec(update(Proposal).where(col(Proposal.id) == proposal.id, col(Proposal.state) == State.PENDING.value)
                                                  .values(state=State.EXPIRED.value, decided_at=now))
                     if getattr(claimed, "rowcount", 0):
+                        await self.calendar.follow_proposal(session, proposal.id, Status.CANCELLED)
                         audit(session, "changeops", "scheduler", "expired", "proposal", str(proposal.id), {"waiting": waiting})
                         self._notice(session, proposal.id, Event.EXPIRED, teams=waiting)
                         events += 1

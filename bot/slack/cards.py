@@ -38,7 +38,9 @@ def card(view: ProposalView, *, team: str | None = None) -> Reply:
     if p.registry_error:
         facts.append(f":warning: Not registered in the Schema Registry: {escape(p.registry_error)}")
     if p.window_start:
-        facts.append(f"Planned window: {_when(p.window_start)} → {_when(p.window_end)}")
+        facts.append(f"Planned window: {_when(p.window_start)} → {_when(p.window_end)} (booked in the change calendar)")
+    else:
+        facts.append("No planned window: nothing is booked in the change calendar")
     if p.deadline and view.state is State.PENDING:
         facts.append(f"Deadline: {_when(p.deadline)}{' (extended)' if p.extended else ''}")
     if p.revision_of:

@@ -228,3 +228,42 @@ class LineageObservation(SQLModel, table=True):
     conflict: str = Field(sa_column=Column(Text, nullable=False))
     observed: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     received_at: datetime = _when(nullable=False, default=utcnow)
+
+
+class CalendarEntry(SQLModel, table=True):
+    """A booked window (a schema change, an upgrade, a backfill...); ``sequence`` grows on every change."""
+
+    __tablename__ = "calendar_entries"
+
+    id: int | None = Field(default=None, primary_key=True)
+    kind: str = Field(max_length=32)
+    title: str = Field(max_length=200)
+    start: datetime = _when(nullable=False, index=True)
+    end: datetime = _when(nullable=False, index=True)
+    status: str = Field(default="tentative", max_length=16)
+    owner: str = Field(max_length=255)
+    booked_by: str = Field(max_length=64)
+    scope: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    proposal_id: int | None = Field(default=None, foreign_key="proposals.id", index=True)
+    operation_id: int | None = None
+    sequence: int = 0
+    created_at: datetime = _when(nullable=False, default=utcnow)
+    updated_at: datetime = _when(nullable=False, default=utcnow)
+
+
+class FreezeRow(SQLModel, table=True):
+    """A freeze window: recurring (cron, minutes, zone) or one-off (start, end); from the catalog or from Slack."""
+
+    __tablename__ = "freezes"
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(max_length=100, unique=True)
+    reason: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    scope: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    cron: str | None = Field(default=None, max_length=100)
+    minutes: int | None = None
+    timezone: str = Field(default="UTC", max_length=64)
+    start: datetime | None = _when(nullable=True)
+    end: datetime | None = _when(nullable=True)
+    source: str = Field(default="catalog", max_length=16)
+    created_by: str | None = Field(default=None, max_length=64)

@@ -10,7 +10,7 @@ import json
 import logging
 import re
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import aiohttp
@@ -19,7 +19,10 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.config import ApiToken
+from bot.domain.calendar import CalendarError, Scope
+from bot.domain.lineage.catalog import moment
 from bot.domain.lineage.openlineage import OpenLineageError, parse_event
+from bot.services.calendar import CalendarService
 from bot.services.lineage import LineageService
 from bot.services.proposals import ProposalError, Proposals, ProposalView
 from bot.store.models import aware
@@ -80,7 +83,8 @@ async def read_json(request: web.Request) -> Any:
         raise BadRequest("the JSON is nested too deeply") from None
 
 
-def add_routes(app: web.Application, tokens: Sequence[ApiToken], lineage: LineageService, proposals: Proposals, slack: AsyncWebClient) -> None:
+def add_routes(app: web.Application, tokens: Sequence[ApiToken], lineage: LineageService, proposals: Proposals, slack: AsyncWebClient,
+               calendar: CalendarService) -> None:
     """Mount the API."""
 
     async def post_proposal(request: web.Request, token: ApiToken) -> web.StreamResponse:
@@ -130,6 +134,39 @@ def add_routes(app: web.Application, tokens: Sequence[ApiToken], lineage: Lineag
         log.info("lineage: %d event(s) received, %d changed the lineage", len(events), changed)
         return web.json_response({"ok": True, "events": len(events), "changed": changed})
 
+    async def get_calendar(request: web.Request, _token: ApiToken) -> web.StreamResponse:
+        try:
+            start = moment(request.query["from"]) if request.query.get("from") else proposals.clock() - timedelta(days=1)
+            end = moment(request.query["to"]) if request.query.get("to") else start + timedelta(days=30)
+        except CalendarError as err:
+            raise BadRequest(f"from/to: {err}") from None
+        if end < start:
+            raise BadRequest("to is before from")
+        return web.json_response(await calendar.listing(start, end))
+
+    async def post_calendar(request: web.Request, token: ApiToken) -> web.StreamResponse:
+        body = await read_json(request)
+        if not isinstance(body, dict):
+            raise BadRequest("expected an object with kind, title, start, end, owner, scope and booked_by")
+        scope = body.get("scope") or {}
+        if not isinstance(scope, dict) or not all(isinstance(v, list) and all(isinstance(n, str) for n in v) for v in scope.values()) \
+                or set(scope) - {"subjects", "datasets", "jobs"}:
+            raise BadRequest("scope: an object of subjects, datasets and jobs (lists of names)", "scope")
+        texts = {key: body.get(key) for key in ("kind", "title", "start", "end", "owner", "booked_by")}
+        missing = [key for key, value in texts.items() if not isinstance(value, str) or not value.strip()]
+        if missing:
+            raise BadRequest(f"{missing[0]}: required string", missing[0])
+        try:
+            number = await calendar.add(kind=str(texts["kind"]), title=str(texts["title"]), start=moment(texts["start"]), end=moment(texts["end"]),
+                                        owner=str(texts["owner"]), booked_by=f"{texts['booked_by']} (api token {token.name})"[:64],
+                                        scope=Scope.from_json(scope), surface="api")
+        except CalendarError as err:
+            raise BadRequest(str(err), str(err).split(":", 1)[0] if ":" in str(err) else None) from None
+        entry = next(e for e in await calendar.listing(moment(texts["start"]), moment(texts["end"]) + timedelta(microseconds=1)) if e["id"] == number)
+        return web.json_response(entry, status=201)
+
+    app.router.add_get("/api/v1/calendar", guarded(tokens, "calendar:read", get_calendar))
+    app.router.add_post("/api/v1/calendar", guarded(tokens, "calendar:write", post_calendar))
     app.router.add_post("/api/v1/proposals", guarded(tokens, "proposals:write", post_proposal))
     app.router.add_get("/api/v1/proposals/{id}", guarded(tokens, "proposals:read", get_proposal))
     app.router.add_post("/api/v1/lineage", guarded(tokens, "lineage:write", post_lineage))

@@ -60,5 +60,5 @@ def build_web_app(bolt: AsyncApp, db: Database, schema_head: str, config: Config
         app.router.add_post("/slack/events", slack_events)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
-    api.add_routes(app, config.api_tokens, lineage, proposals, bolt.client)
+    api.add_routes(app, config.api_tokens, lineage, proposals, bolt.client, proposals.calendar)
     return app

@@ -10,11 +10,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bot.domain.approvals import Policy
 from bot.domain.avro.model import Schema
 from bot.domain.avro.paths import field_paths
+from bot.domain.calendar import CalendarError, Freeze, Scope
 from bot.domain.lineage.model import Dataset, DatasetId, FieldRef, Job, JobId, Team
 
 DEFAULT_KAFKA_NAMESPACE = "kafka://kafka:9092"
@@ -63,6 +65,7 @@ class Catalog:
     subjects: dict[str, Subject] = field(default_factory=dict)
     datasets: dict[DatasetId, Dataset] = field(default_factory=dict)
     jobs: list[Job] = field(default_factory=list)
+    freezes: list[Freeze] = field(default_factory=list)
     warnings: list[Problem] = field(default_factory=list)  # worth fixing, but the catalog is usable
 
 
@@ -88,9 +91,9 @@ class _Reader:
         self.problems.append(Problem(place, message))
 
     def read(self, data: dict[str, Any]) -> None:
-        unknown = set(data) - {"version", "kafka_namespace", "teams", "subjects", "datasets", "jobs"}
+        unknown = set(data) - {"version", "kafka_namespace", "teams", "subjects", "datasets", "jobs", "freezes"}
         for key in sorted(unknown):
-            self.problem(key, "unknown section (expected version, kafka_namespace, teams, subjects, datasets, jobs)")
+            self.problem(key, "unknown section (expected version, kafka_namespace, teams, subjects, datasets, jobs, freezes)")
         kafka = data.get("kafka_namespace", DEFAULT_KAFKA_NAMESPACE)
         if not isinstance(kafka, str) or "://" not in kafka:
             self.problem("kafka_namespace", "expected a namespace such as kafka://broker:9092")
@@ -100,6 +103,36 @@ class _Reader:
         self.datasets(_sequence(self, data, "datasets"))
         self.jobs(_sequence(self, data, "jobs"))
         self.fallbacks()
+        self.freezes(_sequence(self, data, "freezes"))
+
+    def freezes(self, freezes: list[Any]) -> None:
+        """Freeze windows: recurring (cron, duration, timezone) or one-off (start, end), scoped or global."""
+        known = {"teams": set(self.catalog.teams), "subjects": set(self.catalog.subjects), "jobs": {j.id.name for j in self.catalog.jobs}}
+        for number, raw in enumerate(freezes):
+            place = f"freezes[{number}]"
+            if not isinstance(raw, dict) or not isinstance(raw.get("name"), str) or not raw["name"].strip():
+                self.problem(place, "a freeze needs a name (and cron, duration, timezone, or start and end)")
+                continue
+            place = f"{place} ({raw['name']})"
+            scope = raw.get("scope") or {}
+            if not isinstance(scope, dict) or set(scope) - set(known) or not all(isinstance(v, list) for v in scope.values()):
+                self.problem(f"{place}.scope", "expected lists under teams, subjects and/or jobs")
+                continue
+            for key, names in scope.items():
+                for name in names:
+                    if name not in known[key]:
+                        self.problem(f"{place}.scope.{key}", f"unknown {key[:-1]} {name!r}")
+            try:
+                freeze = Freeze(raw["name"], str(raw.get("reason") or ""), Scope.from_json(scope), raw.get("cron"),
+                                duration(raw["duration"]) if raw.get("duration") is not None else None, str(raw.get("timezone") or "UTC"),
+                                moment(raw["start"]) if raw.get("start") is not None else None,
+                                moment(raw["end"]) if raw.get("end") is not None else None)
+            except CalendarError as err:
+                self.problem(place, str(err).removeprefix(f"freeze {raw['name']}: "))
+                continue
+            if any(f.name == freeze.name for f in self.catalog.freezes):
+                self.problem(place, "a freeze of that name is declared twice")
+            self.catalog.freezes.append(freeze)
 
     def fallbacks(self) -> None:
         """Fallback teams must exist; a subject whose fallback resolves to nobody is worth a warning."""
@@ -296,6 +329,31 @@ def _sequence(reader: _Reader, data: dict[str, Any], key: str) -> list[Any]:
         reader.problem(key, "expected a list")
         return []
     return value
+
+
+def duration(value: Any) -> timedelta:
+    """``62h``, ``90m``, ``2d``, ``1h30m`` (or minutes as a number); CalendarError otherwise."""
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return timedelta(minutes=value)
+    match = re.fullmatch(r"\s*(?:(\d+)\s*d)?\s*(?:(\d+)\s*h)?\s*(?:(\d+)\s*m)?\s*", str(value))
+    if not match or not any(match.groups()):
+        raise CalendarError(f"duration {value!r} is not like 62h, 90m, 2d or 1h30m")
+    days, hours, minutes = (int(g or 0) for g in match.groups())
+    return timedelta(days=days, hours=hours, minutes=minutes)
+
+
+def moment(value: Any) -> datetime:
+    """An ISO 8601 time with an offset (YAML may already have made it a datetime); CalendarError otherwise."""
+    if isinstance(value, datetime):
+        parsed = value
+    else:
+        try:
+            parsed = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+        except ValueError:
+            raise CalendarError(f"{value!r} is not an ISO 8601 time (2026-12-24T00:00:00Z)") from None
+    if parsed.tzinfo is None:
+        raise CalendarError(f"{value!r} needs a time zone offset (e.g. Z or +01:00)")
+    return parsed.astimezone(UTC)
 
 
 def _topic_of(subject: str) -> str:

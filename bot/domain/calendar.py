@@ -1,0 +1,221 @@
+"""The change calendar: entries with windows and scopes, freeze windows, and the conflicts between them (no I/O).
+
+Windows are half-open, ``[start, end)``, in UTC: one that ends when the next starts does not overlap it. A
+zero-length window is the instant ``start``. Recurring freezes follow their cron expression (five fields) in
+their own time zone, so a freeze "every Friday 18:00 Europe/Berlin" starts at 18:00 local time in winter and
+in summer; a local time that a DST change skips fires at the first valid time after it (cron's convention).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from cronsim import CronSim, CronSimError
+
+
+class Kind(enum.StrEnum):
+    """What an entry books."""
+
+    SCHEMA_CHANGE = "schema_change"
+    JOB_UPGRADE = "job_upgrade"
+    STATE_MIGRATION = "state_migration"
+    RELEASE = "release"
+    BACKFILL = "backfill"
+    REPLAY = "replay"
+    MAINTENANCE = "maintenance"
+
+
+class Status(enum.StrEnum):
+    """Where an entry stands."""
+
+    TENTATIVE = "tentative"
+    CONFIRMED = "confirmed"
+    CANCELLED = "cancelled"
+
+
+class CalendarError(ValueError):
+    """Input the calendar refuses; the message says which field and why."""
+
+
+@dataclass(frozen=True)
+class Window:
+    """``[start, end)`` in UTC."""
+
+    start: datetime
+    end: datetime
+
+    def __post_init__(self) -> None:
+        if self.start.tzinfo is None or self.end.tzinfo is None:
+            raise CalendarError("a window needs times with a time zone")
+        if self.end < self.start:
+            raise CalendarError(f"the window ends ({self.end:%Y-%m-%d %H:%M} UTC) before it starts ({self.start:%Y-%m-%d %H:%M} UTC)")
+
+    def contains(self, moment: datetime) -> bool:
+        """Whether ``moment`` falls inside (the end excluded)."""
+        return self.start <= moment < self.end
+
+    def overlaps(self, other: Window) -> bool:
+        """Whether the two windows share a moment (touching windows do not)."""
+        if self.start == self.end:
+            return other.contains(self.start) or other.start == other.end == self.start
+        if other.start == other.end:
+            return self.contains(other.start)
+        return self.start < other.end and other.start < self.end
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What an entry or a freeze is about: subjects, datasets and jobs by name (and, for freezes, teams)."""
+
+    subjects: frozenset[str] = frozenset()
+    datasets: frozenset[str] = frozenset()
+    jobs: frozenset[str] = frozenset()
+    teams: frozenset[str] = frozenset()
+
+    @property
+    def empty(self) -> bool:
+        """Nothing named: for a freeze, everything is frozen."""
+        return not (self.subjects or self.datasets or self.jobs or self.teams)
+
+    def shared(self, other: Scope) -> list[str]:
+        """The subjects, datasets and jobs both name, as ``subject orders-value``."""
+        return ([f"subject {n}" for n in sorted(self.subjects & other.subjects)] + [f"dataset {n}" for n in sorted(self.datasets & other.datasets)]
+                + [f"job {n}" for n in sorted(self.jobs & other.jobs)])
+
+    def as_json(self) -> dict[str, list[str]]:
+        """``{"subjects", "datasets", "jobs"}`` (and ``teams`` when set)."""
+        data = {"subjects": sorted(self.subjects), "datasets": sorted(self.datasets), "jobs": sorted(self.jobs)}
+        if self.teams:
+            data["teams"] = sorted(self.teams)
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Iterable[str]] | None) -> Scope:
+        """The inverse of ``as_json``."""
+        data = data or {}
+        return cls(*(frozenset(data.get(key, ())) for key in ("subjects", "datasets", "jobs", "teams")))
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A booked window: a schema change, an upgrade, a backfill..."""
+
+    id: int
+    kind: Kind
+    title: str
+    window: Window
+    status: Status
+    owner: str
+    scope: Scope
+
+    @property
+    def active(self) -> bool:
+        """Cancelled entries conflict with nothing."""
+        return self.status is not Status.CANCELLED
+
+
+@dataclass(frozen=True)
+class Freeze:
+    """A window in which changes wait: recurring (cron, duration, zone) or one-off (start, end)."""
+
+    name: str
+    reason: str = ""
+    scope: Scope = field(default_factory=Scope)
+    cron: str | None = None
+    duration: timedelta | None = None
+    timezone: str = "UTC"
+    start: datetime | None = None
+    end: datetime | None = None
+
+    def __post_init__(self) -> None:
+        if self.cron is not None:
+            if self.duration is None or self.duration <= timedelta(0):
+                raise CalendarError(f"freeze {self.name}: a recurring freeze needs a positive duration")
+            zone(self.timezone)
+            try:
+                CronSim(self.cron, datetime(2026, 1, 1, tzinfo=UTC))
+            except CronSimError as err:
+                raise CalendarError(f"freeze {self.name}: {self.cron!r} is not a five-field cron expression ({err})") from None
+        elif self.start is None or self.end is None:
+            raise CalendarError(f"freeze {self.name}: give cron, duration and timezone, or start and end")
+        else:
+            Window(self.start, self.end)
+
+    def occurrences(self, start: datetime, end: datetime) -> list[Window]:
+        """Every window of this freeze that overlaps ``[start, end)``, in UTC."""
+        if self.cron is None:
+            assert self.start is not None and self.end is not None
+            once = Window(self.start, self.end)
+            return [once] if once.overlaps(Window(start, end)) else []
+        assert self.duration is not None
+        tz = zone(self.timezone)
+        found: list[Window] = []
+        for moment in CronSim(self.cron, (start - self.duration - timedelta(minutes=1)).astimezone(tz)):
+            begins = moment.astimezone(UTC)
+            if begins >= end:
+                break
+            window = Window(begins, begins + self.duration)
+            if window.overlaps(Window(start, end)):
+                found.append(window)
+        return found
+
+    def applies_to(self, entry: Entry) -> bool:
+        """Global, or the entry's owner, subjects or jobs are among the frozen ones."""
+        if self.scope.empty:
+            return True
+        return (entry.owner in self.scope.teams or bool(self.scope.subjects & entry.scope.subjects)
+                or bool(self.scope.jobs & entry.scope.jobs))
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """One entry's clash with another entry (``with_`` its id) or a freeze (``freeze:NAME``), and why."""
+
+    entry: int
+    with_: str
+    reason: str
+
+    def as_json(self) -> dict[str, object]:
+        """``{"with": ID | "freeze:NAME", "reason"}``."""
+        return {"with": int(self.with_) if self.with_.isdigit() else self.with_, "reason": self.reason}
+
+
+def zone(name: str) -> ZoneInfo:
+    """An IANA time zone; CalendarError for an unknown one."""
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise CalendarError(f"unknown time zone {name!r} (use an IANA name such as Europe/Berlin)") from None
+
+
+def conflicts(entries: Sequence[Entry], freezes: Sequence[Freeze], downstream: Mapping[int, frozenset[str]]) -> list[Conflict]:
+    """Every conflict, on both sides: active entries whose windows overlap and whose scopes, or downstream impacts
+    (``downstream[id]``: the lineage closure of the entry's scope), touch; and entries inside a freeze."""
+    found: list[Conflict] = []
+    active = [e for e in entries if e.active]
+    for number, first in enumerate(active):
+        for second in active[number + 1:]:
+            if not first.window.overlaps(second.window):
+                continue
+            shared = first.scope.shared(second.scope)
+            if shared:
+                why = f"overlapping windows, both touch {', '.join(shared[:5])}"
+            else:
+                common = sorted(downstream.get(first.id, frozenset()) & downstream.get(second.id, frozenset()))
+                if not common:
+                    continue
+                why = f"overlapping windows with a common downstream: {', '.join(common[:5])}{' …' if len(common) > 5 else ''}"
+            found.append(Conflict(first.id, str(second.id), f"{why} (#{second.id} {second.title})"))
+            found.append(Conflict(second.id, str(first.id), f"{why} (#{first.id} {first.title})"))
+        for freeze in freezes:
+            if not freeze.applies_to(first):
+                continue
+            frozen = freeze.occurrences(first.window.start, max(first.window.end, first.window.start + timedelta(microseconds=1)))
+            if frozen:
+                when = f"{frozen[0].start:%Y-%m-%d %H:%M}–{frozen[0].end:%Y-%m-%d %H:%M} UTC"
+                found.append(Conflict(first.id, f"freeze:{freeze.name}", f"inside the freeze {freeze.name} ({when}){': ' + freeze.reason if freeze.reason else ''}"))
+    return found

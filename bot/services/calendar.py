@@ -1,0 +1,147 @@
+"""The change calendar in the database: entries (booked by proposals or by people), freezes (from the catalog),
+and the conflicts between them, recomputed from the current lineage on every read."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import update
+from sqlmodel import col, select
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from bot.domain.calendar import CalendarError, Conflict, Entry, Freeze, Kind, Scope, Status, Window, conflicts
+from bot.domain.lineage.graph import LineageError, LineageGraph
+from bot.domain.lineage.model import DatasetId
+from bot.services.audit import record as audit
+from bot.services.lineage import LineageService
+from bot.store.database import Database
+from bot.store.models import CalendarEntry, FreezeRow, Subject, aware, utcnow
+
+MAX_TITLE = 200
+
+
+class CalendarService:
+    """Entries, freezes and conflicts."""
+
+    def __init__(self, db: Database, lineage: LineageService, clock: Callable[[], datetime] = utcnow) -> None:
+        self.db, self.lineage, self.clock = db, lineage, clock
+
+    # --- writing --------------------------------------------------------------------------------
+
+    def book(self, session: AsyncSession, *, kind: Kind, title: str, window: Window, owner: str, booked_by: str, scope: Scope,
+             status: Status, proposal: int | None = None) -> CalendarEntry:
+        """Add an entry in the caller's transaction (a proposal books its window with its own state change)."""
+        entry = CalendarEntry(kind=kind.value, title=title[:MAX_TITLE], start=window.start, end=window.end, status=status.value,
+                              owner=owner, booked_by=booked_by, scope=scope.as_json(), proposal_id=proposal,
+                              created_at=self.clock(), updated_at=self.clock())
+        session.add(entry)
+        return entry
+
+    async def follow_proposal(self, session: AsyncSession, proposal: int, status: Status) -> None:
+        """Move a proposal's entry with the proposal (in its transaction); a cancelled entry stays cancelled."""
+        await session.exec(update(CalendarEntry).where(col(CalendarEntry.proposal_id) == proposal,
+                                                       col(CalendarEntry.status) != Status.CANCELLED.value, col(CalendarEntry.status) != status.value)
+                           .values(status=status.value, sequence=CalendarEntry.sequence + 1, updated_at=self.clock()))
+
+    async def add(self, *, kind: str, title: str, start: datetime, end: datetime, owner: str, booked_by: str, scope: Scope,
+                  surface: str) -> int:
+        """Book a window for anything but a proposal; CalendarError (nothing stored) for bad input."""
+        try:
+            booked = Kind(kind)
+        except ValueError:
+            raise CalendarError(f"kind: {kind!r} is not one of {', '.join(k.value for k in Kind)}") from None
+        if booked is Kind.SCHEMA_CHANGE:
+            raise CalendarError("kind: schema changes are booked by their proposals (/schema propose with a planned window)")
+        if not title.strip() or len(title) > MAX_TITLE:
+            raise CalendarError(f"title: required, at most {MAX_TITLE} characters")
+        window = Window(start, end)
+        teams = await self.lineage.teams()
+        if owner not in teams:
+            raise CalendarError(f"owner: unknown team {owner!r} (teams: {', '.join(sorted(teams)) or 'none'})")
+        await self._check_scope(scope)
+        async with self.db.session() as session:
+            entry = self.book(session, kind=booked, title=title.strip(), window=window, owner=owner, booked_by=booked_by, scope=scope,
+                              status=Status.CONFIRMED)
+            await session.flush()
+            assert entry.id is not None
+            audit(session, booked_by, surface, "booked", "calendar", str(entry.id),
+                  {"kind": booked.value, "start": window.start.isoformat(), "end": window.end.isoformat(), "scope": scope.as_json()})
+            await session.commit()
+        return entry.id
+
+    async def _check_scope(self, scope: Scope) -> None:
+        graph = await self.lineage.graph()
+        async with self.db.session() as session:
+            subjects = set((await session.exec(select(Subject.name))).all())
+        unknown = [f"subject {s}" for s in sorted(scope.subjects - subjects)]
+        unknown += [f"dataset {d}" for d in sorted(scope.datasets) if not any(x.name == d for x in graph.datasets)]
+        unknown += [f"job {j}" for j in sorted(scope.jobs) if not any(x.name == j for x in graph.jobs)]
+        if unknown:
+            raise CalendarError(f"scope: unknown {', '.join(unknown)}")
+
+    # --- reading --------------------------------------------------------------------------------
+
+    async def freezes(self) -> list[Freeze]:
+        """Every freeze window."""
+        async with self.db.session() as session:
+            rows = (await session.exec(select(FreezeRow).order_by(col(FreezeRow.name)))).all()
+        return [Freeze(r.name, r.reason, Scope.from_json(r.scope), r.cron, timedelta(minutes=r.minutes) if r.minutes else None, r.timezone,
+                       aware(r.start) if r.start else None, aware(r.end) if r.end else None) for r in rows]
+
+    async def listing(self, start: datetime, end: datetime) -> list[dict[str, Any]]:
+        """The entries overlapping ``[start, end)``, oldest first, each with its conflicts (the CLI's and the API's JSON)."""
+        async with self.db.session() as session:
+            rows = list((await session.exec(select(CalendarEntry).where(col(CalendarEntry.end) >= start, col(CalendarEntry.start) <= end)
+                                            .order_by(col(CalendarEntry.start), col(CalendarEntry.id)))).all())
+        window = Window(start, end)
+        rows = [r for r in rows if Window(aware(r.start), aware(r.end)).overlaps(window)]
+        found = await self.conflicts_of(rows)
+        return [{"id": r.id, "kind": r.kind, "title": r.title, "start": _iso(r.start), "end": _iso(r.end), "status": r.status,
+                 "owner": r.owner, "scope": Scope.from_json(r.scope).as_json(),
+                 "source": {"proposal": r.proposal_id} if r.proposal_id else {"operation": r.operation_id} if r.operation_id else None,
+                 "conflicts": [c.as_json() for c in found if c.entry == r.id]} for r in rows]
+
+    async def conflicts_of(self, rows: list[CalendarEntry]) -> list[Conflict]:
+        """The conflicts of these entries, with each other, with the entries they overlap, and with freezes."""
+        if not rows:
+            return []
+        start, end = min(aware(r.start) for r in rows), max(aware(r.end) for r in rows)
+        async with self.db.session() as session:
+            neighbours = (await session.exec(select(CalendarEntry).where(col(CalendarEntry.end) >= start, col(CalendarEntry.start) <= end))).all()
+        entries = {r.id: _entry(r) for r in [*rows, *neighbours]}
+        graph = await self.lineage.graph()
+        downstream = {number: _downstream(graph, entry.scope) for number, entry in entries.items() if number is not None}
+        wanted = {r.id for r in rows}
+        return [c for c in conflicts(list(entries.values()), await self.freezes(), downstream) if c.entry in wanted]
+
+
+def _entry(row: CalendarEntry) -> Entry:
+    assert row.id is not None
+    return Entry(row.id, Kind(row.kind), row.title, Window(aware(row.start), aware(row.end)), Status(row.status), row.owner,
+                 Scope.from_json(row.scope))
+
+
+def _downstream(graph: LineageGraph, scope: Scope) -> frozenset[str]:
+    """The datasets and jobs an entry's scope reaches through lineage (its own jobs included)."""
+    starts: list[DatasetId] = []
+    for subject in scope.subjects:
+        try:
+            starts.append(graph.find_dataset(subject))
+        except LineageError:
+            continue
+    starts += [d for d in graph.datasets if d.name in scope.datasets]
+    reached: set[str] = set()
+    for job in graph.jobs.values():
+        if job.id.name in scope.jobs:
+            reached.add(f"job {job.id.name}")
+            starts += job.outputs
+    for dataset in starts:
+        impact = graph.impact(dataset, None)
+        reached |= {f"dataset {d.name}" for d in impact.datasets} | {f"job {j.id.name}" for j in impact.jobs}
+    return frozenset(reached)
+
+
+def _iso(moment: datetime) -> str:
+    return aware(moment).isoformat().replace("+00:00", "Z")

@@ -1,0 +1,217 @@
+"""The change calendar: windows at their edges, freezes through DST in two zones, conflicts through lineage,
+proposals booking their windows, and the CLI and API contract."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import aiohttp
+import pytest
+import yaml
+
+from bot.domain.calendar import CalendarError, Entry, Freeze, Kind, Scope, Status, Window, conflicts
+from bot.domain.lineage.catalog import read_catalog
+from tests.conftest import API_TOKEN, SlackHarness
+from tests.test_proposals_slack import ALICE, BOB, V1, retyped
+
+BERLIN, NEW_YORK = ZoneInfo("Europe/Berlin"), ZoneInfo("America/New_York")
+
+
+def at(day: int, hour: int = 0, minute: int = 0, month: int = 12) -> datetime:
+    return datetime(2026, month, day, hour, minute, tzinfo=UTC)
+
+
+def entry(number: int, start: datetime, end: datetime, **scope: Any) -> Entry:
+    return Entry(number, Kind.MAINTENANCE, f"entry {number}", Window(start, end), Status.CONFIRMED, "orders-team",
+                 Scope(**{k: frozenset(v) for k, v in scope.items()}))
+
+
+@pytest.mark.parametrize("first, second, overlap", [
+    ((at(3, 2), at(3, 4)), (at(3, 4), at(3, 6)), False),  # touching: one ends when the next starts
+    ((at(3, 2), at(3, 4)), (at(3, 3), at(3, 5)), True),
+    ((at(3, 2), at(3, 2)), (at(3, 2), at(3, 4)), True),  # an instant at the start of a window is inside it
+    ((at(3, 4), at(3, 4)), (at(3, 2), at(3, 4)), False),  # ... at its end is not
+    ((at(3, 2), at(3, 2)), (at(3, 2), at(3, 2)), True),
+    ((at(1), at(5)), (at(3, 12), at(3, 13)), True),  # multi-day
+])
+def test_windows_overlap_at_the_edges(first: tuple[datetime, datetime], second: tuple[datetime, datetime], overlap: bool) -> None:
+    assert Window(*first).overlaps(Window(*second)) is overlap
+    assert Window(*second).overlaps(Window(*first)) is overlap
+    found = conflicts([entry(1, *first, subjects=["orders-value"]), entry(2, *second, subjects=["orders-value"])], [], {})
+    assert bool(found) is overlap
+
+
+@pytest.mark.parametrize("local_start, local_end, hours", [
+    (datetime(2026, 3, 29, 1, 0, tzinfo=BERLIN), datetime(2026, 3, 29, 4, 0, tzinfo=BERLIN), 2),  # spring forward: 02:00 is skipped
+    (datetime(2026, 10, 25, 1, 0, tzinfo=BERLIN), datetime(2026, 10, 25, 4, 0, tzinfo=BERLIN), 4),  # fall back: 02:00-03:00 twice
+])
+def test_windows_across_a_dst_change_keep_their_real_length(local_start: datetime, local_end: datetime, hours: int) -> None:
+    window = Window(local_start.astimezone(UTC), local_end.astimezone(UTC))
+    assert window.end - window.start == timedelta(hours=hours)
+    middle = window.start + (window.end - window.start) / 2
+    assert window.overlaps(Window(middle, middle + timedelta(minutes=1)))
+
+
+@pytest.mark.parametrize("tz, winter_utc_hour, summer_utc_hour", [("Europe/Berlin", 17, 16), ("America/New_York", 23, 22)])
+def test_a_recurring_freeze_follows_its_zone_through_a_year(tz: str, winter_utc_hour: int, summer_utc_hour: int) -> None:
+    freeze = Freeze("weekend", "no changes over the weekend", cron="0 18 * * 5", duration=timedelta(hours=62), timezone=tz)
+    windows = freeze.occurrences(at(1, month=1), datetime(2027, 1, 1, tzinfo=UTC))
+    assert len(windows) == 52
+    for window in windows:
+        local = window.start.astimezone(ZoneInfo(tz))
+        assert (local.weekday(), local.hour, local.minute) == (4, 18, 0)  # every Friday at 18:00 local time
+        assert window.end - window.start == timedelta(hours=62)
+    hours = {w.start.hour for w in windows}
+    assert hours == {winter_utc_hour, summer_utc_hour}
+    assert windows[0].start.hour == winter_utc_hour and windows[26].start.hour == summer_utc_hour
+
+
+def test_an_entry_inside_a_freeze_conflicts_and_a_touching_one_does_not() -> None:
+    freeze = Freeze("xmas", "holidays", start=at(24), end=at(27))
+    inside, touching = entry(1, at(26, 10), at(26, 11), jobs=["daily-sales"]), entry(2, at(27), at(27, 1))
+    found = conflicts([inside, touching], [freeze], {})
+    assert [(c.entry, c.with_) for c in found] == [(1, "freeze:xmas")] and "holidays" in found[0].reason
+    scoped = Freeze("orders", scope=Scope(subjects=frozenset({"orders-value"})), start=at(24), end=at(27))
+    assert conflicts([inside], [scoped], {}) == []
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: Window(at(3, 4), at(3, 2)), "ends (2026-12-03 02:00 UTC) before it starts"),
+    (lambda: Freeze("f", cron="0 18 * * 8", duration=timedelta(hours=1)), "is not a five-field cron expression"),
+    (lambda: Freeze("f", cron="0 18 * * 5", duration=timedelta(hours=1), timezone="Mars/Olympus"), "unknown time zone 'Mars/Olympus'"),
+    (lambda: Freeze("f", cron="0 18 * * 5"), "needs a positive duration"),
+    (lambda: Freeze("f"), "give cron, duration and timezone, or start and end"),
+])
+def test_bad_windows_and_freezes_are_refused_with_the_reason(make: Any, message: str) -> None:
+    with pytest.raises(CalendarError) as refused:
+        make()
+    assert message in str(refused.value)
+
+
+def test_the_catalog_declares_freezes_and_names_what_is_wrong() -> None:
+    base: dict[str, Any] = {"teams": {"orders-team": {"members": [ALICE]}}, "subjects": {"orders-value": {"owner": "orders-team"}}}
+    good, problems = read_catalog({**base, "freezes": [
+        {"name": "weekend", "cron": "0 18 * * 5", "duration": "62h", "timezone": "Europe/Berlin", "reason": "no weekend changes"},
+        {"name": "xmas", "start": "2026-12-24T00:00:00Z", "end": "2026-12-27T00:00:00Z", "scope": {"teams": ["orders-team"]}}]},
+        lambda _: None)  # type: ignore[arg-type, return-value]
+    assert problems == [] and [f.name for f in good.freezes] == ["weekend", "xmas"] and good.freezes[0].duration == timedelta(hours=62)
+    _, problems = read_catalog({**base, "freezes": [
+        {"name": "a", "cron": "61 * * * *", "duration": "1h"}, {"name": "b", "cron": "0 1 * * *", "duration": "soon"},
+        {"name": "c", "start": "2026-12-27T00:00:00Z", "end": "2026-12-24T00:00:00Z"}, {"name": "d", "start": "x", "end": "y"},
+        {"name": "e", "cron": "0 1 * * *", "duration": "1h", "timezone": "Nowhere/Land"},
+        {"name": "f", "start": "2026-12-24T00:00:00Z", "end": "2026-12-25T00:00:00Z", "scope": {"subjects": ["ghost"]}}]},
+        lambda _: None)  # type: ignore[arg-type, return-value]
+    text = "\n".join(str(p) for p in problems)
+    for expected in ("freezes[0] (a)", "five-field cron", "freezes[1] (b)", "like 62h", "freezes[2] (c)", "before it starts",
+                     "freezes[3] (d)", "ISO 8601", "freezes[4] (e)", "Nowhere/Land", "unknown subject 'ghost'"):
+        assert expected in text, expected
+
+
+async def three_hops(slack: SlackHarness) -> None:
+    """orders-value -> enrich -> dwd_orders -> daily -> ads_daily -> export -> report."""
+    groups = {g["handle"]: g["id"] for g in slack.ws.usergroups.values()}
+    hop = [("orders-value", "enrich", "dwd_orders"), ("dwd_orders", "daily", "ads_daily"), ("ads_daily", "export", "report")]
+    catalog, problems = read_catalog({
+        "teams": {"orders-team": {"usergroup": groups["orders-team"], "members": [ALICE], "oncall": [ALICE]},
+                  "analytics-team": {"usergroup": groups["analytics-team"], "members": [BOB], "oncall": [BOB]}},
+        "subjects": {"orders-value": {"owner": "orders-team"}},
+        "datasets": [{"name": out, "namespace": "iceberg://lake", "owner": "analytics-team", "fields": ["amount"]} for _, _, out in hop],
+        "jobs": [{"name": job, "owner": "analytics-team", "inputs": [source], "outputs": [out],
+                  "mappings": {f"{out}.amount": [f"{source}.{'price' if source == 'orders-value' else 'amount'}"]}} for source, job, out in hop]},
+        lambda _: None)  # type: ignore[arg-type, return-value]
+    assert problems == []
+    await slack.bot.lineage.load_catalog(catalog)
+    from bot.domain.avro.parse import parse
+
+    await slack.bot.registry.record("orders-value", parse(V1))
+
+
+async def api(slack: SlackHarness, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+    async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {API_TOKEN}"}) as http, \
+            http.request(method, f"{slack.bot.url}{path}", json=body) as response:
+        return response.status, await response.json()
+
+
+async def test_windows_conflict_through_a_three_hop_downstream(slack: SlackHarness) -> None:
+    await three_hops(slack)
+    status, export = await api(slack, "POST", "/api/v1/calendar", {
+        "kind": "job_upgrade", "title": "export v2", "start": "2026-12-03T02:00:00Z", "end": "2026-12-03T04:00:00Z",
+        "owner": "analytics-team", "booked_by": BOB, "scope": {"jobs": ["export"]}})
+    assert status == 201 and export["conflicts"] == [] and export["source"] is None
+    status, later = await api(slack, "POST", "/api/v1/calendar", {
+        "kind": "maintenance", "title": "topic compaction", "start": "2026-12-03T04:00:00Z", "end": "2026-12-03T05:00:00Z",
+        "owner": "orders-team", "booked_by": ALICE, "scope": {"subjects": ["orders-value"]}})
+    assert status == 201 and later["conflicts"] == []  # touching windows
+    status, upstream = await api(slack, "POST", "/api/v1/calendar", {
+        "kind": "maintenance", "title": "broker upgrade", "start": "2026-12-03T03:00:00Z", "end": "2026-12-03T03:30:00Z",
+        "owner": "orders-team", "booked_by": ALICE, "scope": {"subjects": ["orders-value"]}})
+    assert status == 201
+    [conflict] = upstream["conflicts"]
+    assert conflict["with"] == export["id"] and "common downstream" in conflict["reason"] and "job export" in conflict["reason"]
+    status, listed = await api(slack, "GET", "/api/v1/calendar?from=2026-12-03T00:00:00Z&to=2026-12-04T00:00:00Z")
+    assert status == 200 and [e["id"] for e in listed] == [export["id"], upstream["id"], later["id"]]
+    assert [c["with"] for c in listed[0]["conflicts"]] == [upstream["id"]]
+
+
+@pytest.mark.parametrize("body, field, message", [
+    ({"end": "2026-12-03T01:00:00Z"}, "", "before it starts"),
+    ({"scope": {"jobs": ["ghost"]}}, "scope", "unknown job ghost"),
+    ({"kind": "party"}, "kind", "is not one of"),
+    ({"kind": "schema_change"}, "kind", "booked by their proposals"),
+    ({"owner": "nobody-team"}, "owner", "unknown team"),
+    ({"start": "tomorrow"}, "", "ISO 8601"),
+])
+async def test_bad_bookings_are_refused_and_nothing_is_stored(slack: SlackHarness, body: dict[str, Any], field: str, message: str) -> None:
+    await three_hops(slack)
+    booking = {"kind": "maintenance", "title": "t", "start": "2026-12-03T02:00:00Z", "end": "2026-12-03T04:00:00Z",
+               "owner": "orders-team", "booked_by": ALICE, "scope": {}, **body}
+    status, answer = await api(slack, "POST", "/api/v1/calendar", booking)
+    assert status == 400 and message in answer["error"]
+    assert await slack.bot.calendar.listing(at(1), at(31)) == []
+
+
+async def test_a_proposal_books_its_window_and_the_entry_follows_it(slack: SlackHarness, migrated_url: str, tmp_path: Path) -> None:
+    await three_hops(slack)
+    start = at(3, 2)
+    first = await slack.bot.proposals.propose("orders-value", json.dumps(retyped(V1, "price", "string")), ALICE, surface="api",
+                                              window_start=start, window_hours=2)
+    second = await slack.bot.proposals.propose("orders-value", json.dumps(retyped(V1, "price", "long")), ALICE, surface="api",
+                                               window_start=start + timedelta(hours=1), window_hours=2)
+    entries = await slack.bot.calendar.listing(at(1), at(31))
+    assert [(e["source"], e["status"], e["kind"]) for e in entries] == [
+        ({"proposal": first.id}, "tentative", "schema_change"), ({"proposal": second.id}, "tentative", "schema_change")]
+    assert entries[0]["conflicts"][0]["with"] == entries[1]["id"] and "subject orders-value" in entries[0]["conflicts"][0]["reason"]
+    await slack.bot.proposals.decide(first.id, BOB, __import__("bot.domain.approvals", fromlist=["Decision"]).Decision.APPROVE)
+    await slack.bot.proposals.withdraw(second.id, ALICE)
+    entries = await slack.bot.calendar.listing(at(1), at(31))
+    assert [e["status"] for e in entries] == ["confirmed", "cancelled"] and all(e["conflicts"] == [] for e in entries)
+
+    (tmp_path / "catalog.yaml").write_text(yaml.safe_dump({"teams": {"orders-team": {"members": [ALICE]}}}))
+    env = {**os.environ, "DATABASE_URL": migrated_url}
+
+    def bot(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "bot", "calendar", *args], env=env, capture_output=True, text=True, timeout=60)
+
+    listed = bot("list", "--from", "2026-12-01T00:00:00Z", "--to", "2026-12-31T00:00:00Z", "--format", "json")
+    assert listed.returncode == 0, listed.stderr
+    [confirmed, cancelled] = json.loads(listed.stdout)
+    assert set(confirmed) == {"id", "kind", "title", "start", "end", "status", "owner", "scope", "source", "conflicts"}
+    assert confirmed["start"] == "2026-12-03T02:00:00Z" and confirmed["end"] == "2026-12-03T04:00:00Z"
+    assert confirmed["scope"] == {"subjects": ["orders-value"], "datasets": [], "jobs": []} and confirmed["owner"] == "orders-team"
+    booked = bot("add", "--kind", "backfill", "--title", "replay of Dec 1", "--start", "2026-12-03T03:00:00Z", "--end", "2026-12-03T05:00:00Z",
+                 "--owner", "analytics-team", "--dataset", "dwd_orders")
+    assert booked.returncode == 0 and booked.stdout.startswith("booked #3"), booked.stderr
+    clashes = json.loads(bot("conflicts", "--from", "2026-12-01T00:00:00Z", "--format", "json").stdout)
+    assert {e["id"] for e in clashes} == {confirmed["id"], 3}
+    refused = bot("add", "--kind", "backfill", "--title", "x", "--start", "2026-12-03T05:00:00Z", "--end", "2026-12-03T03:00:00Z",
+                  "--owner", "analytics-team")
+    assert refused.returncode == 1 and "before it starts" in refused.stderr and "Traceback" not in refused.stderr
+    assert len(json.loads(bot("list", "--from", "2026-12-01T00:00:00Z", "--format", "json").stdout)) == 3
+    await slack.bot.idle()
