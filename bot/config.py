@@ -46,6 +46,7 @@ class Config:
     log_level: str = "INFO"
     changes_channel: str = "#schema-changes"
     shutdown_grace: float = 20.0
+    public_url: str | None = None  # where people reach the bot (links it hands out, such as the calendar feed)
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -89,6 +90,7 @@ class Config:
             log_level=_log_level(env),
             changes_channel=_optional(env, "CHANGES_CHANNEL") or "#schema-changes",
             shutdown_grace=_seconds(env, "SHUTDOWN_GRACE_SECONDS", 20.0),
+            public_url=_http_url(env, "CHANGEOPS_PUBLIC_URL"),
         )
 
 

@@ -25,6 +25,7 @@ from bot.services.outbox import Dispatcher, Outbox
 from bot.services.proposals import REGISTER, Proposals
 from bot.services.registry import Registry
 from bot.slack.app import add_listeners, create_app
+from bot.slack.calendar_commands import CalendarCommands
 from bot.slack.client import web_client
 from bot.slack.delivery import SlackDelivery
 from bot.slack.inflight import Inflight
@@ -59,7 +60,9 @@ class Bot:
         delivery = SlackDelivery(web_client(config.slack_bot_token, config.slack_api_url, retries=False), self.proposals,
                                  config.changes_channel)
         self.dispatcher = Dispatcher(self.db, self.outbox, {**delivery.handlers(), REGISTER: self.proposals.register})
-        add_listeners(self.slack, Services(self.proposals, self.registry, self.slack.client), self.proposals, self.outbox, self.inflight)
+        calendar = CalendarCommands(self.calendar, self.slack.client, lambda: config.public_url or self.url)
+        add_listeners(self.slack, Services(self.proposals, self.registry, self.slack.client), calendar, self.proposals, self.outbox,
+                      self.inflight)
         self.web = build_web_app(self.slack, self.db, migrate.head(), config, self.lineage, self.proposals, lambda: self.draining)
         self.scheduler = AsyncIOScheduler(timezone="UTC")
         self.scheduler.add_job(self.inflight.track(self.deliveries.prune), "interval", hours=1, kwargs={"older_than": timedelta(days=1)},

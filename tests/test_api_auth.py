@@ -3,6 +3,7 @@ OpenLineage events never rewrite what the catalog declares."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -103,6 +104,7 @@ async def test_openlineage_never_overrides_the_catalog_and_coverage_reports_the_
     observations = await scoped.bot.lineage.observations()
     assert len(observations) == 1 and "owners orders-team (the catalog says analytics-team)" in observations[0].conflict
     env = {**os.environ, "DATABASE_URL": migrated_url}
-    shown = subprocess.run([sys.executable, "-m", "bot", "lineage", "coverage"], env=env, capture_output=True, text=True, timeout=60)
+    shown = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "lineage", "coverage"], env=env, capture_output=True,
+                                    text=True, timeout=60)
     assert shown.returncode == 0, shown.stderr
     assert "disagree with the catalog (kept, not applied): 1" in shown.stdout and "enrich-0 (changeops)" in shown.stdout

@@ -3,6 +3,7 @@ proposals booking their windows, and the CLI and API contract."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -196,22 +197,87 @@ async def test_a_proposal_books_its_window_and_the_entry_follows_it(slack: Slack
     (tmp_path / "catalog.yaml").write_text(yaml.safe_dump({"teams": {"orders-team": {"members": [ALICE]}}}))
     env = {**os.environ, "DATABASE_URL": migrated_url}
 
-    def bot(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "bot", "calendar", *args], env=env, capture_output=True, text=True, timeout=60)
+    async def bot(*args: str) -> subprocess.CompletedProcess[str]:  # off the loop: the bot under test keeps running meanwhile
+        return await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "calendar", *args], env=env, capture_output=True,
+                                       text=True, timeout=60)
 
-    listed = bot("list", "--from", "2026-12-01T00:00:00Z", "--to", "2026-12-31T00:00:00Z", "--format", "json")
+    listed = await bot("list", "--from", "2026-12-01T00:00:00Z", "--to", "2026-12-31T00:00:00Z", "--format", "json")
     assert listed.returncode == 0, listed.stderr
     [confirmed, cancelled] = json.loads(listed.stdout)
     assert set(confirmed) == {"id", "kind", "title", "start", "end", "status", "owner", "scope", "source", "conflicts"}
     assert confirmed["start"] == "2026-12-03T02:00:00Z" and confirmed["end"] == "2026-12-03T04:00:00Z"
     assert confirmed["scope"] == {"subjects": ["orders-value"], "datasets": [], "jobs": []} and confirmed["owner"] == "orders-team"
-    booked = bot("add", "--kind", "backfill", "--title", "replay of Dec 1", "--start", "2026-12-03T03:00:00Z", "--end", "2026-12-03T05:00:00Z",
+    booked = await bot("add", "--kind", "backfill", "--title", "replay of Dec 1", "--start", "2026-12-03T03:00:00Z", "--end", "2026-12-03T05:00:00Z",
                  "--owner", "analytics-team", "--dataset", "dwd_orders")
     assert booked.returncode == 0 and booked.stdout.startswith("booked #3"), booked.stderr
-    clashes = json.loads(bot("conflicts", "--from", "2026-12-01T00:00:00Z", "--format", "json").stdout)
+    clashes = json.loads((await bot("conflicts", "--from", "2026-12-01T00:00:00Z", "--format", "json")).stdout)
     assert {e["id"] for e in clashes} == {confirmed["id"], 3}
-    refused = bot("add", "--kind", "backfill", "--title", "x", "--start", "2026-12-03T05:00:00Z", "--end", "2026-12-03T03:00:00Z",
+    refused = await bot("add", "--kind", "backfill", "--title", "x", "--start", "2026-12-03T05:00:00Z", "--end", "2026-12-03T03:00:00Z",
                   "--owner", "analytics-team")
     assert refused.returncode == 1 and "before it starts" in refused.stderr and "Traceback" not in refused.stderr
-    assert len(json.loads(bot("list", "--from", "2026-12-01T00:00:00Z", "--format", "json").stdout)) == 3
+    assert len(json.loads((await bot("list", "--from", "2026-12-01T00:00:00Z", "--format", "json")).stdout)) == 3
+    await slack.bot.idle()
+
+
+async def test_the_feed_is_private_and_clients_update_events_rather_than_duplicate(slack: SlackHarness) -> None:
+    from icalendar import Calendar
+
+    from bot.domain.approvals import Decision
+
+    await three_hops(slack)
+    async with slack.bot.db.session() as session:
+        from bot.services.lineage import _replace_freezes
+
+        await _replace_freezes(session, [Freeze("weekend", "no weekend changes", cron="0 18 * * 5", duration=timedelta(hours=62),
+                                                timezone="Europe/Berlin")])
+        await session.commit()
+    proposed = await slack.bot.proposals.propose("orders-value", json.dumps(retyped(V1, "price", "string")), ALICE, surface="api",
+                                                 window_start=slack.clock.now + timedelta(days=1), window_hours=2)
+    await slack.driver.command("/calendar feed", user=ALICE, channel="changes")
+    shown = await slack.ws.wait_for(lambda: [e for e in slack.ws.ephemerals_for(ALICE) if "calendar.ics?token=" in e.text])
+    url = shown[0].text.split("\n")[1]
+    assert url.startswith(f"{slack.bot.url}/calendar.ics?token=")
+
+    async def fetch(address: str) -> tuple[int, bytes]:
+        async with aiohttp.ClientSession() as http, http.get(address) as response:
+            return response.status, await response.read()
+
+    status, first = await fetch(url)
+    assert status == 200
+    events = {str(e["UID"]): e for e in Calendar.from_ical(first).walk("VEVENT")}
+    entry_uid = next(uid for uid in events if uid.startswith("entry-"))
+    assert events[entry_uid]["STATUS"] == "TENTATIVE" and "orders-value" in str(events[entry_uid]["DESCRIPTION"])
+    freezes = [e for uid, e in events.items() if uid.startswith("freeze-weekend-")]
+    assert freezes and all(e.decoded("DTSTART").astimezone(BERLIN).hour == 18 for e in freezes)
+    await slack.bot.proposals.decide(proposed.id, BOB, Decision.APPROVE)
+    status, second = await fetch(url)
+    again = {str(e["UID"]): e for e in Calendar.from_ical(second).walk("VEVENT")}
+    assert set(again) == set(events)  # same UIDs: the client updates, never duplicates
+    assert again[entry_uid]["STATUS"] == "CONFIRMED" and int(again[entry_uid]["SEQUENCE"]) > int(events[entry_uid]["SEQUENCE"])
+    assert (await fetch(url.replace("token=", "token=x")))[0] == 404
+    await slack.driver.command("/calendar feed", user=ALICE, channel="changes")  # a new token replaces the old one
+    await slack.ws.wait_for(lambda: len([e for e in slack.ws.ephemerals_for(ALICE) if "calendar.ics?token=" in e.text]) == 2)
+    assert (await fetch(url))[0] == 404
+    await slack.bot.idle()
+
+
+async def test_the_agenda_is_grouped_by_day_in_the_readers_time_zone(slack: SlackHarness) -> None:
+    await three_hops(slack)
+    slack.ws.users[BOB]["tz"] = "America/New_York"
+    await slack.bot.calendar.add(kind="job_upgrade", title="export <!channel> v2", start=slack.clock.now + timedelta(hours=20),
+                                 end=slack.clock.now + timedelta(hours=22), owner="analytics-team", booked_by=BOB,
+                                 scope=Scope(jobs=frozenset({"export"})), surface="test")
+    await slack.bot.calendar.add(kind="maintenance", title="broker", start=slack.clock.now + timedelta(hours=21),
+                                 end=slack.clock.now + timedelta(hours=23), owner="orders-team", booked_by=ALICE,
+                                 scope=Scope(subjects=frozenset({"orders-value"})), surface="test")
+    await slack.driver.command("/calendar", user=BOB, channel="changes")
+    agenda = await slack.ws.wait_for(lambda: [e for e in slack.ws.ephemerals_for(BOB) if "Change calendar" in e.text])
+    text = agenda[0].text
+    assert "(America/New_York)" in text and "— Tue 1 Dec to Mon 7 Dec" in text and "*Wednesday 2 December*" in text  # 05:00 UTC is midnight in New York
+    assert "00:00–02:00" in text and "01:00–03:00" in text and ":warning: conflicts with" in text
+    assert "<!channel>" not in text and "&lt;!channel&gt;" in text
+    await slack.driver.command("/calendar next year", user=BOB, channel="changes")
+    await slack.ws.wait_for(lambda: [e for e in slack.ws.ephemerals_for(BOB) if "could not read" in e.text])
+    await slack.driver.command("/calendar help", user=BOB, channel="changes")
+    await slack.ws.wait_for(lambda: [e for e in slack.ws.ephemerals_for(BOB) if "`/calendar feed`" in e.text])
     await slack.bot.idle()

@@ -145,8 +145,8 @@ class Freeze:
         else:
             Window(self.start, self.end)
 
-    def occurrences(self, start: datetime, end: datetime) -> list[Window]:
-        """Every window of this freeze that overlaps ``[start, end)``, in UTC."""
+    def occurrences(self, start: datetime, end: datetime, limit: int = 1000) -> list[Window]:
+        """The windows of this freeze that overlap ``[start, end)``, in UTC (at most ``limit``)."""
         if self.cron is None:
             assert self.start is not None and self.end is not None
             once = Window(self.start, self.end)
@@ -161,6 +161,8 @@ class Freeze:
             window = Window(begins, begins + self.duration)
             if window.overlaps(Window(start, end)):
                 found.append(window)
+                if len(found) == limit:
+                    break
         return found
 
     def applies_to(self, entry: Entry) -> bool:

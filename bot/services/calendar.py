@@ -3,6 +3,8 @@ and the conflicts between them, recomputed from the current lineage on every rea
 
 from __future__ import annotations
 
+import hashlib
+import secrets
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
@@ -17,7 +19,7 @@ from bot.domain.lineage.model import DatasetId
 from bot.services.audit import record as audit
 from bot.services.lineage import LineageService
 from bot.store.database import Database
-from bot.store.models import CalendarEntry, FreezeRow, Subject, aware, utcnow
+from bot.store.models import CalendarEntry, CalendarFeed, FreezeRow, Subject, aware, utcnow
 
 MAX_TITLE = 200
 
@@ -71,6 +73,23 @@ class CalendarService:
             await session.commit()
         return entry.id
 
+    async def mint_feed(self, user: str) -> str:
+        """A new secret feed token for ``user`` (their earlier tokens stop working); only its hash is stored."""
+        token = secrets.token_urlsafe(24)
+        async with self.db.session() as session:
+            for old in (await session.exec(select(CalendarFeed).where(CalendarFeed.user == user))).all():
+                await session.delete(old)
+            session.add(CalendarFeed(token_hash=_hash(token), user=user, created_at=self.clock()))
+            audit(session, user, "slack", "minted a calendar feed", "calendar", "feed", {})
+            await session.commit()
+        return token
+
+    async def feed_owner(self, token: str) -> str | None:
+        """Whose feed token this is (None for an unknown or replaced one)."""
+        async with self.db.session() as session:
+            row = (await session.exec(select(CalendarFeed).where(CalendarFeed.token_hash == _hash(token)))).first()
+        return row.user if row else None
+
     async def _check_scope(self, scope: Scope) -> None:
         graph = await self.lineage.graph()
         async with self.db.session() as session:
@@ -90,18 +109,23 @@ class CalendarService:
         return [Freeze(r.name, r.reason, Scope.from_json(r.scope), r.cron, timedelta(minutes=r.minutes) if r.minutes else None, r.timezone,
                        aware(r.start) if r.start else None, aware(r.end) if r.end else None) for r in rows]
 
-    async def listing(self, start: datetime, end: datetime) -> list[dict[str, Any]]:
-        """The entries overlapping ``[start, end)``, oldest first, each with its conflicts (the CLI's and the API's JSON)."""
+    async def listing(self, start: datetime, end: datetime, *, sequences: bool = False) -> list[dict[str, Any]]:
+        """The entries overlapping ``[start, end)``, oldest first, each with its conflicts (the CLI's and the API's JSON;
+        with ``sequences``, also how many times each changed, for the iCalendar feed)."""
         async with self.db.session() as session:
             rows = list((await session.exec(select(CalendarEntry).where(col(CalendarEntry.end) >= start, col(CalendarEntry.start) <= end)
                                             .order_by(col(CalendarEntry.start), col(CalendarEntry.id)))).all())
         window = Window(start, end)
         rows = [r for r in rows if Window(aware(r.start), aware(r.end)).overlaps(window)]
         found = await self.conflicts_of(rows)
-        return [{"id": r.id, "kind": r.kind, "title": r.title, "start": _iso(r.start), "end": _iso(r.end), "status": r.status,
-                 "owner": r.owner, "scope": Scope.from_json(r.scope).as_json(),
-                 "source": {"proposal": r.proposal_id} if r.proposal_id else {"operation": r.operation_id} if r.operation_id else None,
-                 "conflicts": [c.as_json() for c in found if c.entry == r.id]} for r in rows]
+        listed = [{"id": r.id, "kind": r.kind, "title": r.title, "start": _iso(r.start), "end": _iso(r.end), "status": r.status,
+                   "owner": r.owner, "scope": Scope.from_json(r.scope).as_json(),
+                   "source": {"proposal": r.proposal_id} if r.proposal_id else {"operation": r.operation_id} if r.operation_id else None,
+                   "conflicts": [c.as_json() for c in found if c.entry == r.id]} for r in rows]
+        if sequences:
+            for item, row in zip(listed, rows, strict=True):
+                item["sequence"] = row.sequence
+        return listed
 
     async def conflicts_of(self, rows: list[CalendarEntry]) -> list[Conflict]:
         """The conflicts of these entries, with each other, with the entries they overlap, and with freezes."""
@@ -141,6 +165,10 @@ def _downstream(graph: LineageGraph, scope: Scope) -> frozenset[str]:
         impact = graph.impact(dataset, None)
         reached |= {f"dataset {d.name}" for d in impact.datasets} | {f"job {j.id.name}" for j in impact.jobs}
     return frozenset(reached)
+
+
+def _hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def _iso(moment: datetime) -> str:

@@ -12,6 +12,7 @@ from bot.services.deliveries import Deliveries
 from bot.services.outbox import Outbox
 from bot.services.proposals import Proposals
 from bot.slack import commands, home, proposing
+from bot.slack.calendar_commands import CalendarCommands
 from bot.slack.client import web_client
 from bot.slack.inflight import Inflight
 from bot.slack.middleware import once_per_delivery
@@ -38,8 +39,9 @@ def create_app(config: Config, deliveries: Deliveries, inflight: Inflight) -> As
     return app
 
 
-def add_listeners(app: AsyncApp, services: Services, proposals: Proposals, outbox: Outbox, inflight: Inflight) -> None:
+def add_listeners(app: AsyncApp, services: Services, calendar: CalendarCommands, proposals: Proposals, outbox: Outbox,
+                  inflight: Inflight) -> None:
     """Every slash command, action, view and event, each counted while it runs."""
-    routers = commands.register(app, services, inflight.track)
+    routers = commands.register(app, services, calendar, inflight.track)
     home.register(app, routers, proposals, inflight.track, services)
     proposing.register(app, proposals, outbox, inflight.track)

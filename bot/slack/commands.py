@@ -11,6 +11,7 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 
 from bot.domain.compat.rules import CATALOGUE
 from bot.slack import ids
+from bot.slack.calendar_commands import CalendarCommands
 from bot.slack.render import Reply
 from bot.slack.request import CommandRequest
 from bot.slack.schema_commands import Services
@@ -32,8 +33,9 @@ class Subcommand:
 class Router:
     """The subcommands of one slash command, in the order help lists them."""
 
-    def __init__(self, command: str) -> None:
+    def __init__(self, command: str, default: str = "help") -> None:
         self.command = command
+        self.default = default  # what the command alone does; with a default other than help, unknown words go to it too
         self.subcommands: dict[str, Subcommand] = {}
 
     def add(self, sub: Subcommand) -> None:
@@ -52,12 +54,15 @@ class Router:
         except ValueError as err:
             await ack(**Reply.text(f"I could not read that command: {err}. Try `{self.command} help`.").ack())
             return
-        name = words[0].lower() if words else "help"
+        name = words[0].lower() if words else self.default
         sub = self.subcommands.get(name)
+        args = words[1:]
+        if sub is None and self.default != "help":
+            sub, args = self.subcommands[self.default], words
         if sub is None:
             await ack(**Reply.text(f"I don't know `{self.command} {name}`. Here is what I can do:").extend(self.help()).ack())
             return
-        request = CommandRequest(self.command, name, words[1:], command["user_id"], command["channel_id"], command.get("trigger_id", ""))
+        request = CommandRequest(self.command, sub.name, args, command["user_id"], command["channel_id"], command.get("trigger_id", ""))
         if sub.in_ack:
             answer = await sub.handler(request)
             await ack(**(answer.ack() if answer else {}))
@@ -97,9 +102,22 @@ def rules_reply() -> Reply:
                           "failing a direction the subject's mode requires is always breaking.", lines)
 
 
-def register(app: AsyncApp, services: Services, track: Callable[[Any], Any]) -> dict[str, Router]:
+def calendar_router(calendar: CalendarCommands) -> Router:
+    """``/calendar``: the agenda by default, the feed, help."""
+    router = Router(ids.CALENDAR_COMMAND, default="agenda")
+    for sub in (
+        Subcommand("agenda", "[today|week|next week|YYYY-MM-DD]", "what changes when, in your time zone, with conflicts and freezes",
+                   calendar.agenda),
+        Subcommand("feed", "feed", "your private iCalendar feed URL (a new one replaces the old)", calendar.feed),
+        Subcommand("help", "help", "this list of commands", lambda _r: _answer(router.help()), in_ack=True),
+    ):
+        router.add(sub)
+    return router
+
+
+def register(app: AsyncApp, services: Services, calendar: CalendarCommands, track: Callable[[Any], Any]) -> dict[str, Router]:
     """Attach every slash command to the app; returns the routers (App Home lists their help)."""
-    routers = {ids.SCHEMA_COMMAND: schema_router(services)}
+    routers = {ids.SCHEMA_COMMAND: schema_router(services), ids.CALENDAR_COMMAND: calendar_router(calendar)}
     assert tuple(routers) == ids.SLASH_COMMANDS
     for name, router in routers.items():
         app.command(name)(track(_listener(router)))

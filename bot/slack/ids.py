@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 SCHEMA_COMMAND = "/schema"
-SLASH_COMMANDS = (SCHEMA_COMMAND,)  # the Slack app manifest declares exactly these
+CALENDAR_COMMAND = "/calendar"
+SLASH_COMMANDS = (SCHEMA_COMMAND, CALENDAR_COMMAND)  # the Slack app manifest declares exactly these
 
 APPROVE = "proposal_approve"
 REJECT = "proposal_reject"

@@ -28,13 +28,11 @@ def is_sqlite(url: str) -> bool:
 
 
 def _sqlite_pragmas(dbapi_connection: object, _record: object) -> None:
-    """Foreign keys on; writers wait for each other; write-ahead logging, so readers never wait for a writer and a
-    commit costs one append instead of a journal rewrite (durable across crashes of the bot, not of the machine)."""
+    """Foreign keys on; writers wait for each other. (Not WAL: there a transaction that reads, then writes, fails at
+    once when another connection committed in between, instead of waiting its turn.)"""
     cursor = dbapi_connection.cursor()  # type: ignore[attr-defined]
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA busy_timeout=10000")
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
 
 

@@ -267,3 +267,14 @@ class FreezeRow(SQLModel, table=True):
     end: datetime | None = _when(nullable=True)
     source: str = Field(default="catalog", max_length=16)
     created_by: str | None = Field(default=None, max_length=64)
+
+
+class CalendarFeed(SQLModel, table=True):
+    """A person's secret iCalendar feed token (only its SHA-256 is kept)."""
+
+    __tablename__ = "calendar_feeds"
+
+    id: int | None = Field(default=None, primary_key=True)
+    token_hash: str = Field(max_length=64, unique=True)
+    user: str = Field(max_length=64, index=True)
+    created_at: datetime = _when(nullable=False, default=utcnow)

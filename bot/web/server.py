@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from datetime import timedelta
 
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
@@ -15,10 +16,11 @@ from bot.config import Config
 from bot.services.lineage import LineageService
 from bot.services.proposals import Proposals
 from bot.store.database import Database
-from bot.web import api
+from bot.web import api, ical
 
 log = logging.getLogger(__name__)
 MAX_BODY = 4 * 1024 * 1024
+FEED_PAST_DAYS, FEED_FUTURE_DAYS = 30, 365
 
 
 def build_web_app(bolt: AsyncApp, db: Database, schema_head: str, config: Config, lineage: LineageService,
@@ -54,7 +56,23 @@ def build_web_app(bolt: AsyncApp, db: Database, schema_head: str, config: Config
             return web.json_response({"ok": False, "reason": f"database at {revision}, code expects {schema_head}: run `bot migrate`"}, status=503)
         return web.json_response({"ok": True, "schema": revision})
 
+    async def calendar_feed(request: web.Request) -> web.Response:
+        owner = await proposals.calendar.feed_owner(request.query.get("token", "")[:100])
+        if owner is None:
+            return web.json_response({"ok": False, "error": "unknown feed token: mint yours with /calendar feed"}, status=404)
+        now = proposals.clock()
+        start, end = now - timedelta(days=FEED_PAST_DAYS), now + timedelta(days=FEED_FUTURE_DAYS)
+        team, subject = request.query.get("team"), request.query.get("subject")
+        entries = [e for e in await proposals.calendar.listing(start, end, sequences=True)
+                   if (not team or e["owner"] == team) and (not subject or subject in e["scope"]["subjects"])]
+        freezes = [(f, w) for f in await proposals.calendar.freezes() for w in f.occurrences(start, end)
+                   if (not team or not f.scope.teams or team in f.scope.teams) and (not subject or not f.scope.subjects or subject in f.scope.subjects)]
+        body = ical.feed(entries, freezes, now, request.host.split(":")[0] or "changeops")
+        return web.Response(body=body, content_type="text/calendar", charset="utf-8",
+                            headers={"Cache-Control": "private, max-age=300"})
+
     app = web.Application(client_max_size=MAX_BODY)
+    app.router.add_get("/calendar.ics", calendar_feed)
     if config.slack_signing_secret:
         verifier = SignatureVerifier(config.slack_signing_secret)
         app.router.add_post("/slack/events", slack_events)
