@@ -69,6 +69,8 @@ class Bot:
                                id="prune-slack-deliveries", coalesce=True, max_instances=1)
         self.scheduler.add_job(self.inflight.track(self.proposals.sweep), "interval", seconds=SWEEP_SECONDS, id="sweep-proposals",
                                coalesce=True, max_instances=1)
+        self.scheduler.add_job(self.inflight.track(self.proposals.release_held), "interval", seconds=SWEEP_SECONDS, id="release-held",
+                               coalesce=True, max_instances=1)
         self._runner: web.AppRunner | None = None
         self._socket_mode: AsyncSocketModeHandler | None = None
         self.port: int | None = None

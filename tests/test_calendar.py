@@ -115,8 +115,8 @@ def test_the_catalog_declares_freezes_and_names_what_is_wrong() -> None:
         assert expected in text, expected
 
 
-async def three_hops(slack: SlackHarness) -> None:
-    """orders-value -> enrich -> dwd_orders -> daily -> ads_daily -> export -> report."""
+async def three_hops(slack: SlackHarness, freezes: list[dict[str, Any]] | None = None) -> None:
+    """orders-value -> enrich -> dwd_orders -> daily -> ads_daily -> export -> report (and the ``freezes``)."""
     groups = {g["handle"]: g["id"] for g in slack.ws.usergroups.values()}
     hop = [("orders-value", "enrich", "dwd_orders"), ("dwd_orders", "daily", "ads_daily"), ("ads_daily", "export", "report")]
     catalog, problems = read_catalog({
@@ -125,7 +125,8 @@ async def three_hops(slack: SlackHarness) -> None:
         "subjects": {"orders-value": {"owner": "orders-team"}},
         "datasets": [{"name": out, "namespace": "iceberg://lake", "owner": "analytics-team", "fields": ["amount"]} for _, _, out in hop],
         "jobs": [{"name": job, "owner": "analytics-team", "inputs": [source], "outputs": [out],
-                  "mappings": {f"{out}.amount": [f"{source}.{'price' if source == 'orders-value' else 'amount'}"]}} for source, job, out in hop]},
+                  "mappings": {f"{out}.amount": [f"{source}.{'price' if source == 'orders-value' else 'amount'}"]}} for source, job, out in hop],
+        "freezes": freezes or []},
         lambda _: None)  # type: ignore[arg-type, return-value]
     assert problems == []
     await slack.bot.lineage.load_catalog(catalog)
@@ -280,4 +281,61 @@ async def test_the_agenda_is_grouped_by_day_in_the_readers_time_zone(slack: Slac
     await slack.ws.wait_for(lambda: [e for e in slack.ws.ephemerals_for(BOB) if "could not read" in e.text])
     await slack.driver.command("/calendar help", user=BOB, channel="changes")
     await slack.ws.wait_for(lambda: [e for e in slack.ws.ephemerals_for(BOB) if "`/calendar feed`" in e.text])
+    await slack.bot.idle()
+
+
+FREEZE = {"name": "peak", "start": "2026-12-02T00:00:00Z", "end": "2026-12-05T00:00:00Z", "scope": {"teams": ["orders-team"]},
+          "reason": "peak season"}
+
+
+async def held_proposal(slack: SlackHarness) -> Any:
+    """A breaking change planned inside the freeze, approved by its only team: held."""
+    from tests.test_proposals_slack import card_message, thread
+
+    await three_hops(slack, [FREEZE])
+    await slack.bot.proposals.propose("orders-value", json.dumps(retyped(V1, "price", "string")), ALICE, surface="api",
+                                      window_start=at(3, 2), window_hours=2)
+    card = await card_message(slack)
+    await slack.driver.click(card, __import__("bot.slack.ids", fromlist=["APPROVE"]).APPROVE, user=BOB)
+    await slack.ws.wait_for(lambda: any("Every team approved, but its planned window is inside the freeze peak" in t for t in thread(slack, card)))
+    view = await slack.bot.proposals.view(1)
+    assert view.state.value == "pending" and view.proposal.version is None and "Next free window: 2026-12-05 00:00–2026-12-05 02:00 UTC" in view.proposal.held
+    assert [v.number for v in await slack.bot.registry.history("orders-value")] == [1]
+    [entry] = await slack.bot.calendar.listing(at(1), at(31))
+    assert entry["status"] == "tentative" and entry["conflicts"][0]["with"] == "freeze:peak"
+    held = slack.ws.find_message(card.channel, card.ts)
+    assert held is not None and "held" in json.dumps(held.blocks) and "Move to the next free window" in json.dumps(held.blocks)
+    return card
+
+
+async def test_a_breaking_change_held_by_a_freeze_is_confirmed_once_the_freeze_ends(slack: SlackHarness) -> None:
+    from tests.test_proposals_slack import thread
+
+    card = await held_proposal(slack)
+    assert await slack.bot.proposals.release_held() == 0  # still frozen
+    await three_hops(slack, [])  # the freeze is lifted
+    assert await slack.bot.proposals.release_held() == 1
+    assert await slack.bot.proposals.release_held() == 0
+    view = await slack.bot.proposals.view(1)
+    assert view.state.value == "approved" and view.proposal.version == 2 and view.proposal.held is None
+    assert [e["status"] for e in await slack.bot.calendar.listing(at(1), at(31))] == ["confirmed"]
+    await slack.ws.wait_for(lambda: any("No freeze covers the planned window any more" in t for t in thread(slack, card)))
+    await slack.bot.idle()
+
+
+async def test_the_proposer_moves_a_held_change_to_the_next_free_window(slack: SlackHarness) -> None:
+    from bot.slack import ids
+
+    card = await held_proposal(slack)
+    held = slack.ws.find_message(card.channel, card.ts)
+    assert held is not None
+    await slack.driver.click(held, ids.RESCHEDULE, user=BOB)
+    await slack.ws.wait_for(lambda: [e for e in slack.ws.ephemerals_for(BOB) if "can move its window" in e.text])
+    await slack.driver.click(held, ids.RESCHEDULE, user=ALICE)
+    moved = await slack.ws.wait_for(lambda: [e for e in slack.ws.ephemerals_for(ALICE) if "now plans" in e.text])
+    assert "2026-12-05 00:00–2026-12-05 02:00 UTC" in moved[0].text and "approved" in moved[0].text
+    view = await slack.bot.proposals.view(1)
+    assert view.state.value == "approved" and view.proposal.version == 2
+    [entry] = await slack.bot.calendar.listing(at(1), at(31))
+    assert (entry["start"], entry["status"], entry["conflicts"]) == ("2026-12-05T00:00:00Z", "confirmed", [])
     await slack.bot.idle()

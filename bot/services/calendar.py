@@ -47,6 +47,11 @@ class CalendarService:
                                                        col(CalendarEntry.status) != Status.CANCELLED.value, col(CalendarEntry.status) != status.value)
                            .values(status=status.value, sequence=CalendarEntry.sequence + 1, updated_at=self.clock()))
 
+    async def move_proposal(self, session: AsyncSession, proposal: int, window: Window) -> None:
+        """Move a proposal's entry to a new window (in its transaction)."""
+        await session.exec(update(CalendarEntry).where(col(CalendarEntry.proposal_id) == proposal)
+                           .values(start=window.start, end=window.end, sequence=CalendarEntry.sequence + 1, updated_at=self.clock()))
+
     async def add(self, *, kind: str, title: str, start: datetime, end: datetime, owner: str, booked_by: str, scope: Scope,
                   surface: str) -> int:
         """Book a window for anything but a proposal; CalendarError (nothing stored) for bad input."""
@@ -72,6 +77,30 @@ class CalendarService:
                   {"kind": booked.value, "start": window.start.isoformat(), "end": window.end.isoformat(), "scope": scope.as_json()})
             await session.commit()
         return entry.id
+
+    async def freeze_over(self, window: Window, owner: str, scope: Scope) -> tuple[Freeze, Window] | None:
+        """The first freeze occurrence that covers an entry with this window, owner and scope (None when free)."""
+        probe = Entry(0, Kind.SCHEMA_CHANGE, "", window, Status.TENTATIVE, owner, scope)
+        end = max(window.end, window.start + timedelta(microseconds=1))
+        for freeze in await self.freezes():
+            if freeze.applies_to(probe):
+                found = freeze.occurrences(window.start, end, limit=1)
+                if found:
+                    return freeze, found[0]
+        return None
+
+    async def next_free(self, window: Window, owner: str, scope: Scope, after: datetime) -> Window | None:
+        """The first window as long as ``window``, starting at or after ``after``, that no freeze covers (within a year)."""
+        length = window.end - window.start
+        candidate = Window(max(after, window.start), max(after, window.start) + length)
+        for _ in range(500):
+            frozen = await self.freeze_over(candidate, owner, scope)
+            if frozen is None:
+                return candidate
+            candidate = Window(frozen[1].end, frozen[1].end + length)
+            if candidate.start > after + timedelta(days=365):
+                break
+        return None
 
     async def mint_feed(self, user: str) -> str:
         """A new secret feed token for ``user`` (their earlier tokens stop working); only its hash is stored."""

@@ -73,6 +73,9 @@ class Event(enum.StrEnum):
     WITHDRAWN = "withdrawn"
     EXTENDED = "extended"
     REGISTERED = "registered"
+    HELD = "held"
+    RELEASED = "released"
+    RESCHEDULED = "rescheduled"
 
 
 @dataclass
@@ -273,6 +276,7 @@ class Proposals:
             raise ProposalError(f"{memberships[0]} has already decided on #{proposal_id} "
                                 f"({state_words(earlier.decision)} by <@{earlier.user}>); nothing changed")
         analysis = await off_loop(analyse, [], view.proposal.schema_text, view.proposal.mode) if decision is Decision.APPROVE else None
+        hold = await self._hold(view) if decision is Decision.APPROVE else None
         recorded: list[str] = []
         async with self.db.session() as session:
             await self._claim_pending(session, proposal_id, f"before your {noun} was recorded")
@@ -292,17 +296,94 @@ class Proposals:
             acks = (await session.exec(select(Acknowledgement).where(Acknowledgement.proposal_id == proposal_id))).all()
             state = outcome(view.proposal.teams, {a.team: Decision(a.decision) for a in acks})
             version = None
-            if state is State.APPROVED:
+            held_now = state is State.APPROVED and hold is not None
+            if held_now:
+                await session.exec(update(Proposal).where(col(Proposal.id) == proposal_id, col(Proposal.state) == State.PENDING.value)
+                                   .values(held=hold))
+                audit(session, "changeops", "workflow", "held by a freeze", "proposal", str(proposal_id), {"why": hold})
+                state = State.PENDING
+            elif state is State.APPROVED:
                 assert analysis is not None
                 version = await self._record(session, view.proposal, view.subject.name, analysis, "every team approved")
             elif state.final:
                 await self._transition(session, proposal_id, state)
             self._notice(session, proposal_id, Event.DECIDED, user, recorded, reason.strip(), version=version)
+            if held_now:
+                self._notice(session, proposal_id, Event.HELD, detail=hold or "")
             await session.commit()
         self.outbox.wake()
         if state.final:
             log.info("proposal #%d %s", proposal_id, state.value)
         return await self.view(proposal_id), recorded
+
+    async def _hold(self, view: ProposalView) -> str | None:
+        """Why an approved breaking change cannot be confirmed now (its planned window is inside a freeze), with the
+        next free window; None when nothing holds it."""
+        p = view.proposal
+        if p.level != "breaking" or p.window_start is None or p.window_end is None:
+            return None
+        window, owner, scope = Window(aware(p.window_start), aware(p.window_end)), view.subject.owner_team or "", Scope(subjects=frozenset({view.subject.name}))
+        frozen = await self.calendar.freeze_over(window, owner, scope)
+        if frozen is None:
+            return None
+        freeze, occurrence = frozen
+        free = await self.calendar.next_free(window, owner, scope, self.clock())
+        return (f"its planned window is inside the freeze {freeze.name} ({occurrence.start:%Y-%m-%d %H:%M}–{occurrence.end:%Y-%m-%d %H:%M} UTC)"
+                + (f" — {freeze.reason}" if freeze.reason else "") + "; a breaking change cannot be confirmed inside a freeze. "
+                + (f"Next free window: {free.start:%Y-%m-%d %H:%M}–{free.end:%Y-%m-%d %H:%M} UTC." if free else "No free window within a year."))
+
+    async def release_held(self) -> int:
+        """Approve every held proposal whose window no freeze covers any more (a freeze lifted, a window moved); each once."""
+        async with self.db.session() as session:
+            held = (await session.exec(select(Proposal.id).where(col(Proposal.state) == State.PENDING.value,
+                                                                 col(Proposal.held).is_not(None)))).all()
+        released = 0
+        for proposal_id in held:
+            assert proposal_id is not None
+            view = await self.view(proposal_id)
+            hold = await self._hold(view)
+            if hold is not None:
+                continue
+            analysis = await off_loop(analyse, [], view.proposal.schema_text, view.proposal.mode)
+            async with self.db.session() as session:
+                try:
+                    await self._claim_pending(session, proposal_id, "before the freeze lifted")
+                except ProposalError:
+                    continue
+                version = await self._record(session, view.proposal, view.subject.name, analysis, "every team approved; no freeze covers the window now")
+                await session.exec(update(Proposal).where(col(Proposal.id) == proposal_id).values(held=None))
+                self._notice(session, proposal_id, Event.RELEASED, version=version)
+                await session.commit()
+            released += 1
+        if released:
+            self.outbox.wake()
+        return released
+
+    async def reschedule(self, proposal_id: int, user: str, surface: str = "slack") -> ProposalView:
+        """The proposer moves a held proposal to the next free window; it is approved there at once."""
+        view = await self.view(proposal_id)
+        if view.proposal.proposer != user:
+            raise ProposalError(f"only <@{view.proposal.proposer}>, who proposed #{proposal_id}, can move its window; nothing changed")
+        p = view.proposal
+        if view.state is not State.PENDING or not p.held or p.window_start is None or p.window_end is None:
+            raise ProposalError(f"#{proposal_id} is not held by a freeze; nothing changed")
+        window = Window(aware(p.window_start), aware(p.window_end))
+        free = await self.calendar.next_free(window, view.subject.owner_team or "", Scope(subjects=frozenset({view.subject.name})), self.clock())
+        if free is None:
+            raise ProposalError(f"no free window within a year for #{proposal_id}; nothing changed")
+        async with self.db.session() as session:
+            moved = await session.exec(update(Proposal).where(col(Proposal.id) == proposal_id, col(Proposal.state) == State.PENDING.value,
+                                                              col(Proposal.window_start) == p.window_start)
+                                       .values(window_start=free.start, window_end=free.end))
+            if not getattr(moved, "rowcount", 0):
+                raise ProposalError(f"#{proposal_id} changed meanwhile; nothing changed")
+            await self.calendar.move_proposal(session, proposal_id, free)
+            audit(session, user, surface, "moved the window", "proposal", str(proposal_id), {"start": free.start.isoformat(), "end": free.end.isoformat()})
+            self._notice(session, proposal_id, Event.RESCHEDULED, user, detail=f"{free.start:%Y-%m-%d %H:%M}–{free.end:%Y-%m-%d %H:%M} UTC")
+            await session.commit()
+        self.outbox.wake()
+        await self.release_held()
+        return await self.view(proposal_id)
 
     async def withdraw(self, proposal_id: int, user: str, surface: str = "slack") -> ProposalView:
         """The proposer takes the proposal back."""

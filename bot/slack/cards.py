@@ -41,6 +41,8 @@ def card(view: ProposalView, *, team: str | None = None) -> Reply:
         facts.append(f"Planned window: {_when(p.window_start)} → {_when(p.window_end)} (booked in the change calendar)")
     else:
         facts.append("No planned window: nothing is booked in the change calendar")
+    if p.held and view.state is State.PENDING:
+        facts.append(f":snowflake: *Approved by every team but held:* {escape(p.held)}")
     if p.deadline and view.state is State.PENDING:
         facts.append(f"Deadline: {_when(p.deadline)}{' (extended)' if p.extended else ''}")
     if p.revision_of:
@@ -58,7 +60,7 @@ def card(view: ProposalView, *, team: str | None = None) -> Reply:
     if p.notes:
         blocks.append(section(f"*Notes for consumers*\n{escape(p.notes)}"))
     if view.state is State.PENDING:
-        blocks.append(_buttons(view.id, team))
+        blocks.append(_buttons(view.id, team, bool(p.held)))
     elif view.state in (State.REJECTED, State.CHANGES_REQUESTED) and team is None:
         blocks.append({"type": "actions", "block_id": f"proposal-{view.id}", "elements": [
             {"type": "button", "action_id": ids.REVISE, "style": "primary", "text": {"type": "plain_text", "text": "Revise"}, "value": str(view.id)}]})
@@ -110,7 +112,7 @@ def _team_line(view: ProposalView, team: str) -> str:
     return f"• {escape(team)}: {mark} by {mention(decision.user)}{reason}"
 
 
-def _buttons(proposal_id: int, team: str | None) -> dict[str, Any]:
+def _buttons(proposal_id: int, team: str | None, held: bool = False) -> dict[str, Any]:
     value = f"{proposal_id}:{team}" if team else str(proposal_id)
     elements = [
         {"type": "button", "action_id": ids.APPROVE, "style": "primary", "text": {"type": "plain_text", "text": "Approve"}, "value": value},
@@ -119,6 +121,9 @@ def _buttons(proposal_id: int, team: str | None) -> dict[str, Any]:
     ]
     if team is None:
         elements.append({"type": "button", "action_id": ids.WITHDRAW, "text": {"type": "plain_text", "text": "Withdraw"}, "value": value})
+    if team is None and held:
+        elements.append({"type": "button", "action_id": ids.RESCHEDULE, "text": {"type": "plain_text", "text": "Move to the next free window"},
+                         "value": value})
     return {"type": "actions", "block_id": f"proposal-{proposal_id}", "elements": elements}
 
 

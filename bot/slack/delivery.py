@@ -143,6 +143,15 @@ class SlackDelivery:
             note(f"{mention(actor)} withdrew the proposal")
         elif event is Event.EXTENDED:
             note(f"{mention(actor)} extended the deadline once: {escape(detail)}")
+        elif event is Event.HELD:
+            note(f":snowflake: Every team approved, but {escape(detail)} The proposer can move it with the card's button.")
+            dm(view.proposal.proposer, Reply.text(f":snowflake: Your schema change #{view.id} on {escape(view.subject.name)} is approved but held: "
+                                                  f"{escape(detail)} Use *Move to the next free window* on its card."))
+        elif event is Event.RELEASED:
+            note(f"No freeze covers the planned window any more: approved and recorded as version {payload.get('version')}.")
+            dm(view.proposal.proposer, Reply.text(self._outcome(view, payload.get("version"))))
+        elif event is Event.RESCHEDULED:
+            note(f"{mention(actor)} moved the planned window to {escape(detail)}")
         return Expand(rows)
 
     async def _team_dms(self, view: ProposalView, teams: list[str], intro: str, dm: Any) -> None:

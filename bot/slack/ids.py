@@ -11,6 +11,7 @@ REJECT = "proposal_reject"
 REQUEST_CHANGES = "proposal_request_changes"
 WITHDRAW = "proposal_withdraw"
 REVISE = "proposal_revise"
+RESCHEDULE = "proposal_reschedule"
 CLAIM_JOB = "lineage_claim_job"
 
 PROPOSE_VIEW = "proposal_propose"

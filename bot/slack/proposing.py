@@ -224,6 +224,18 @@ def register(app: AsyncApp, proposals: Proposals, outbox: Outbox, track: Callabl
             await client.views_update(view_id=view["id"], view=notice_modal(f"Proposed #{created.id}", f"Schema change #{created.id} is "
                                       f"*{created.proposal.level}* and {STATE_TEXT[created.state]}; its card is in the changes channel."))
 
+    async def on_reschedule(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
+        await ack()
+        try:
+            proposal_id, _ = parse_value(body["actions"][0]["value"])
+            moved = await proposals.reschedule(proposal_id, body["user"]["id"])
+            await respond(**_ephemeral(f"#{proposal_id} now plans {moved.proposal.window_start:%Y-%m-%d %H:%M}–"
+                                       f"{moved.proposal.window_end:%Y-%m-%d %H:%M} UTC; it is {STATE_TEXT[moved.state]}."))
+        except ValueError:
+            await respond(**_ephemeral("That button does not name a proposal; nothing changed."))
+        except ProposalError as err:
+            await respond(**_ephemeral(str(err)))
+
     async def on_revise(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient) -> None:
         await ack()
         try:
@@ -247,6 +259,7 @@ def register(app: AsyncApp, proposals: Proposals, outbox: Outbox, track: Callabl
     app.action(ids.REJECT)(track(on_reason_button))
     app.action(ids.REQUEST_CHANGES)(track(on_reason_button))
     app.action(ids.WITHDRAW)(track(on_withdraw))
+    app.action(ids.RESCHEDULE)(track(on_reschedule))
     app.view(ids.REASON_VIEW)(track(on_reason))
     app.view(ids.PROPOSE_VIEW)(track(on_propose))
 

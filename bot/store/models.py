@@ -90,6 +90,7 @@ class Proposal(SQLModel, table=True):
     version: int | None = None
     registry_id: int | None = None
     registry_error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    held: str | None = Field(default=None, sa_column=Column(Text, nullable=True))  # why an approved breaking change waits (a freeze)
 
 
 class Acknowledgement(SQLModel, table=True):
