@@ -60,7 +60,7 @@ class Bot:
         delivery = SlackDelivery(web_client(config.slack_bot_token, config.slack_api_url, retries=False), self.proposals,
                                  config.changes_channel)
         self.dispatcher = Dispatcher(self.db, self.outbox, {**delivery.handlers(), REGISTER: self.proposals.register})
-        calendar = CalendarCommands(self.calendar, self.slack.client, lambda: config.public_url or self.url)
+        calendar = CalendarCommands(self.calendar, self.slack.client, membership, lambda: config.public_url or self.url)
         add_listeners(self.slack, Services(self.proposals, self.registry, self.slack.client), calendar, self.proposals, self.outbox,
                       self.inflight)
         self.web = build_web_app(self.slack, self.db, migrate.head(), config, self.lineage, self.proposals, lambda: self.draining)

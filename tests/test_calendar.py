@@ -339,3 +339,48 @@ async def test_the_proposer_moves_a_held_change_to_the_next_free_window(slack: S
     [entry] = await slack.bot.calendar.listing(at(1), at(31))
     assert (entry["start"], entry["status"], entry["conflicts"]) == ("2026-12-05T00:00:00Z", "confirmed", [])
     await slack.bot.idle()
+
+
+async def test_oncall_adds_and_lifts_freezes_and_teams_move_or_cancel_their_entries(slack: SlackHarness) -> None:
+    await three_hops(slack)
+    number = await slack.bot.calendar.add(kind="maintenance", title="broker", start=at(3, 2), end=at(3, 4), owner="analytics-team",
+                                          booked_by=BOB, scope=Scope(jobs=frozenset({"export"})), surface="test")
+
+    async def say(text: str, user: str, expect: str) -> str:
+        before = len(slack.ws.ephemerals_for(user))
+        await slack.driver.command(text, user=user, channel="changes")
+        shown = await slack.ws.wait_for(lambda: slack.ws.ephemerals_for(user)[before:] or None)
+        assert expect in shown[0].text, shown[0].text
+        return shown[0].text
+
+    await say("/calendar freeze", "U0000CAROL", "_none_")
+    await say("/calendar freeze add xmas 2026-12-24T00:00:00Z 2026-12-27T00:00:00Z holidays", "U0000CAROL", "Only oncall members")
+    await say("/calendar freeze add xmas 2026-12-27T00:00:00Z 2026-12-24T00:00:00Z holidays", ALICE, "before it starts")
+    await say("/calendar freeze add weekly “0 18 * * 8” 62h Europe/Berlin", ALICE, "five-field cron")
+    await say("/calendar freeze add weekly “0 18 * * 5” 62h Mars/Olympus", ALICE, "unknown time zone")
+    assert await slack.bot.calendar.freezes() == []
+    await say("/calendar freeze add weekly “0 18 * * 5” 62h Europe/Berlin no weekend changes", ALICE, "Added the freeze *weekly*")
+    await say("/calendar freeze add weekly 2026-12-24T00:00:00Z 2026-12-27T00:00:00Z", ALICE, "exists already")
+    listed = await say("/calendar freeze", BOB, "*weekly*")
+    assert "Europe/Berlin" in listed and "no weekend changes" in listed and "next 2026-12-04 17:00 UTC" in listed
+
+    await say(f"/calendar cancel {number}", "U0000CAROL", "cancelled")  # carol is in analytics-team's user group
+    await say(f"/calendar cancel {number}", BOB, "already cancelled")
+    other = await slack.bot.calendar.add(kind="maintenance", title="compaction", start=at(3, 2), end=at(3, 4), owner="analytics-team",
+                                         booked_by=BOB, scope=Scope(), surface="test")
+    slack.ws.usergroups[next(g for g, v in slack.ws.usergroups.items() if v["handle"] == "orders-team")]["users"].append("U0000CAROL")
+    await say(f"/calendar move {other} 2026-12-03T05:00:00Z 2026-12-03T04:00:00Z", BOB, "before it starts")
+    await say(f"/calendar move {other} 2026-12-04T05:00:00Z 2026-12-04T07:00:00Z", BOB, "now runs 05:00–07:00 UTC")
+    moved = await slack.bot.calendar.entry(other)
+    assert moved is not None and moved.sequence == 1 and moved.start.replace(tzinfo=UTC) == at(4, 5)
+    await say("/calendar move 999 2026-12-04T05:00:00Z 2026-12-04T07:00:00Z", BOB, "no calendar entry #999")
+    await say("/calendar freeze lift weekly", ALICE, "Lifted the freeze *weekly*")
+    from sqlmodel import select
+
+    from bot.store.models import AuditEntry
+
+    async with slack.bot.db.session() as session:
+        trail = [(e.action, e.target_kind) for e in (await session.exec(select(AuditEntry).where(AuditEntry.target_kind != "proposal"))).all()]
+    assert trail == [("booked", "calendar"), ("froze", "freeze"), ("cancelled", "calendar"), ("booked", "calendar"), ("moved", "calendar"),
+                     ("lifted", "freeze")]
+    await slack.bot.idle()

@@ -47,6 +47,53 @@ class CalendarService:
                                                        col(CalendarEntry.status) != Status.CANCELLED.value, col(CalendarEntry.status) != status.value)
                            .values(status=status.value, sequence=CalendarEntry.sequence + 1, updated_at=self.clock()))
 
+    async def change(self, entry_id: int, user: str, *, window: Window | None = None, surface: str = "slack") -> CalendarEntry:
+        """Move an entry (``window``) or cancel it (no window), conditionally on it still being active; audited.
+        Whether ``user`` may is the caller's to check (the owner team or an oncall member)."""
+        async with self.db.session() as session:
+            entry = await session.get(CalendarEntry, entry_id)
+            if entry is None:
+                raise CalendarError(f"there is no calendar entry #{entry_id}")
+            if entry.proposal_id is not None:
+                raise CalendarError(f"#{entry_id} follows proposal #{entry.proposal_id}: withdraw or move the proposal instead")
+            values: dict[str, Any] = {"start": window.start, "end": window.end} if window else {"status": Status.CANCELLED.value}
+            moved = await session.exec(update(CalendarEntry).where(col(CalendarEntry.id) == entry_id, col(CalendarEntry.status) != Status.CANCELLED.value)
+                                       .values(**values, sequence=CalendarEntry.sequence + 1, updated_at=self.clock()))
+            if not getattr(moved, "rowcount", 0):
+                raise CalendarError(f"#{entry_id} is already cancelled; nothing changed")
+            audit(session, user, surface, "moved" if window else "cancelled", "calendar", str(entry_id),
+                  {"start": window.start.isoformat(), "end": window.end.isoformat()} if window else {})
+            await session.commit()
+            await session.refresh(entry)
+        return entry
+
+    async def entry(self, entry_id: int) -> CalendarEntry | None:
+        """One entry."""
+        async with self.db.session() as session:
+            return await session.get(CalendarEntry, entry_id)
+
+    async def add_freeze(self, freeze: Freeze, user: str) -> None:
+        """Declare a freeze from Slack (kept until lifted; a catalog load leaves it alone); CalendarError if the name is taken."""
+        async with self.db.session() as session:
+            if (await session.exec(select(FreezeRow).where(FreezeRow.name == freeze.name))).first() is not None:
+                raise CalendarError(f"a freeze called {freeze.name!r} exists already")
+            session.add(FreezeRow(name=freeze.name, reason=freeze.reason, scope=freeze.scope.as_json(), cron=freeze.cron,
+                                  minutes=int(freeze.duration.total_seconds() // 60) if freeze.duration else None, timezone=freeze.timezone,
+                                  start=freeze.start, end=freeze.end, source="slack", created_by=user))
+            audit(session, user, "slack", "froze", "freeze", freeze.name, {"reason": freeze.reason})
+            await session.commit()
+
+    async def lift_freeze(self, name: str, user: str) -> str:
+        """Remove a freeze (catalog ones come back with the next catalog load: say so); its source."""
+        async with self.db.session() as session:
+            row = (await session.exec(select(FreezeRow).where(FreezeRow.name == name))).first()
+            if row is None:
+                raise CalendarError(f"there is no freeze called {name!r}")
+            await session.delete(row)
+            audit(session, user, "slack", "lifted", "freeze", name, {"source": row.source})
+            await session.commit()
+        return row.source
+
     async def move_proposal(self, session: AsyncSession, proposal: int, window: Window) -> None:
         """Move a proposal's entry to a new window (in its transaction)."""
         await session.exec(update(CalendarEntry).where(col(CalendarEntry.proposal_id) == proposal)

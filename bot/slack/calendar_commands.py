@@ -11,21 +11,24 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.domain.calendar import Freeze, Window
-from bot.domain.lineage.catalog import moment
+from bot.domain.calendar import CalendarError, Freeze, Window
+from bot.domain.lineage.catalog import duration, moment
 from bot.services.calendar import CalendarService
+from bot.services.proposals import Membership
 from bot.slack.render import Reply, escape
 from bot.slack.request import CommandRequest
 
 USAGE = "Usage: `/calendar [today|week|next week|YYYY-MM-DD]`, `/calendar feed`"
+FREEZE_USAGE = ("`/calendar freeze` lists them; oncall: `/calendar freeze add NAME 2026-12-24T00:00Z 2026-12-27T00:00Z reason…`, "
+                "`/calendar freeze add NAME \"0 18 * * 5\" 62h Europe/Berlin reason…`, `/calendar freeze lift NAME`")
 STATUS_MARK = {"tentative": ":grey_question:", "confirmed": ":white_check_mark:", "cancelled": ":no_entry_sign:"}
 
 
 class CalendarCommands:
     """What the ``/calendar`` subcommands call."""
 
-    def __init__(self, calendar: CalendarService, client: AsyncWebClient, public_url: Callable[[], str]) -> None:
-        self.calendar, self.client, self.public_url = calendar, client, public_url
+    def __init__(self, calendar: CalendarService, client: AsyncWebClient, membership: Membership, public_url: Callable[[], str]) -> None:
+        self.calendar, self.client, self.membership, self.public_url = calendar, client, membership, public_url
 
     async def agenda(self, request: CommandRequest) -> Reply:
         """``today``, ``week`` (seven days from today, the default), ``next week`` (Monday to Sunday) or one day."""
@@ -50,12 +53,93 @@ class CalendarCommands:
         return Reply.text(f"Your private calendar feed (subscribe to it in any calendar app; keep it secret, `/calendar feed` "
                           f"again replaces it):\n{url}\nOnly one team's or one subject's: add `&team=orders-team` or `&subject=orders-value`.")
 
+    async def freeze(self, request: CommandRequest) -> Reply:
+        """``freeze`` lists; ``freeze add NAME START END [reason]`` or ``freeze add NAME "CRON" DURATION ZONE [reason]`` and
+        ``freeze lift NAME`` are for oncall."""
+        action = request.args[0].lower() if request.args else "list"
+        if action == "list":
+            return self._freezes(await self.calendar.freezes())
+        if action not in ("add", "lift"):
+            return Reply.text(f"Usage: {FREEZE_USAGE}")
+        if not await self._oncall(request.user):
+            return Reply.text("Only oncall members (the catalog's `oncall`) can add or lift freezes; nothing changed.")
+        try:
+            if action == "lift":
+                if len(request.args) != 2:
+                    return Reply.text(f"Usage: {FREEZE_USAGE}")
+                source = await self.calendar.lift_freeze(request.args[1], request.user)
+                again = " It is declared in the catalog: it comes back with the next `bot catalog load` unless you remove it there." if source == "catalog" else ""
+                return Reply.text(f"Lifted the freeze *{escape(request.args[1])}*.{again}")
+            freeze = parse_freeze(request.args[1:])
+            await self.calendar.add_freeze(freeze, request.user)
+        except CalendarError as err:
+            return Reply.text(f"{escape(err)}. Nothing changed. Usage: {FREEZE_USAGE}")
+        return Reply.text(f"Added the freeze *{escape(freeze.name)}*.").extend(self._freezes([freeze]))
+
+    async def cancel(self, request: CommandRequest) -> Reply:
+        """``cancel ID``: the owner team or oncall cancels an entry."""
+        return await self._change(request, "cancel ID", moving=False)
+
+    async def move(self, request: CommandRequest) -> Reply:
+        """``move ID START END``: the owner team or oncall moves an entry (times ISO 8601 with an offset)."""
+        return await self._change(request, "move ID START END", moving=True)
+
+    async def _change(self, request: CommandRequest, usage: str, *, moving: bool) -> Reply:
+        args = request.args
+        if len(args) != (3 if moving else 1) or not args[0].lstrip("#").isdecimal() or len(args[0]) > 9:
+            return Reply.text(f"Usage: `/calendar {usage}` (ID is the entry number; times like 2026-12-03T02:00:00Z)")
+        number = int(args[0].lstrip("#"))
+        try:
+            window = Window(moment(args[1]), moment(args[2])) if moving else None
+            entry = await self.calendar.entry(number)
+            if entry is None:
+                raise CalendarError(f"there is no calendar entry #{number}")
+            if not await self._may_change(request.user, entry.owner):
+                return Reply.text(f"Only members of {escape(entry.owner)} or oncall can change #{number}; nothing changed.")
+            await self.calendar.change(number, request.user, window=window)
+        except CalendarError as err:
+            return Reply.text(f"{escape(err)}; nothing changed.")
+        return Reply.text(f"#{number} {'now runs ' + _span(window.start, window.end, ZoneInfo('UTC')) + ' UTC' if window else 'is cancelled'}.")
+
+    async def _oncall(self, user: str) -> bool:
+        return any(user in team.oncall for team in (await self.calendar.lineage.teams()).values())
+
+    async def _may_change(self, user: str, owner: str) -> bool:
+        teams = await self.calendar.lineage.teams()
+        return await self._oncall(user) or (owner in teams and user in await self.membership.members(teams[owner]))
+
+    def _freezes(self, freezes: list[Freeze]) -> Reply:
+        now = self.calendar.clock()
+        lines = []
+        for freeze in freezes:
+            when = (f"`{escape(freeze.cron)}` for {freeze.duration} ({escape(freeze.timezone)})" if freeze.cron
+                    else f"{freeze.start:%Y-%m-%d %H:%M} → {freeze.end:%Y-%m-%d %H:%M} UTC")
+            upcoming = freeze.occurrences(now, now + timedelta(days=366), limit=1)
+            scope = ", ".join(f"{kind} {', '.join(names)}" for kind, names in freeze.scope.as_json().items() if names) or "everything"
+            lines.append(f"• *{escape(freeze.name)}*: {when}; {escape(scope)}"
+                         + (f"; next {upcoming[0].start:%Y-%m-%d %H:%M} UTC" if upcoming else "; over") + (f" — {escape(freeze.reason)}" if freeze.reason else ""))
+        return Reply.sections("*Freezes*", lines or ["_none_"])
+
     async def _zone(self, user: str) -> ZoneInfo:
         try:
             name = (await self.client.users_info(user=user))["user"].get("tz") or "UTC"
             return ZoneInfo(name)
         except (SlackApiError, ZoneInfoNotFoundError, ValueError, KeyError):
             return ZoneInfo("UTC")
+
+
+def parse_freeze(args: list[str]) -> Freeze:
+    """``NAME START END [reason...]`` or ``NAME "CRON" DURATION ZONE [reason...]``; CalendarError says what is wrong."""
+    if len(args) < 3:
+        raise CalendarError("give a name and a window")
+    name = args[0]
+    if not re.fullmatch(r"[A-Za-z0-9_.-]{1,100}", name):
+        raise CalendarError(f"{name!r} is not a freeze name (letters, digits, - _ .)")
+    if len(args[1].split()) == 5:
+        if len(args) < 4:
+            raise CalendarError("a recurring freeze needs a cron expression, a duration and a time zone")
+        return Freeze(name, " ".join(args[4:]), cron=args[1], duration=duration(args[2]), timezone=args[3])
+    return Freeze(name, " ".join(args[3:]), start=moment(args[1]), end=moment(args[2]))
 
 
 def period(text: str, today: date) -> tuple[date, int] | None:

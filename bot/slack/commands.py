@@ -17,6 +17,7 @@ from bot.slack.request import CommandRequest
 from bot.slack.schema_commands import Services
 
 Handler = Callable[[CommandRequest], Awaitable[Reply | None]]
+SMART_QUOTES = str.maketrans({"“": '"', "”": '"', "„": '"', "‘": "'", "’": "'"})
 
 
 @dataclass(frozen=True)
@@ -49,8 +50,9 @@ class Router:
 
     async def __call__(self, ack: AsyncAck, respond: AsyncRespond, command: dict[str, Any]) -> None:
         """The Bolt listener: parse, ack (with the answer when it is instant), then do the work."""
+        text = (command.get("text") or "").translate(SMART_QUOTES)  # Slack's clients may turn typed quotes into curly ones
         try:
-            words = shlex.split(command.get("text") or "")
+            words = shlex.split(text)
         except ValueError as err:
             await ack(**Reply.text(f"I could not read that command: {err}. Try `{self.command} help`.").ack())
             return
@@ -109,6 +111,9 @@ def calendar_router(calendar: CalendarCommands) -> Router:
         Subcommand("agenda", "[today|week|next week|YYYY-MM-DD]", "what changes when, in your time zone, with conflicts and freezes",
                    calendar.agenda),
         Subcommand("feed", "feed", "your private iCalendar feed URL (a new one replaces the old)", calendar.feed),
+        Subcommand("freeze", "freeze [add …|lift NAME]", "the freeze windows; oncall adds and lifts them", calendar.freeze),
+        Subcommand("move", "move ID START END", "move an entry (its team or oncall)", calendar.move),
+        Subcommand("cancel", "cancel ID", "cancel an entry (its team or oncall)", calendar.cancel),
         Subcommand("help", "help", "this list of commands", lambda _r: _answer(router.help()), in_ack=True),
     ):
         router.add(sub)
