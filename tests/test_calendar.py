@@ -384,3 +384,22 @@ async def test_oncall_adds_and_lifts_freezes_and_teams_move_or_cancel_their_entr
     assert trail == [("booked", "calendar"), ("froze", "freeze"), ("cancelled", "calendar"), ("booked", "calendar"), ("moved", "calendar"),
                      ("lifted", "freeze")]
     await slack.bot.idle()
+
+
+async def test_the_home_tab_and_the_card_show_the_calendar(slack: SlackHarness) -> None:
+    from tests.test_proposals_slack import card_message
+
+    await three_hops(slack, [{**FREEZE, "name": "peak"}])
+    await slack.bot.calendar.add(kind="job_upgrade", title="export v2", start=slack.clock.now + timedelta(days=1),
+                                 end=slack.clock.now + timedelta(days=1, hours=2), owner="analytics-team", booked_by=BOB,
+                                 scope=Scope(jobs=frozenset({"export"})), surface="test")
+    await slack.bot.proposals.propose("orders-value", json.dumps(retyped(V1, "price", "string")), ALICE, surface="api",
+                                      window_start=at(3, 2), window_hours=2)
+    card = await card_message(slack)
+    assert "Calendar conflict: inside the freeze peak" in json.dumps(card.blocks)
+    for user, sees_upgrade, sees_change in ((BOB, True, False), (ALICE, False, True)):  # each sees their own team's
+        await slack.driver.event({"type": "app_home_opened", "user": user, "channel": "D1", "tab": "home"})
+        home = json.dumps((await slack.ws.wait_for(lambda u=user: slack.ws.home.get(u))).view)
+        assert "next seven days" in home and ("export v2" in home) is sees_upgrade
+        assert ("Schema change #1 on orders-value" in home) is sees_change
+    await slack.bot.idle()

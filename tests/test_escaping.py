@@ -63,7 +63,19 @@ def assert_inert(rendered: Any) -> None:
 class _Stub:
     def __init__(self, view: ProposalView) -> None:
         self._view = view
-        self.lineage, self.membership = self, self
+        self.lineage, self.membership, self.registry, self.calendar = self, self, self, self
+
+    def clock(self) -> datetime:
+        return datetime(2026, 12, 1, tzinfo=UTC)
+
+    async def owners(self) -> dict[str, str]:
+        return {self._view.subject.name: next(iter(self._view.teams))}
+
+    async def freezes(self) -> list[Any]:
+        return []
+
+    async def proposal_conflicts(self, _number: int) -> list[str]:
+        return [self._view.proposal.notes]
 
     async def teams(self) -> dict[str, Team]:
         return self._view.teams
@@ -81,7 +93,12 @@ class _Stub:
     async def approvers(self, view: ProposalView, team: str) -> set[str]:
         return set(view.teams[team].members) if team in view.teams else {"U0000ALICE"}
 
-    async def listing(self, **_: Any) -> list[ProposalView]:
+    async def listing(self, *args: Any, **kwargs: Any) -> list[Any]:
+        if args:  # the calendar's listing
+            text = self._view.proposal.notes
+            return [{"id": 1, "kind": "maintenance", "title": text, "start": "2026-12-01T10:00:00Z", "end": "2026-12-01T11:00:00Z",
+                     "status": "confirmed", "owner": next(iter(self._view.teams)), "scope": {"subjects": [], "datasets": [], "jobs": []},
+                     "source": None, "conflicts": [{"with": 2, "reason": text}]}]
         return [self._view]
 
 

@@ -67,6 +67,13 @@ class CalendarService:
             await session.refresh(entry)
         return entry
 
+    async def proposal_conflicts(self, proposal: int) -> list[str]:
+        """What a proposal's booked window clashes with (other entries, freezes), for its card."""
+        async with self.db.session() as session:
+            rows = list((await session.exec(select(CalendarEntry).where(CalendarEntry.proposal_id == proposal))).all())
+        found = await self.conflicts_of([r for r in rows if r.status != Status.CANCELLED.value])
+        return [c.reason for c in found]
+
     async def entry(self, entry_id: int) -> CalendarEntry | None:
         """One entry."""
         async with self.db.session() as session:

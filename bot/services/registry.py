@@ -43,6 +43,11 @@ class Registry:
         async with self.db.session() as session:
             return (await session.exec(select(Subject).where(Subject.name == name))).first()
 
+    async def owners(self) -> dict[str, str | None]:
+        """Every subject's owning team."""
+        async with self.db.session() as session:
+            return dict((await session.exec(select(Subject.name, Subject.owner_team))).all())
+
     async def names(self) -> list[str]:
         """Every subject's name, sorted."""
         async with self.db.session() as session:

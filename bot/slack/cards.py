@@ -22,8 +22,8 @@ MAX_SECTIONS_PER_PART = 3
 MAX_ITEMS = 40
 
 
-def card(view: ProposalView, *, team: str | None = None) -> Reply:
-    """The card for channels (``team`` None) or for one team's members in a DM."""
+def card(view: ProposalView, *, team: str | None = None, clashes: list[str] | None = None) -> Reply:
+    """The card for channels (``team`` None) or for one team's members in a DM; ``clashes``: its calendar conflicts."""
     p = view.proposal
     level = p.level
     title = f"Schema change #{view.id} · {view.subject.name} · {level.upper()}"
@@ -41,6 +41,7 @@ def card(view: ProposalView, *, team: str | None = None) -> Reply:
         facts.append(f"Planned window: {_when(p.window_start)} → {_when(p.window_end)} (booked in the change calendar)")
     else:
         facts.append("No planned window: nothing is booked in the change calendar")
+    facts += [f":warning: Calendar conflict: {escape(reason)}" for reason in (clashes or [])[:5]]
     if p.held and view.state is State.PENDING:
         facts.append(f":snowflake: *Approved by every team but held:* {escape(p.held)}")
     if p.deadline and view.state is State.PENDING:

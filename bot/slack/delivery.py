@@ -83,16 +83,17 @@ class SlackDelivery:
         A card once posted is remembered before anything else happens, so a retry edits it, never reposts it."""
         view = await self.proposals.view(int(item.payload["proposal"]))
         p = view.proposal
+        shown = card(view, clashes=await self.proposals.calendar.proposal_conflicts(view.id))
         if p.card_channel and p.card_ts:
-            await call(self.client, "chat.update", channel=p.card_channel, ts=p.card_ts, **_body(card(view)))
+            await call(self.client, "chat.update", channel=p.card_channel, ts=p.card_ts, **_body(shown))
         else:
-            posted = await call(self.client, "chat.postMessage", channel=self.changes_channel, **_body(card(view)))
+            posted = await call(self.client, "chat.postMessage", channel=self.changes_channel, **_body(shown))
             p.card_channel, p.card_ts = str(posted["channel"]), str(posted["ts"])
             await self.proposals.save_card(view.id, p.card_channel, p.card_ts)
         if not view.subject.channel or view.subject.channel.lstrip("#") == self.changes_channel.lstrip("#"):
             return
         link = await call(self.client, "chat.getPermalink", channel=p.card_channel, message_ts=p.card_ts)
-        mirrored = with_link(card(view), str(link["permalink"]))
+        mirrored = with_link(shown, str(link["permalink"]))
         if p.subject_card_channel and p.subject_card_ts:
             await call(self.client, "chat.update", channel=p.subject_card_channel, ts=p.subject_card_ts, **_body(mirrored))
         else:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_sdk.errors import SlackApiError
@@ -13,6 +15,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.services.proposals import Proposals
 from bot.slack import ids
+from bot.slack.calendar_commands import agenda_lines
 from bot.slack.commands import Router
 from bot.slack.render import Reply, escape, section
 from bot.slack.schema_commands import Services, summary_line
@@ -31,10 +34,27 @@ async def home_view(user: str, routers: dict[str, Router], proposals: Proposals)
     for title, views in (("Waiting on you", waiting), ("Your proposals", mine), ("Recent decisions", recent)):
         blocks.extend(Reply.sections(f"*{title}*", [summary_line(v) for v in views] or ["_none_"]).blocks)
     blocks.extend(await _unowned_readers(user, proposals))
+    blocks.extend(await _next_days(user, proposals))
     blocks.append({"type": "divider"})
     for router in routers.values():
         blocks.extend(router.help().blocks)
     return {"type": "home", "blocks": blocks[:100]}
+
+
+async def _next_days(user: str, proposals: Proposals) -> list[dict[str, Any]]:
+    """The change calendar's next seven days for the viewer's teams (their entries, and entries on their subjects)."""
+    teams = await proposals.lineage.teams()
+    mine = {name for name, team in teams.items() if user in await proposals.membership.members(team)}
+    if not mine:
+        return []
+    now = proposals.clock()
+    subjects = {view_subject for view_subject, owner in (await proposals.registry.owners()).items() if owner in mine}
+    entries = [e for e in await proposals.calendar.listing(now, now + timedelta(days=7))
+               if e["owner"] in mine or set(e["scope"]["subjects"]) & subjects]
+    freezes = [(f, w) for f in await proposals.calendar.freezes() for w in f.occurrences(now, now + timedelta(days=7))
+               if f.scope.empty or f.scope.teams & mine or f.scope.subjects & subjects]
+    lines = agenda_lines(entries, freezes, now.date(), 7, ZoneInfo("UTC"))
+    return Reply.sections("*Your teams' next seven days* (UTC; `/calendar` shows your time zone)", lines[:40] or ["_nothing booked_"]).blocks
 
 
 async def _unowned_readers(user: str, proposals: Proposals) -> list[dict[str, Any]]:

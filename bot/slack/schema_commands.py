@@ -38,7 +38,8 @@ class Services:
     async def status(self, request: CommandRequest) -> Reply:
         """A proposal's card."""
         try:
-            return card(await self.proposals.view(_number(request, "status ID")))
+            view = await self.proposals.view(_number(request, "status ID"))
+            return card(view, clashes=await self.proposals.calendar.proposal_conflicts(view.id))
         except ProposalError as err:
             return Reply.text(str(err))
 
