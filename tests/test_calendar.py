@@ -403,3 +403,32 @@ async def test_the_home_tab_and_the_card_show_the_calendar(slack: SlackHarness) 
         assert "next seven days" in home and ("export v2" in home) is sees_upgrade
         assert ("Schema change #1 on orders-value" in home) is sees_change
     await slack.bot.idle()
+
+
+async def test_the_booking_form_shows_every_problem_at_its_field_and_books(slack: SlackHarness) -> None:
+    from bot.slack import ids
+
+    await three_hops(slack)
+    await slack.driver.command("/calendar add", user=BOB, channel="changes")
+    form = await slack.ws.wait_for(lambda: next((v for v in slack.ws.views.values() if v.view.get("callback_id") == ids.CALENDAR_ADD_VIEW), None))
+
+    def values(start: int, end: int, jobs: str = "export") -> dict[str, Any]:
+        return {ids.KIND_BLOCK: {ids.KIND_ACTION: {"type": "static_select", "selected_option": {"value": "job_upgrade"}}},
+                ids.TITLE_BLOCK: {ids.TITLE_ACTION: {"type": "plain_text_input", "value": "export v2"}},
+                ids.START_BLOCK: {ids.START_ACTION: {"type": "datetimepicker", "selected_date_time": start}},
+                ids.END_BLOCK: {ids.END_ACTION: {"type": "datetimepicker", "selected_date_time": end}},
+                ids.OWNER_BLOCK: {ids.OWNER_ACTION: {"type": "static_select", "selected_option": {"value": "analytics-team"}}},
+                ids.SUBJECTS_BLOCK: {ids.SUBJECTS_ACTION: {"type": "multi_static_select", "selected_options": []}},
+                ids.JOBS_BLOCK: {ids.JOBS_ACTION: {"type": "plain_text_input", "value": jobs}}}
+
+    start = int(at(3, 2).timestamp())
+    backwards = await slack.driver.submit(form.id, values(start, start - 3600), user=BOB)
+    assert backwards.json["errors"] == {ids.END_BLOCK: "The window ends before it starts"}
+    ghost = await slack.driver.submit(form.id, values(start, start + 7200, "export, ghost"), user=BOB)
+    assert "unknown job ghost" in ghost.json["errors"][ids.JOBS_BLOCK]
+    assert await slack.bot.calendar.listing(at(1), at(31)) == []
+    booked = await slack.driver.submit(form.id, values(start, start + 7200), user=BOB)
+    assert booked.json["response_action"] == "update" and booked.json["view"]["title"]["text"] == "Booked #1"
+    [entry] = await slack.bot.calendar.listing(at(1), at(31))
+    assert (entry["kind"], entry["owner"], entry["scope"]["jobs"], entry["start"]) == ("job_upgrade", "analytics-team", ["export"], "2026-12-03T02:00:00Z")
+    await slack.bot.idle()

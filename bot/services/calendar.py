@@ -74,6 +74,11 @@ class CalendarService:
         found = await self.conflicts_of([r for r in rows if r.status != Status.CANCELLED.value])
         return [c.reason for c in found]
 
+    async def subjects(self) -> list[str]:
+        """Every subject's name (what a booking may name in its scope)."""
+        async with self.db.session() as session:
+            return list((await session.exec(select(Subject.name))).all())
+
     async def entry(self, entry_id: int) -> CalendarEntry | None:
         """One entry."""
         async with self.db.session() as session:

@@ -11,7 +11,7 @@ from bot.config import Config
 from bot.services.deliveries import Deliveries
 from bot.services.outbox import Outbox
 from bot.services.proposals import Proposals
-from bot.slack import commands, home, proposing
+from bot.slack import calendar_commands, commands, home, proposing
 from bot.slack.calendar_commands import CalendarCommands
 from bot.slack.client import web_client
 from bot.slack.inflight import Inflight
@@ -43,5 +43,6 @@ def add_listeners(app: AsyncApp, services: Services, calendar: CalendarCommands,
                   inflight: Inflight) -> None:
     """Every slash command, action, view and event, each counted while it runs."""
     routers = commands.register(app, services, calendar, inflight.track)
+    calendar_commands.register(app, calendar, inflight.track)
     home.register(app, routers, proposals, inflight.track, services)
     proposing.register(app, proposals, outbox, inflight.track)

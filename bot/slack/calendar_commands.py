@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from datetime import date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.domain.calendar import CalendarError, Freeze, Window
+from bot.domain.calendar import CalendarError, Freeze, Kind, Scope, Window
 from bot.domain.lineage.catalog import duration, moment
 from bot.services.calendar import CalendarService
 from bot.services.proposals import Membership
-from bot.slack.render import Reply, escape
+from bot.slack import ids
+from bot.slack.render import Reply, escape, section
 from bot.slack.request import CommandRequest
 
 USAGE = "Usage: `/calendar [today|week|next week|YYYY-MM-DD]`, `/calendar feed`"
@@ -101,6 +103,58 @@ class CalendarCommands:
             return Reply.text(f"{escape(err)}; nothing changed.")
         return Reply.text(f"#{number} {'now runs ' + _span(window.start, window.end, ZoneInfo('UTC')) + ' UTC' if window else 'is cancelled'}.")
 
+    async def add(self, request: CommandRequest) -> Reply | None:
+        """Open the booking form."""
+        teams = sorted(await self.calendar.lineage.teams())
+        subjects = sorted(await self.calendar.subjects())
+        if not teams:
+            return Reply.text("There are no teams yet: load the catalog first (`bot catalog load catalog.yaml`).")
+        try:
+            await self.client.views_open(trigger_id=request.trigger_id, view=booking_form(teams, subjects))
+        except SlackApiError as err:
+            return Reply.text(f"Slack would not open the form ({escape(err.response.get('error'))}); try again.")
+        return None
+
+    async def on_booking(self, ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]) -> None:
+        """The form's submission: every problem shown at its field, else booked and shown with its conflicts."""
+        values = view["state"]["values"]
+
+        def picked(block: str, action: str, key: str = "value") -> Any:
+            return (values.get(block, {}).get(action) or {}).get(key)
+
+        kind = (picked(ids.KIND_BLOCK, ids.KIND_ACTION, "selected_option") or {}).get("value", "")
+        owner = (picked(ids.OWNER_BLOCK, ids.OWNER_ACTION, "selected_option") or {}).get("value", "")
+        subjects = [o["value"] for o in picked(ids.SUBJECTS_BLOCK, ids.SUBJECTS_ACTION, "selected_options") or []]
+        jobs, datasets = (_names(picked(block, action)) for block, action in ((ids.JOBS_BLOCK, ids.JOBS_ACTION), (ids.DATASETS_BLOCK, ids.DATASETS_ACTION)))
+        starts, ends = picked(ids.START_BLOCK, ids.START_ACTION, "selected_date_time"), picked(ids.END_BLOCK, ids.END_ACTION, "selected_date_time")
+        errors = {}
+        if not starts:
+            errors[ids.START_BLOCK] = "When does it start?"
+        if not ends:
+            errors[ids.END_BLOCK] = "When does it end?"
+        elif starts and int(ends) < int(starts):
+            errors[ids.END_BLOCK] = "The window ends before it starts"
+        if errors:
+            await ack(response_action="errors", errors=errors)
+            return
+        start, end = datetime.fromtimestamp(int(starts), UTC), datetime.fromtimestamp(int(ends), UTC)
+        try:
+            number = await self.calendar.add(kind=kind, title=picked(ids.TITLE_BLOCK, ids.TITLE_ACTION) or "", start=start, end=end, owner=owner,
+                                             booked_by=body["user"]["id"], scope=Scope(frozenset(subjects), frozenset(datasets), frozenset(jobs)),
+                                             surface="slack")
+        except CalendarError as err:
+            field = str(err).split(":", 1)[0]
+            block = {"kind": ids.KIND_BLOCK, "title": ids.TITLE_BLOCK, "owner": ids.OWNER_BLOCK, "scope": ids.JOBS_BLOCK}.get(field, ids.END_BLOCK)
+            await ack(response_action="errors", errors={block: str(err)[:150]})
+            return
+        booked = next(e for e in await self.calendar.listing(start, end + timedelta(microseconds=1)) if e["id"] == number)
+        clashes = "".join(f"\n:warning: conflicts with {escape(c['with'])}: {escape(c['reason'])}" for c in booked["conflicts"]) or "\nNo conflict."
+        await ack(response_action="update", view={"type": "modal", "callback_id": ids.CALENDAR_RESULT_VIEW,
+                                                  "title": {"type": "plain_text", "text": f"Booked #{number}"},
+                                                  "close": {"type": "plain_text", "text": "Close"},
+                                                  "blocks": [section(f"*{escape(booked['title'])}* ({escape(kind)}, {escape(owner)}) "
+                                                                     f"{start:%Y-%m-%d %H:%M} → {end:%Y-%m-%d %H:%M} UTC{clashes}")]})
+
     async def _oncall(self, user: str) -> bool:
         return any(user in team.oncall for team in (await self.calendar.lineage.teams()).values())
 
@@ -126,6 +180,40 @@ class CalendarCommands:
             return ZoneInfo(name)
         except (SlackApiError, ZoneInfoNotFoundError, ValueError, KeyError):
             return ZoneInfo("UTC")
+
+
+def booking_form(teams: list[str], subjects: list[str]) -> dict[str, Any]:
+    """The ``/calendar add`` form: kind, title, window, owner team and scope."""
+    def options(names: list[str]) -> list[dict[str, Any]]:
+        return [{"text": {"type": "plain_text", "text": name[:75]}, "value": name[:150]} for name in names[:100]]
+
+    def block(block_id: str, label: str, element: dict[str, Any], optional: bool = False) -> dict[str, Any]:
+        return {"type": "input", "block_id": block_id, "optional": optional, "label": {"type": "plain_text", "text": label}, "element": element}
+
+    kinds = [k.value for k in Kind if k is not Kind.SCHEMA_CHANGE]
+    blocks = [
+        block(ids.KIND_BLOCK, "Kind", {"type": "static_select", "action_id": ids.KIND_ACTION, "options": options(kinds)}),
+        block(ids.TITLE_BLOCK, "Title", {"type": "plain_text_input", "action_id": ids.TITLE_ACTION, "max_length": 200}),
+        block(ids.START_BLOCK, "Starts", {"type": "datetimepicker", "action_id": ids.START_ACTION}),
+        block(ids.END_BLOCK, "Ends", {"type": "datetimepicker", "action_id": ids.END_ACTION}),
+        block(ids.OWNER_BLOCK, "Owning team", {"type": "static_select", "action_id": ids.OWNER_ACTION, "options": options(teams)}),
+        block(ids.JOBS_BLOCK, "Jobs (names, comma-separated)", {"type": "plain_text_input", "action_id": ids.JOBS_ACTION}, optional=True),
+        block(ids.DATASETS_BLOCK, "Datasets (names, comma-separated)", {"type": "plain_text_input", "action_id": ids.DATASETS_ACTION}, optional=True),
+    ]
+    if subjects:
+        blocks.insert(5, block(ids.SUBJECTS_BLOCK, "Subjects", {"type": "multi_static_select", "action_id": ids.SUBJECTS_ACTION,
+                                                                "options": options(subjects)}, optional=True))
+    return {"type": "modal", "callback_id": ids.CALENDAR_ADD_VIEW, "title": {"type": "plain_text", "text": "Book a window"},
+            "submit": {"type": "plain_text", "text": "Book"}, "close": {"type": "plain_text", "text": "Cancel"}, "blocks": blocks}
+
+
+def _names(text: str | None) -> list[str]:
+    return [name.strip() for name in (text or "").split(",") if name.strip()]
+
+
+def register(app: AsyncApp, calendar: CalendarCommands, track: Callable[[Any], Any]) -> None:
+    """The booking form's listener."""
+    app.view(ids.CALENDAR_ADD_VIEW)(track(calendar.on_booking))
 
 
 def parse_freeze(args: list[str]) -> Freeze:

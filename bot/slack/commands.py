@@ -110,6 +110,7 @@ def calendar_router(calendar: CalendarCommands) -> Router:
     for sub in (
         Subcommand("agenda", "[today|week|next week|YYYY-MM-DD]", "what changes when, in your time zone, with conflicts and freezes",
                    calendar.agenda),
+        Subcommand("add", "add", "book a window: an upgrade, a backfill, maintenance… (opens a form)", calendar.add),
         Subcommand("feed", "feed", "your private iCalendar feed URL (a new one replaces the old)", calendar.feed),
         Subcommand("freeze", "freeze [add …|lift NAME]", "the freeze windows; oncall adds and lifts them", calendar.freeze),
         Subcommand("move", "move ID START END", "move an entry (its team or oncall)", calendar.move),
