@@ -432,3 +432,20 @@ async def test_the_booking_form_shows_every_problem_at_its_field_and_books(slack
     [entry] = await slack.bot.calendar.listing(at(1), at(31))
     assert (entry["kind"], entry["owner"], entry["scope"]["jobs"], entry["start"]) == ("job_upgrade", "analytics-team", ["export"], "2026-12-03T02:00:00Z")
     await slack.bot.idle()
+
+
+def test_change_hours_follow_the_teams_zone() -> None:
+    from bot.domain.calendar import ChangeHours
+
+    hours = ChangeHours.from_json({"days": ["mon", "tue", "wed", "thu", "fri"], "start": "09:00", "end": "17:00", "timezone": "Europe/Berlin"})
+    assert hours.allows(Window(at(3, 8), at(3, 10)))  # Thursday 09:00–11:00 in Berlin (UTC+1 in December)
+    assert not hours.allows(Window(at(3, 7), at(3, 9)))  # starts at 08:00 local
+    assert not hours.allows(Window(at(5, 9), at(5, 10)))  # a Saturday
+    assert not hours.allows(Window(at(3, 15), at(4, 9)))  # spans the night
+    assert hours.allows(Window(datetime(2026, 7, 2, 7, tzinfo=UTC), datetime(2026, 7, 2, 9, tzinfo=UTC)))  # 09:00 local in summer (UTC+2)
+    found = conflicts([entry(1, at(3, 2), at(3, 3))], [], {}, {"orders-team": hours})
+    assert [(c.with_, c.reason) for c in found] == [("hours:orders-team", "outside orders-team's change hours (Mon, Tue, Wed, Thu, Fri 09:00–17:00 Europe/Berlin)")]
+    for bad, message in (({"days": ["someday"]}, "weekdays"), ({"start": "18:00", "end": "09:00"}, "end after"), ({"timezone": "X/Y"}, "unknown time zone")):
+        with pytest.raises(CalendarError) as refused:
+            ChangeHours.from_json(bad)
+        assert message in str(refused.value)

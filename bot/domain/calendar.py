@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, time, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cronsim import CronSim, CronSimError
@@ -173,6 +173,50 @@ class Freeze:
                 or bool(self.scope.jobs & entry.scope.jobs))
 
 
+DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+
+
+@dataclass(frozen=True)
+class ChangeHours:
+    """When a team changes things: some weekdays, between two local times, in its time zone."""
+
+    days: tuple[str, ...] = DAYS[:5]
+    start: time = time(9)
+    end: time = time(17)
+    timezone: str = "UTC"
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> ChangeHours:
+        """``{days: [mon, ...], start: "09:00", end: "17:00", timezone}``; CalendarError says what is wrong."""
+        days = data.get("days", DAYS[:5])
+        if not isinstance(days, list | tuple) or not days or any(str(d).lower()[:3] not in DAYS for d in days):
+            raise CalendarError(f"days: expected weekdays such as [mon, tue, wed, thu, fri], got {days!r}")
+        try:
+            start, end = time.fromisoformat(str(data.get("start", "09:00"))), time.fromisoformat(str(data.get("end", "17:00")))
+        except ValueError:
+            raise CalendarError("start and end: times such as 09:00 and 17:00") from None
+        if end <= start:
+            raise CalendarError("end: change hours end after they start")
+        hours = cls(tuple(str(d).lower()[:3] for d in days), start, end, str(data.get("timezone", "UTC")))
+        zone(hours.timezone)
+        return hours
+
+    def as_json(self) -> dict[str, object]:
+        """The catalog form."""
+        return {"days": list(self.days), "start": self.start.isoformat("minutes"), "end": self.end.isoformat("minutes"), "timezone": self.timezone}
+
+    def allows(self, window: Window) -> bool:
+        """Whether the whole window falls within one allowed day's hours, in the team's zone."""
+        tz = zone(self.timezone)
+        first, last = window.start.astimezone(tz), window.end.astimezone(tz)
+        if DAYS[first.weekday()] not in self.days or not self.start <= first.time() <= self.end:
+            return False
+        return last.date() == first.date() and last.time() <= self.end
+
+    def __str__(self) -> str:
+        return f"{', '.join(d.title() for d in self.days)} {self.start:%H:%M}–{self.end:%H:%M} {self.timezone}"
+
+
 @dataclass(frozen=True)
 class Conflict:
     """One entry's clash with another entry (``with_`` its id) or a freeze (``freeze:NAME``), and why."""
@@ -194,12 +238,17 @@ def zone(name: str) -> ZoneInfo:
         raise CalendarError(f"unknown time zone {name!r} (use an IANA name such as Europe/Berlin)") from None
 
 
-def conflicts(entries: Sequence[Entry], freezes: Sequence[Freeze], downstream: Mapping[int, frozenset[str]]) -> list[Conflict]:
+def conflicts(entries: Sequence[Entry], freezes: Sequence[Freeze], downstream: Mapping[int, frozenset[str]],
+              hours: Mapping[str, ChangeHours] | None = None) -> list[Conflict]:
     """Every conflict, on both sides: active entries whose windows overlap and whose scopes, or downstream impacts
-    (``downstream[id]``: the lineage closure of the entry's scope), touch; and entries inside a freeze."""
+    (``downstream[id]``: the lineage closure of the entry's scope), touch; entries inside a freeze; and entries
+    outside their owner team's change ``hours``."""
     found: list[Conflict] = []
     active = [e for e in entries if e.active]
     for number, first in enumerate(active):
+        allowed = (hours or {}).get(first.owner)
+        if allowed is not None and not allowed.allows(first.window):
+            found.append(Conflict(first.id, f"hours:{first.owner}", f"outside {first.owner}'s change hours ({allowed})"))
         for second in active[number + 1:]:
             if not first.window.overlaps(second.window):
                 continue

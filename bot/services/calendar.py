@@ -13,7 +13,7 @@ from sqlalchemy import update
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from bot.domain.calendar import CalendarError, Conflict, Entry, Freeze, Kind, Scope, Status, Window, conflicts
+from bot.domain.calendar import CalendarError, ChangeHours, Conflict, Entry, Freeze, Kind, Scope, Status, Window, conflicts
 from bot.domain.lineage.graph import LineageError, LineageGraph
 from bot.domain.lineage.model import DatasetId
 from bot.services.audit import record as audit
@@ -226,7 +226,8 @@ class CalendarService:
         graph = await self.lineage.graph()
         downstream = {number: _downstream(graph, entry.scope) for number, entry in entries.items() if number is not None}
         wanted = {r.id for r in rows}
-        return [c for c in conflicts(list(entries.values()), await self.freezes(), downstream) if c.entry in wanted]
+        hours = {name: ChangeHours.from_json(team.change_hours) for name, team in (await self.lineage.teams()).items() if team.change_hours}
+        return [c for c in conflicts(list(entries.values()), await self.freezes(), downstream, hours) if c.entry in wanted]
 
 
 def _entry(row: CalendarEntry) -> Entry:

@@ -56,7 +56,7 @@ class LineageService:
             await session.flush()
             for team in catalog.teams.values():
                 session.add(TeamRow(name=team.name, usergroup=team.usergroup, members=team.members, oncall=team.oncall,
-                                    channel=team.channel))
+                                    channel=team.channel, change_hours=team.change_hours))
             for entry in catalog.subjects.values():
                 subject = (await session.exec(select(Subject).where(Subject.name == entry.name))).first() or Subject(name=entry.name)
                 subject.topic, subject.namespace, subject.owner_team = entry.topic, entry.namespace, entry.owner
@@ -229,7 +229,7 @@ class LineageService:
         """The catalog's teams."""
         async with self.db.session() as session:
             rows = (await session.exec(select(TeamRow))).all()
-        return {r.name: Team(r.name, r.usergroup, list(r.members), list(r.oncall), r.channel) for r in rows}
+        return {r.name: Team(r.name, r.usergroup, list(r.members), list(r.oncall), r.channel, r.change_hours) for r in rows}
 
 
 async def _replace_freezes(session: AsyncSession, freezes: Iterable[Freeze]) -> None:

@@ -143,6 +143,7 @@ class TeamRow(SQLModel, table=True):
     members: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     oncall: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     channel: str | None = Field(default=None, max_length=64)
+    change_hours: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
 
 
 class LineageDataset(SQLModel, table=True):

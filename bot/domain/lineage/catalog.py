@@ -16,7 +16,7 @@ from typing import Any
 from bot.domain.approvals import Policy
 from bot.domain.avro.model import Schema
 from bot.domain.avro.paths import field_paths
-from bot.domain.calendar import CalendarError, Freeze, Scope
+from bot.domain.calendar import CalendarError, ChangeHours, Freeze, Scope
 from bot.domain.lineage.model import Dataset, DatasetId, FieldRef, Job, JobId, Team
 
 DEFAULT_KAFKA_NAMESPACE = "kafka://kafka:9092"
@@ -157,6 +157,13 @@ class _Reader:
                 continue
             team = Team(str(name), raw.get("usergroup"), self.users(raw, "members", place), self.users(raw, "oncall", place),
                         raw.get("channel"))
+            if raw.get("change_hours") is not None:
+                try:
+                    if not isinstance(raw["change_hours"], dict):
+                        raise CalendarError("expected days, start, end and timezone")
+                    team.change_hours = ChangeHours.from_json(raw["change_hours"]).as_json()
+                except CalendarError as err:
+                    self.problem(f"{place}.change_hours", str(err))
             if team.usergroup is not None and not (isinstance(team.usergroup, str) and USERGROUP.match(team.usergroup)):
                 self.problem(f"{place}.usergroup", f"{team.usergroup!r} is not a Slack user group id (S...)")
             if team.usergroup is None and not team.members:

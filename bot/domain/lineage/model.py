@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 WHOLE = "*"  # the pseudo-field that stands for "the whole dataset" when its fields are unknown
 
@@ -47,6 +47,7 @@ class Team:
     members: list[str] = field(default_factory=list)
     oncall: list[str] = field(default_factory=list)
     channel: str | None = None
+    change_hours: dict[str, Any] | None = None  # {days, start, end, timezone}: when the team makes changes
 
 
 @dataclass(slots=True)
