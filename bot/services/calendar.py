@@ -17,7 +17,7 @@ from bot.domain.calendar import CalendarError, ChangeHours, Conflict, Entry, Fre
 from bot.domain.lineage.graph import LineageError, LineageGraph
 from bot.domain.lineage.model import DatasetId
 from bot.services.audit import record as audit
-from bot.services.lineage import LineageService
+from bot.services.lineage import LineageService, freeze_row
 from bot.store.database import Database
 from bot.store.models import CalendarEntry, CalendarFeed, FreezeRow, Subject, aware, utcnow
 
@@ -67,6 +67,14 @@ class CalendarService:
             await session.refresh(entry)
         return entry
 
+    async def listed(self, entry_id: int) -> dict[str, Any]:
+        """One entry as the listing shows it (with its conflicts); CalendarError when there is none."""
+        row = await self.entry(entry_id)
+        if row is None:
+            raise CalendarError(f"there is no calendar entry #{entry_id}")
+        start, end = aware(row.start), aware(row.end)
+        return next(e for e in await self.listing(start, max(end, start + timedelta(microseconds=1))) if e["id"] == entry_id)
+
     async def proposal_conflicts(self, proposal: int) -> list[str]:
         """What a proposal's booked window clashes with (other entries, freezes), for its card."""
         async with self.db.session() as session:
@@ -89,9 +97,7 @@ class CalendarService:
         async with self.db.session() as session:
             if (await session.exec(select(FreezeRow).where(FreezeRow.name == freeze.name))).first() is not None:
                 raise CalendarError(f"a freeze called {freeze.name!r} exists already")
-            session.add(FreezeRow(name=freeze.name, reason=freeze.reason, scope=freeze.scope.as_json(), cron=freeze.cron,
-                                  minutes=int(freeze.duration.total_seconds() // 60) if freeze.duration else None, timezone=freeze.timezone,
-                                  start=freeze.start, end=freeze.end, source="slack", created_by=user))
+            session.add(freeze_row(freeze, "slack", user))
             audit(session, user, "slack", "froze", "freeze", freeze.name, {"reason": freeze.reason})
             await session.commit()
 
@@ -139,21 +145,14 @@ class CalendarService:
 
     async def freeze_over(self, window: Window, owner: str, scope: Scope) -> tuple[Freeze, Window] | None:
         """The first freeze occurrence that covers an entry with this window, owner and scope (None when free)."""
-        probe = Entry(0, Kind.SCHEMA_CHANGE, "", window, Status.TENTATIVE, owner, scope)
-        end = max(window.end, window.start + timedelta(microseconds=1))
-        for freeze in await self.freezes():
-            if freeze.applies_to(probe):
-                found = freeze.occurrences(window.start, end, limit=1)
-                if found:
-                    return freeze, found[0]
-        return None
+        return _covering(await self.freezes(), window, owner, scope)
 
     async def next_free(self, window: Window, owner: str, scope: Scope, after: datetime) -> Window | None:
         """The first window as long as ``window``, starting at or after ``after``, that no freeze covers (within a year)."""
-        length = window.end - window.start
+        freezes, length = await self.freezes(), window.end - window.start
         candidate = Window(max(after, window.start), max(after, window.start) + length)
         for _ in range(500):
-            frozen = await self.freeze_over(candidate, owner, scope)
+            frozen = _covering(freezes, candidate, owner, scope)
             if frozen is None:
                 return candidate
             candidate = Window(frozen[1].end, frozen[1].end + length)
@@ -228,6 +227,17 @@ class CalendarService:
         wanted = {r.id for r in rows}
         hours = {name: ChangeHours.from_json(team.change_hours) for name, team in (await self.lineage.teams()).items() if team.change_hours}
         return [c for c in conflicts(list(entries.values()), await self.freezes(), downstream, hours) if c.entry in wanted]
+
+
+def _covering(freezes: list[Freeze], window: Window, owner: str, scope: Scope) -> tuple[Freeze, Window] | None:
+    probe = Entry(0, Kind.SCHEMA_CHANGE, "", window, Status.TENTATIVE, owner, scope)
+    end = max(window.end, window.start + timedelta(microseconds=1))
+    for freeze in freezes:
+        if freeze.applies_to(probe):
+            found = freeze.occurrences(window.start, end, limit=1)
+            if found:
+                return freeze, found[0]
+    return None
 
 
 def _entry(row: CalendarEntry) -> Entry:

@@ -238,9 +238,14 @@ async def _replace_freezes(session: AsyncSession, freezes: Iterable[Freeze]) -> 
         await session.delete(row)
     await session.flush()
     for freeze in freezes:
-        session.add(FreezeRow(name=freeze.name, reason=freeze.reason, scope=freeze.scope.as_json(), cron=freeze.cron,
-                              minutes=int(freeze.duration.total_seconds() // 60) if freeze.duration else None,
-                              timezone=freeze.timezone, start=freeze.start, end=freeze.end, source=CATALOG))
+        session.add(freeze_row(freeze, CATALOG))
+
+
+def freeze_row(freeze: Freeze, source: str, created_by: str | None = None) -> FreezeRow:
+    """How a freeze is stored (``source``: the catalog, or Slack)."""
+    return FreezeRow(name=freeze.name, reason=freeze.reason, scope=freeze.scope.as_json(), cron=freeze.cron,
+                     minutes=int(freeze.duration.total_seconds() // 60) if freeze.duration else None, timezone=freeze.timezone,
+                     start=freeze.start, end=freeze.end, source=source, created_by=created_by)
 
 
 async def bump_revision(session: AsyncSession) -> None:

@@ -147,7 +147,7 @@ class CalendarCommands:
             block = {"kind": ids.KIND_BLOCK, "title": ids.TITLE_BLOCK, "owner": ids.OWNER_BLOCK, "scope": ids.JOBS_BLOCK}.get(field, ids.END_BLOCK)
             await ack(response_action="errors", errors={block: str(err)[:150]})
             return
-        booked = next(e for e in await self.calendar.listing(start, end + timedelta(microseconds=1)) if e["id"] == number)
+        booked = await self.calendar.listed(number)
         clashes = "".join(f"\n:warning: conflicts with {escape(c['with'])}: {escape(c['reason'])}" for c in booked["conflicts"]) or "\nNo conflict."
         await ack(response_action="update", view={"type": "modal", "callback_id": ids.CALENDAR_RESULT_VIEW,
                                                   "title": {"type": "plain_text", "text": f"Booked #{number}"},

@@ -162,8 +162,7 @@ def add_routes(app: web.Application, tokens: Sequence[ApiToken], lineage: Lineag
                                         scope=Scope.from_json(scope), surface="api")
         except CalendarError as err:
             raise BadRequest(str(err), str(err).split(":", 1)[0] if ":" in str(err) else None) from None
-        entry = next(e for e in await calendar.listing(moment(texts["start"]), moment(texts["end"]) + timedelta(microseconds=1)) if e["id"] == number)
-        return web.json_response(entry, status=201)
+        return web.json_response(await calendar.listed(number), status=201)
 
     app.router.add_get("/api/v1/calendar", guarded(tokens, "calendar:read", get_calendar))
     app.router.add_post("/api/v1/calendar", guarded(tokens, "calendar:write", post_calendar))
