@@ -13,7 +13,7 @@ from urllib.parse import unquote, urlsplit
 
 DEFAULT_DATABASE_URL = "sqlite:///changeops.db"
 DEFAULT_SLACK_API_URL = "https://slack.com/api/"
-SCOPES = ("proposals:read", "proposals:write", "lineage:write", "calendar:read", "calendar:write")  # what an HTTP API token may be allowed to do
+SCOPES = ("proposals:read", "proposals:write", "lineage:write", "calendar:read", "calendar:write", "metrics:write")  # what an HTTP API token may be allowed to do
 
 
 class ConfigError(Exception):
@@ -47,6 +47,9 @@ class Config:
     changes_channel: str = "#schema-changes"
     shutdown_grace: float = 20.0
     public_url: str | None = None  # where people reach the bot (links it hands out, such as the calendar feed)
+    metrics_topic: str | None = None  # the Kafka topic of PipelineSample records (SLI samples)
+    metrics_group: str = "changeops-sli"
+    poll_seconds: float = 30.0  # how often the bot measures source lag and DLQ size itself
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -91,6 +94,9 @@ class Config:
             changes_channel=_optional(env, "CHANGES_CHANNEL") or "#schema-changes",
             shutdown_grace=_seconds(env, "SHUTDOWN_GRACE_SECONDS", 20.0),
             public_url=_http_url(env, "CHANGEOPS_PUBLIC_URL"),
+            metrics_topic=_topic(env, "SLI_METRICS_TOPIC"),
+            metrics_group=_topic(env, "SLI_METRICS_GROUP") or "changeops-sli",
+            poll_seconds=_seconds(env, "SLI_POLL_SECONDS", 30.0),
         )
 
 
@@ -127,6 +133,13 @@ def _http_url(env: Mapping[str, str], name: str, *, trailing_slash: bool = False
         raise ConfigError(f"{name} is malformed: expected an http:// or https:// URL")
     if trailing_slash and not value.endswith("/"):
         value += "/"
+    return value
+
+
+def _topic(env: Mapping[str, str], name: str) -> str | None:
+    value = _optional(env, name)
+    if value is not None and not re.fullmatch(r"[A-Za-z0-9._-]{1,249}", value):
+        raise ConfigError(f"{name} is malformed: {value!r} is not a Kafka topic or group name (letters, digits, . _ -)")
     return value
 
 

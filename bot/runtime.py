@@ -5,7 +5,9 @@ closes; all within ``SHUTDOWN_GRACE_SECONDS``."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import secrets
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -17,13 +19,19 @@ from slack_bolt.async_app import AsyncApp
 
 from bot import workers
 from bot.config import Config
+from bot.kafka import dead_letters
+from bot.kafka.avro import Registry
+from bot.kafka.metrics import MetricsConsumer
+from bot.kafka.pollers import Pollers
 from bot.schema_registry import SchemaRegistry
+from bot.services import leases
 from bot.services.calendar import CalendarService
 from bot.services.deliveries import Deliveries
 from bot.services.lineage import LineageService
 from bot.services.outbox import Dispatcher, Outbox
 from bot.services.proposals import REGISTER, Proposals
-from bot.services.registry import Registry
+from bot.services.registry import Registry as SubjectRegistry
+from bot.services.sli import SLI_EVENT, SliService
 from bot.slack.app import add_listeners, create_app
 from bot.slack.calendar_commands import CalendarCommands
 from bot.slack.client import web_client
@@ -31,6 +39,9 @@ from bot.slack.delivery import SlackDelivery
 from bot.slack.inflight import Inflight
 from bot.slack.membership import SlackMembership
 from bot.slack.schema_commands import Services
+from bot.slack.sli.actions import AlertActions
+from bot.slack.sli.commands import SliCommands
+from bot.slack.sli.delivery import SliDelivery
 from bot.store import migrate
 from bot.store.database import Database
 from bot.store.models import utcnow
@@ -38,6 +49,7 @@ from bot.web.server import build_web_app
 
 log = logging.getLogger(__name__)
 SWEEP_SECONDS = 30  # reminders and expiries are claimed in the database; any replica may run the sweep
+SLI_SWEEP_SECONDS = 15  # no data, alert reminders, silences running out
 
 
 class Bot:
@@ -48,7 +60,7 @@ class Bot:
         self.db = Database(config.database_url)
         self.deliveries = Deliveries(Database(config.database_url, pool_size=2))  # its own connections: acks never queue behind work
         self.lineage = LineageService(self.db)
-        self.registry = Registry(self.db)
+        self.registry = SubjectRegistry(self.db)
         self.inflight = Inflight()
         self.outbox = Outbox()
         self.draining = False
@@ -59,11 +71,15 @@ class Bot:
         self.proposals = Proposals(self.db, self.registry, self.lineage, membership, self.outbox, self.calendar, clock, self.schema_registry)
         delivery = SlackDelivery(web_client(config.slack_bot_token, config.slack_api_url, retries=False), self.proposals,
                                  config.changes_channel)
-        self.dispatcher = Dispatcher(self.db, self.outbox, {**delivery.handlers(), REGISTER: self.proposals.register})
+        self.sli = SliService(self.db, self.lineage, self.outbox, clock, config.changes_channel)
+        alerts = SliDelivery(web_client(config.slack_bot_token, config.slack_api_url, retries=False), self.sli)
+        self.dispatcher = Dispatcher(self.db, self.outbox, {**delivery.handlers(), **alerts.handlers(), REGISTER: self.proposals.register},
+                                     coalesce=frozenset({SLI_EVENT}))
         calendar = CalendarCommands(self.calendar, self.slack.client, membership, lambda: config.public_url or self.url)
-        add_listeners(self.slack, Services(self.proposals, self.registry, self.slack.client), calendar, self.proposals, self.outbox,
+        actions = AlertActions(SliCommands(self.sli, membership), self.proposals, self.calendar, self._dead_letters if config.kafka_bootstrap_servers else None)
+        add_listeners(self.slack, Services(self.proposals, self.registry, self.slack.client), calendar, actions, self.proposals, self.outbox,
                       self.inflight)
-        self.web = build_web_app(self.slack, self.db, migrate.head(), config, self.lineage, self.proposals, lambda: self.draining)
+        self.web = build_web_app(self.slack, self.db, migrate.head(), config, self.lineage, self.proposals, self.sli, lambda: self.draining)
         self.scheduler = AsyncIOScheduler(timezone="UTC")
         self.scheduler.add_job(self.inflight.track(self.deliveries.prune), "interval", hours=1, kwargs={"older_than": timedelta(days=1)},
                                id="prune-slack-deliveries", coalesce=True, max_instances=1)
@@ -71,6 +87,15 @@ class Bot:
                                coalesce=True, max_instances=1)
         self.scheduler.add_job(self.inflight.track(self.proposals.release_held), "interval", seconds=SWEEP_SECONDS, id="release-held",
                                coalesce=True, max_instances=1)
+        self.scheduler.add_job(self.inflight.track(self.sli.sweep), "interval", seconds=SLI_SWEEP_SECONDS, id="sweep-sli",
+                               coalesce=True, max_instances=1)
+        self.owner = secrets.token_hex(8)
+        self.pollers: Pollers | None = None
+        self.metrics: MetricsConsumer | None = None
+        self.avro_registry = Registry(config.schema_registry_url) if config.schema_registry_url else None
+        if config.kafka_bootstrap_servers:
+            self.scheduler.add_job(self.inflight.track(self.poll), "interval", seconds=config.poll_seconds, id="poll-kafka",
+                                   coalesce=True, max_instances=1)
         self._runner: web.AppRunner | None = None
         self._socket_mode: AsyncSocketModeHandler | None = None
         self.port: int | None = None
@@ -91,6 +116,10 @@ class Bot:
         self.port = int(self._runner.addresses[0][1])
         self.scheduler.start()
         self.dispatcher.start()
+        if self.config.kafka_bootstrap_servers and self.config.metrics_topic:
+            self.metrics = MetricsConsumer(self.config.kafka_bootstrap_servers, self.config.metrics_topic, self.config.metrics_group, self.sli,
+                                           self.config.schema_registry_url)
+            self.metrics.start()
         if self.config.slack_app_token:
             self._socket_mode = AsyncSocketModeHandler(self.slack, self.config.slack_app_token)
             await self._socket_mode.connect_async()  # type: ignore[no-untyped-call]
@@ -111,13 +140,37 @@ class Bot:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self.metrics is not None:
+            await self.metrics.stop()
+            self.metrics = None
         await self.inflight.wait(timeout=max(0.0, deadline - time.monotonic()))
+        if self.pollers is not None:
+            await asyncio.to_thread(self.pollers.close)
+            self.pollers = None
         await self.dispatcher.stop(timeout=max(0.0, deadline - time.monotonic()))
         if self.schema_registry is not None:
             await self.schema_registry.close()
+        if self.avro_registry is not None:
+            self.avro_registry.close()
         await self.deliveries.db.close()
         await self.db.close()
         log.info("ChangeOps stopped")
+
+    async def poll(self) -> int:
+        """Measure source lag and DLQ size on the cluster (one replica at a time) and evaluate them; how many samples."""
+        assert self.config.kafka_bootstrap_servers
+        ttl = timedelta(seconds=max(3 * self.config.poll_seconds, 30))
+        if not await leases.hold(self.db, "sli-pollers", self.owner, ttl, self.sli.clock()):
+            return 0
+        if self.pollers is None:
+            self.pollers = Pollers(self.config.kafka_bootstrap_servers)
+        pipelines = list((await self.sli.pipelines()).values())
+        samples = await asyncio.to_thread(self.pollers.measure, pipelines, self.sli.clock())
+        return await self.sli.ingest(samples)
+
+    async def _dead_letters(self, topic: str) -> list[str]:
+        assert self.config.kafka_bootstrap_servers
+        return await asyncio.to_thread(dead_letters.newest, self.config.kafka_bootstrap_servers, topic, self.avro_registry)
 
     async def idle(self) -> None:
         """Wait until nothing is in flight and nothing is owed (tests use this instead of sleeping)."""

@@ -16,6 +16,7 @@ from hypothesis import settings
 
 from bot.config import Config
 from bot.emulator import Emulator, SlackDriver, Workspace
+from bot.emulator.schema_registry import SchemaRegistryEmulator
 from bot.runtime import Bot
 from bot.store import migrate
 
@@ -167,3 +168,15 @@ async def slack(migrated_url: str) -> AsyncIterator[SlackHarness]:
         await driver.close()
         await harness.bot.stop()
         await harness.runner.cleanup()
+
+
+@pytest.fixture
+async def schema_registry() -> AsyncIterator[SchemaRegistryEmulator]:
+    """A Confluent-compatible Schema Registry, emulated on an ephemeral port (its address in ``.url``)."""
+    registry = SchemaRegistryEmulator()
+    runner = web.AppRunner(registry.application(), access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    registry.url = f"http://127.0.0.1:{int(runner.addresses[0][1])}"  # type: ignore[attr-defined]
+    yield registry
+    await runner.cleanup()

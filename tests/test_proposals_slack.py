@@ -333,21 +333,6 @@ async def test_proposals_over_the_http_api_and_the_cli(slack: SlackHarness) -> N
     await slack.bot.idle()
 
 
-@pytest.fixture
-async def schema_registry() -> Any:
-    from aiohttp import web
-
-    from bot.emulator.schema_registry import SchemaRegistryEmulator
-
-    registry = SchemaRegistryEmulator()
-    runner = web.AppRunner(registry.application(), access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    registry.url = f"http://127.0.0.1:{int(runner.addresses[0][1])}"  # type: ignore[attr-defined]
-    yield registry
-    await runner.cleanup()
-
-
 async def test_approved_schemas_are_registered_in_the_schema_registry(slack: SlackHarness, schema_registry: Any,
                                                                       migrated_url: str) -> None:
     await slack.bot.stop()

@@ -15,6 +15,7 @@ from bot.cli import calendar as calendar_cli
 from bot.cli import classify as classify_cli
 from bot.cli import lineage as lineage_cli
 from bot.cli import propose as propose_cli
+from bot.cli import sli as sli_cli
 from bot.config import Config, ConfigError
 from bot.logs import configure
 
@@ -58,6 +59,7 @@ def _parser() -> argparse.ArgumentParser:
     calendar_cli.add_parsers(sub)
     lineage_cli.add_parsers(sub)
     propose_cli.add_parser(sub)
+    sli_cli.add_parsers(sub)
     return parser
 
 

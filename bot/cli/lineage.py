@@ -95,7 +95,7 @@ def read_catalog_file(path: str) -> tuple[Catalog, list[Problem]]:
 def _summary(catalog: Catalog) -> str:
     black = sum(1 for job in catalog.jobs if job.black_box)
     return (f"{len(catalog.teams)} teams, {len(catalog.subjects)} subjects, {len(catalog.datasets)} datasets, "
-            f"{len(catalog.jobs)} jobs ({black} black box{'es' if black != 1 else ''})")
+            f"{len(catalog.jobs)} jobs ({black} black box{'es' if black != 1 else ''}), {len(catalog.pipelines)} pipelines")
 
 
 def _checked(path: str) -> Catalog:

@@ -102,9 +102,15 @@ class SlackDriver:
         await self._apply_ack(fields["response_url"], delivery)
         return delivery
 
-    async def click(self, message: Message, action_id: str, *, user: str, value: str | None = None) -> Delivery:
-        """Press the button ``action_id`` of a message the bot posted."""
+    async def click(self, message: Message, action_id: str, *, user: str, value: str | None = None, option: str | None = None) -> Delivery:
+        """Press the button ``action_id`` of a message the bot posted (or, with ``option``, pick the option of a select
+        menu whose value ends with it)."""
         block_id, element = _find_element(message.blocks, action_id)
+        picked = None
+        if option is not None:
+            picked = next((o for o in element.get("options", []) if str(o.get("value", "")).endswith(option)), None)
+            if picked is None:
+                raise LookupError(f"no option {option!r} in {action_id!r}")
         response_url = self.ws.issue_response_url(self.emulator.base_url, message.channel, user)
         self.ws.response_urls[response_url.rsplit("/", 1)[1]]["source_ts"] = message.ts
         payload = {
@@ -121,6 +127,10 @@ class SlackDriver:
                 "action_ts": f"{time.time():.6f}",
             }],
         }
+        if picked is not None:
+            action = payload["actions"][0]  # type: ignore[index]
+            del action["value"], action["text"]
+            action["selected_option"] = picked
         return await self._interact(payload)
 
     async def click_in_view(self, view: View, action_id: str, *, user: str) -> Delivery:

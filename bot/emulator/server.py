@@ -172,6 +172,13 @@ class Emulator:
             retry_after = pending.pop(0)
             self.ws.calls.append(Call(method, args, False, "ratelimited", 429))
             return web.json_response({"ok": False, "error": "ratelimited"}, status=429, headers={"Retry-After": str(retry_after)})
+        if method == "chat.postMessage" and self.ws.post_limit is not None:
+            channel = str(args.get("channel", ""))
+            wait = self.ws.take_post(self.ws.channel_id(channel) or channel)
+            if wait is not None:
+                self.ws.calls.append(Call(method, args, False, "ratelimited", 429))
+                await self.ws.changed()
+                return web.json_response({"ok": False, "error": "ratelimited"}, status=429, headers={"Retry-After": str(max(1, round(wait)))})
         handler = self.methods.get(method)
         try:
             if not token:

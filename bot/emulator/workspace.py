@@ -108,6 +108,8 @@ class Workspace:
         self.triggers: dict[str, tuple[float, str, bool]] = {}
         self.response_urls: dict[str, dict[str, Any]] = {}
         self.rate_limits: dict[str, list[int]] = {}
+        self.post_limit: tuple[float, int] | None = None  # (messages per second, burst) per channel for chat.postMessage, when set
+        self.post_buckets: dict[str, tuple[float, float]] = {}  # channel -> (tokens, at)
         self.outage: int | None = None  # every Web API call answers this HTTP status (500, 503, 429) while set
         self.failing: dict[str, int] = {}  # calls to these methods answer this HTTP status while set
         self.holds: dict[str, asyncio.Event] = {}
@@ -142,6 +144,24 @@ class Workspace:
     def rate_limit(self, method: str, *, times: int = 1, retry_after: int = 1) -> None:
         """Answer the next ``times`` calls to ``method`` with HTTP 429 and ``Retry-After``."""
         self.rate_limits.setdefault(method, []).extend([retry_after] * times)
+
+    def limit_posting(self, per_second: float = 1.0, burst: int = 3) -> None:
+        """Enforce Slack's posting limit: about ``per_second`` messages per channel (short bursts allowed); 429 beyond."""
+        self.post_limit = (per_second, burst)
+
+    def take_post(self, channel: str) -> float | None:
+        """Spend one post of ``channel``'s allowance; None when allowed, else seconds until the next is."""
+        if self.post_limit is None:
+            return None
+        rate, burst = self.post_limit
+        now = self.clock()
+        tokens, at = self.post_buckets.get(channel, (float(burst), now))
+        tokens = min(float(burst), tokens + (now - at) * rate)
+        if tokens < 1.0:
+            self.post_buckets[channel] = (tokens, now)
+            return (1.0 - tokens) / rate
+        self.post_buckets[channel] = (tokens - 1.0, now)
+        return None
 
     def hold(self, method: str) -> None:
         """Make calls to ``method`` wait (as a slow Slack would) until ``release``."""

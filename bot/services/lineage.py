@@ -20,6 +20,7 @@ from bot.domain.lineage.catalog import Catalog
 from bot.domain.lineage.graph import LineageGraph
 from bot.domain.lineage.model import Dataset, DatasetId, FieldRef, Job, JobId, Team
 from bot.domain.lineage.openlineage import LineageEvent
+from bot.domain.sli.pipeline import Pipeline
 from bot.store.database import Database
 from bot.store.models import (
     FreezeRow,
@@ -27,6 +28,7 @@ from bot.store.models import (
     LineageJob,
     LineageObservation,
     LineageRevision,
+    PipelineRow,
     SchemaVersion,
     Subject,
     TeamRow,
@@ -64,6 +66,7 @@ class LineageService:
                 session.add(subject)
             await self._replace_catalog_rows(session, catalog)
             await _replace_freezes(session, catalog.freezes)
+            await _replace_pipelines(session, catalog.pipelines)
             await bump_revision(session)
             await session.commit()
 
@@ -288,3 +291,14 @@ def _digest(job: Job) -> str:
                sorted([s.dataset.namespace, s.dataset.name, s.path, t.dataset.namespace, t.dataset.name, t.path] for s, t in job.mappings),
                [[d.namespace, d.name] for d in job.unmapped_outputs]]
     return hashlib.sha256(json.dumps(content).encode()).hexdigest()
+
+
+async def _replace_pipelines(session: AsyncSession, pipelines: list[Pipeline]) -> None:
+    """The catalog's pipelines replace the stored ones (their alert state and episodes stay, by name)."""
+    rows = {r.name: r for r in (await session.exec(select(PipelineRow))).all()}
+    for pipeline in pipelines:
+        row = rows.pop(pipeline.name, None) or PipelineRow(name=pipeline.name, owner_team=pipeline.owner)
+        row.owner_team, row.spec = pipeline.owner, pipeline.as_json()
+        session.add(row)
+    for row in rows.values():
+        await session.delete(row)

@@ -54,6 +54,12 @@ class Item:
     key: str
     payload: dict[str, Any]
     attempts: int
+    batch: tuple[tuple[int, dict[str, Any]], ...] = ()  # a coalescing kind: this row and the rows of its kind queued behind it
+
+    @property
+    def payloads(self) -> list[dict[str, Any]]:
+        """Every payload this item stands for, in order (just its own for kinds that do not coalesce)."""
+        return [p for _, p in self.batch] if self.batch else [self.payload]
 
 
 @dataclass(frozen=True)
@@ -72,9 +78,10 @@ class Outbox:
     def __init__(self) -> None:
         self._wake: asyncio.Event | None = None
 
-    def add(self, session: AsyncSession, kind: str, key: str, payload: Mapping[str, Any]) -> None:
-        """Owe ``payload`` (delivered by the handler of ``kind``) after the rows already owed under ``key``."""
-        session.add(OutboxMessage(kind=kind, key=key, payload=dict(payload)))
+    def add(self, session: AsyncSession, kind: str, key: str, payload: Mapping[str, Any], *, priority: int = 0) -> None:
+        """Owe ``payload`` (delivered by the handler of ``kind``) after the rows already owed under ``key``; among keys
+        ready to go, higher ``priority`` first."""
+        session.add(OutboxMessage(kind=kind, key=key, payload=dict(payload), priority=priority))
 
     def wake(self) -> None:
         """Tell the dispatcher of this process that new rows were committed."""
@@ -94,8 +101,9 @@ class Dispatcher:
     def __init__(self, db: Database, outbox: Outbox, handlers: Mapping[str, Handler], *, batch: int = 20,
                  lease: timedelta = timedelta(seconds=60), backoff: float = 1.0, max_backoff: float = 300.0,
                  give_up_after: timedelta = timedelta(hours=24), poll: float = 1.0,
-                 clock: Callable[[], datetime] = utcnow) -> None:
+                 clock: Callable[[], datetime] = utcnow, coalesce: frozenset[str] = frozenset()) -> None:
         self.db, self.outbox, self.handlers = db, outbox, dict(handlers)
+        self.coalesce = coalesce  # kinds whose handler takes a row together with the rows of its kind queued right behind it
         self.batch, self.lease, self.backoff, self.max_backoff = batch, lease, backoff, max_backoff
         self.give_up_after, self.poll, self.clock = give_up_after, poll, clock
         self.owner = secrets.token_hex(8)
@@ -178,7 +186,7 @@ class Dispatcher:
         query = (select(OutboxMessage)
                  .where(col(OutboxMessage.state) == PENDING, col(OutboxMessage.next_attempt_at) <= now,
                         or_(col(OutboxMessage.lease_until).is_(None), col(OutboxMessage.lease_until) < now), ~blocked)
-                 .order_by(mine, col(OutboxMessage.part), col(OutboxMessage.id)).limit(self.batch))
+                 .order_by(col(OutboxMessage.priority).desc(), mine, col(OutboxMessage.part), col(OutboxMessage.id)).limit(self.batch))
         if self.db.engine.dialect.name == "postgresql":
             query = query.with_for_update(of=OutboxMessage, skip_locked=True)
         items: list[Item] = []
@@ -192,9 +200,24 @@ class Dispatcher:
                                                 or_(col(OutboxMessage.lease_until).is_(None), col(OutboxMessage.lease_until) < now))
                     .values(lease_until=now + self.lease, lease_owner=self.owner, attempts=OutboxMessage.attempts + 1))
                 if getattr(claimed, "rowcount", 0):
-                    items.append(Item(row.id, row.kind, row.key, dict(row.payload), row.attempts + 1))
+                    batch = await self._followers(session, row, now) if row.kind in self.coalesce else ()
+                    items.append(Item(row.id, row.kind, row.key, dict(row.payload), row.attempts + 1, batch))
             await session.commit()
         return items
+
+    async def _followers(self, session: AsyncSession, head: OutboxMessage, now: datetime) -> tuple[tuple[int, dict[str, Any]], ...]:
+        """The head row and the pending rows of its kind right behind it in its key's line, leased with it."""
+        query = (select(OutboxMessage).where(col(OutboxMessage.key) == head.key, col(OutboxMessage.state) == PENDING,
+                                             col(OutboxMessage.id) != head.id)
+                 .order_by(_place(OutboxMessage), col(OutboxMessage.part), col(OutboxMessage.id)).limit(500))
+        batch: list[tuple[int, dict[str, Any]]] = [(int(head.id or 0), dict(head.payload))]
+        for row in (await session.exec(query)).all():
+            if row.kind != head.kind or (row.lease_until is not None and aware(row.lease_until) >= now):
+                break
+            await session.exec(update(OutboxMessage).where(col(OutboxMessage.id) == row.id, col(OutboxMessage.state) == PENDING)
+                               .values(lease_until=now + self.lease, lease_owner=self.owner))
+            batch.append((int(row.id or 0), dict(row.payload)))
+        return tuple(batch)
 
     # --- handling -------------------------------------------------------------------------------
 
@@ -214,11 +237,19 @@ class Dispatcher:
         else:
             await self._done(item, expansion)
 
-    async def _mine(self, session: AsyncSession, item: Item, **values: Any) -> bool:
-        moved = await session.exec(update(OutboxMessage).where(col(OutboxMessage.id) == item.id, col(OutboxMessage.state) == PENDING,
+    async def _mine(self, session: AsyncSession, item: Item, *, followers: bool = True, **values: Any) -> bool:
+        ids = [i for i, _ in item.batch] if item.batch and followers else [item.id]
+        moved = await session.exec(update(OutboxMessage).where(col(OutboxMessage.id).in_(ids), col(OutboxMessage.state) == PENDING,
                                                                col(OutboxMessage.lease_owner) == self.owner)
                                    .values(lease_until=None, **values))
         return bool(getattr(moved, "rowcount", 0))
+
+    async def _release_followers(self, session: AsyncSession, item: Item) -> None:
+        """The rows coalesced behind a head that was not delivered wait again (with the head, next time)."""
+        others = [i for i, _ in item.batch if i != item.id]
+        if others:
+            await session.exec(update(OutboxMessage).where(col(OutboxMessage.id).in_(others), col(OutboxMessage.state) == PENDING,
+                                                           col(OutboxMessage.lease_owner) == self.owner).values(lease_until=None))
 
     async def _done(self, item: Item, expansion: Expand | None) -> None:
         async with self.db.session() as session:
@@ -228,7 +259,8 @@ class Dispatcher:
                 log.warning("outbox: row %d was taken over by another replica before it was marked sent", item.id)
                 return
             for part, (kind, key, payload) in enumerate(expansion.rows if expansion else (), start=1):
-                session.add(OutboxMessage(kind=kind, key=key, payload=dict(payload), position=row.position or row.id, part=part))
+                session.add(OutboxMessage(kind=kind, key=key, payload=dict(payload), position=row.position or row.id, part=part,
+                                          priority=row.priority))
             await session.commit()
         if expansion and expansion.rows:
             self.outbox.wake()
@@ -242,7 +274,8 @@ class Dispatcher:
                 await self._give_up(item, f"still failing after {self.give_up_after}: {reason}")
                 return
             delay = after if after is not None else min(self.max_backoff, self.backoff * 2 ** (item.attempts - 1)) * random.uniform(0.8, 1.2)
-            await self._mine(session, item, next_attempt_at=now + timedelta(seconds=delay), last_error=reason[:2000])
+            await self._mine(session, item, followers=False, next_attempt_at=now + timedelta(seconds=delay), last_error=reason[:2000])
+            await self._release_followers(session, item)
             await session.commit()
         log.info("outbox: %s row %d (%s) not delivered (%s); next try in %.1f s", item.kind, item.id, item.key, reason, delay)
 

@@ -11,12 +11,13 @@ from bot.config import Config
 from bot.services.deliveries import Deliveries
 from bot.services.outbox import Outbox
 from bot.services.proposals import Proposals
-from bot.slack import calendar_commands, commands, home, proposing
+from bot.slack import calendar_commands, commands, home, proposing, sli
 from bot.slack.calendar_commands import CalendarCommands
 from bot.slack.client import web_client
 from bot.slack.inflight import Inflight
 from bot.slack.middleware import once_per_delivery
 from bot.slack.schema_commands import Services
+from bot.slack.sli.actions import AlertActions
 
 log = logging.getLogger(__name__)
 
@@ -39,10 +40,11 @@ def create_app(config: Config, deliveries: Deliveries, inflight: Inflight) -> As
     return app
 
 
-def add_listeners(app: AsyncApp, services: Services, calendar: CalendarCommands, proposals: Proposals, outbox: Outbox,
-                  inflight: Inflight) -> None:
+def add_listeners(app: AsyncApp, services: Services, calendar: CalendarCommands, alerts: AlertActions, proposals: Proposals,
+                  outbox: Outbox, inflight: Inflight) -> None:
     """Every slash command, action, view and event, each counted while it runs."""
-    routers = commands.register(app, services, calendar, inflight.track)
+    routers = commands.register(app, services, calendar, alerts.commands, inflight.track)
+    sli.register(app, alerts, inflight.track)
     calendar_commands.register(app, calendar, inflight.track)
     home.register(app, routers, proposals, inflight.track, services)
     proposing.register(app, proposals, outbox, inflight.track)

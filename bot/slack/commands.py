@@ -15,6 +15,7 @@ from bot.slack.calendar_commands import CalendarCommands
 from bot.slack.render import Reply
 from bot.slack.request import CommandRequest
 from bot.slack.schema_commands import Services
+from bot.slack.sli.commands import SliCommands
 
 Handler = Callable[[CommandRequest], Awaitable[Reply | None]]
 SMART_QUOTES = str.maketrans({"“": '"', "”": '"', "„": '"', "‘": "'", "’": "'"})
@@ -121,9 +122,25 @@ def calendar_router(calendar: CalendarCommands) -> Router:
     return router
 
 
-def register(app: AsyncApp, services: Services, calendar: CalendarCommands, track: Callable[[Any], Any]) -> dict[str, Router]:
+def sli_router(sli: SliCommands) -> Router:
+    """``/sli``: the pipelines' SLIs, silences, history and coverage."""
+    router = Router(ids.SLI_COMMAND, default="status")
+    for sub in (
+        Subcommand("status", "status [PIPELINE]", "every pipeline at a glance, or the eight SLIs of one", sli.status),
+        Subcommand("silence", "silence PIPELINE SLI|all 4h|UNTIL [reason]", "hold a pipeline's alerts (its team or oncall)", sli.silence),
+        Subcommand("unsilence", "unsilence PIPELINE SLI|all", "lift a silence early", sli.unsilence),
+        Subcommand("history", "history PIPELINE", "its alerts of the last 7 days", sli.history),
+        Subcommand("coverage", "coverage", "pipelines that are not production-ready (a mandatory SLI unmeasured or silent)", sli.coverage),
+        Subcommand("help", "help", "this list of commands", lambda _r: _answer(router.help()), in_ack=True),
+    ):
+        router.add(sub)
+    return router
+
+
+def register(app: AsyncApp, services: Services, calendar: CalendarCommands, sli: SliCommands,
+             track: Callable[[Any], Any]) -> dict[str, Router]:
     """Attach every slash command to the app; returns the routers (App Home lists their help)."""
-    routers = {ids.SCHEMA_COMMAND: schema_router(services), ids.CALENDAR_COMMAND: calendar_router(calendar)}
+    routers = {ids.SCHEMA_COMMAND: schema_router(services), ids.CALENDAR_COMMAND: calendar_router(calendar), ids.SLI_COMMAND: sli_router(sli)}
     assert tuple(routers) == ids.SLASH_COMMANDS
     for name, router in routers.items():
         app.command(name)(track(_listener(router)))

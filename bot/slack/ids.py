@@ -4,7 +4,8 @@ from __future__ import annotations
 
 SCHEMA_COMMAND = "/schema"
 CALENDAR_COMMAND = "/calendar"
-SLASH_COMMANDS = (SCHEMA_COMMAND, CALENDAR_COMMAND)  # the Slack app manifest declares exactly these
+SLI_COMMAND = "/sli"
+SLASH_COMMANDS = (SCHEMA_COMMAND, CALENDAR_COMMAND, SLI_COMMAND)  # the Slack app manifest declares exactly these
 
 APPROVE = "proposal_approve"
 REJECT = "proposal_reject"
@@ -36,3 +37,15 @@ OWNER_BLOCK, OWNER_ACTION = "owner", "owner"
 SUBJECTS_BLOCK, SUBJECTS_ACTION = "subjects", "subjects"
 JOBS_BLOCK, JOBS_ACTION = "jobs", "jobs"
 DATASETS_BLOCK, DATASETS_ACTION = "datasets", "datasets"
+
+SLI_ACK = "sli_ack"
+SLI_ACK_ALL = "sli_ack_all"
+SLI_SILENCE = "sli_silence"
+SLI_UNSILENCE = "sli_unsilence"
+SLI_RUNBOOK = "sli_runbook"
+SLI_CHANGES = "sli_changes"
+SLI_DEAD_LETTERS = "sli_dead_letters"
+SLI_BACKFILL = "sli_backfill"
+SLI_REPLAY = "sli_replay"
+SLI_SILENCE_VIEW = "sli_silence_until"
+UNTIL_BLOCK, UNTIL_ACTION = "until", "until"

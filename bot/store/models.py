@@ -207,6 +207,7 @@ class OutboxMessage(SQLModel, table=True):
     key: str = Field(max_length=128, index=True)
     position: int | None = Field(default=None, sa_type=BigInteger)
     part: int = 0
+    priority: int = 0  # among the keys ready to go, higher first (pages before warnings)
     payload: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     state: str = Field(default="pending", max_length=16, index=True)
     attempts: int = 0
@@ -280,3 +281,61 @@ class CalendarFeed(SQLModel, table=True):
     token_hash: str = Field(max_length=64, unique=True)
     user: str = Field(max_length=64, index=True)
     created_at: datetime = _when(nullable=False, default=utcnow)
+
+
+class PipelineRow(SQLModel, table=True):
+    """A pipeline the catalog declares (its whole declaration in ``spec``)."""
+
+    __tablename__ = "pipelines"
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(max_length=255, unique=True)
+    owner_team: str = Field(max_length=255)
+    spec: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+
+
+class SliSeries(SQLModel, table=True):
+    """The alert state of one (pipeline, SLI); ``version`` grows on every write (writes are conditional on it)."""
+
+    __tablename__ = "sli_series"
+    __table_args__ = (UniqueConstraint("pipeline", "sli", name="uq_sli_series_pipeline_sli"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    pipeline: str = Field(max_length=255)
+    sli: str = Field(max_length=32)
+    state: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    version: int = 0
+    updated_at: datetime = _when(nullable=False, default=utcnow)
+
+
+class SliEpisode(SQLModel, table=True):
+    """One breach episode (or a stretch without data) and the Slack message that shows it."""
+
+    __tablename__ = "sli_episodes"
+
+    id: int | None = Field(default=None, primary_key=True)
+    fingerprint: str = Field(max_length=32, unique=True)
+    pipeline: str = Field(max_length=255, index=True)
+    sli: str = Field(max_length=32)
+    no_data: bool = False
+    level: str = Field(max_length=8)
+    started_at: datetime = _when(nullable=False, index=True)
+    resolved_at: datetime | None = _when(nullable=True)
+    peak: float | None = None
+    acked_by: str | None = Field(default=None, max_length=64)
+    acked_at: datetime | None = _when(nullable=True)
+    channel: str = Field(max_length=64)
+    message_channel: str | None = Field(default=None, max_length=64)
+    message_ts: str | None = Field(default=None, max_length=32)
+    digest: bool = False  # shown in its channel's digest message rather than a message of its own
+    timeline: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+
+
+class Lease(SQLModel, table=True):
+    """Periodic work that one replica at a time may do (a poller): who holds it, until when."""
+
+    __tablename__ = "leases"
+
+    name: str = Field(max_length=128, primary_key=True)
+    owner: str = Field(max_length=64)
+    until: datetime = _when(nullable=False)

@@ -22,16 +22,19 @@ from bot.config import ApiToken
 from bot.domain.calendar import CalendarError, Scope
 from bot.domain.lineage.catalog import moment
 from bot.domain.lineage.openlineage import OpenLineageError, parse_event
+from bot.domain.sli.samples import SampleError, checked, latest_believed
 from bot.services.calendar import CalendarService
 from bot.services.lineage import LineageService
 from bot.services.proposals import ProposalError, Proposals, ProposalView
-from bot.store.models import aware
+from bot.services.sli import SliService
+from bot.store.models import aware, utcnow
 
 log = logging.getLogger(__name__)
 Handler = Callable[[web.Request, ApiToken], Awaitable[web.StreamResponse]]
 Route = Callable[[web.Request], Awaitable[web.StreamResponse]]
 USER_ID = re.compile(r"[UW][A-Z0-9]{2,20}")
 MAX_NOTES = 10_000
+MAX_SAMPLES = 10_000
 
 
 class BadRequest(Exception):
@@ -84,8 +87,27 @@ async def read_json(request: web.Request) -> Any:
 
 
 def add_routes(app: web.Application, tokens: Sequence[ApiToken], lineage: LineageService, proposals: Proposals, slack: AsyncWebClient,
-               calendar: CalendarService) -> None:
+               calendar: CalendarService, sli: SliService) -> None:
     """Mount the API."""
+
+    async def post_metrics(request: web.Request, _token: ApiToken) -> web.StreamResponse:
+        body = await read_json(request)
+        if not isinstance(body, list):
+            raise BadRequest('expected a JSON array of {"pipeline", "sli", "value", "time", "labels"}')
+        if len(body) > MAX_SAMPLES:
+            raise BadRequest(f"at most {MAX_SAMPLES} samples per request")
+        known, now = await sli.known(str(i["pipeline"]) for i in body if isinstance(i, dict) and isinstance(i.get("pipeline"), str)), utcnow()
+        samples, refused = [], []
+        for index, item in enumerate(body):
+            try:
+                if not isinstance(item, dict):
+                    raise SampleError("malformed", "expected an object")
+                samples.append(checked(item.get("pipeline"), item.get("sli"), item.get("value"), item.get("time"), item.get("labels"), known, latest_believed(now)))
+            except SampleError as err:
+                sli.reject(err.kind, str(err))
+                refused.append({"index": index, "kind": err.kind, "error": str(err)})
+        await sli.ingest(samples)
+        return web.json_response({"ok": not refused, "accepted": len(samples), "refused": refused[:100]}, status=200 if samples or not refused else 400)
 
     async def post_proposal(request: web.Request, token: ApiToken) -> web.StreamResponse:
         body = await read_json(request)
@@ -169,6 +191,7 @@ def add_routes(app: web.Application, tokens: Sequence[ApiToken], lineage: Lineag
     app.router.add_post("/api/v1/proposals", guarded(tokens, "proposals:write", post_proposal))
     app.router.add_get("/api/v1/proposals/{id}", guarded(tokens, "proposals:read", get_proposal))
     app.router.add_post("/api/v1/lineage", guarded(tokens, "lineage:write", post_lineage))
+    app.router.add_post("/api/v1/metrics", guarded(tokens, "metrics:write", post_metrics))
 
 
 def _window(body: dict[str, Any]) -> tuple[datetime | None, float | None, int | None]:

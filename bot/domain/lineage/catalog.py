@@ -18,6 +18,7 @@ from bot.domain.avro.model import Schema
 from bot.domain.avro.paths import field_paths
 from bot.domain.calendar import CalendarError, ChangeHours, Freeze, Scope
 from bot.domain.lineage.model import Dataset, DatasetId, FieldRef, Job, JobId, Team
+from bot.domain.sli.pipeline import Pipeline, PipelineError, Sli, apply_override, span
 
 DEFAULT_KAFKA_NAMESPACE = "kafka://kafka:9092"
 DEFAULT_JOB_NAMESPACE = "changeops"
@@ -66,6 +67,7 @@ class Catalog:
     datasets: dict[DatasetId, Dataset] = field(default_factory=dict)
     jobs: list[Job] = field(default_factory=list)
     freezes: list[Freeze] = field(default_factory=list)
+    pipelines: list[Pipeline] = field(default_factory=list)
     warnings: list[Problem] = field(default_factory=list)  # worth fixing, but the catalog is usable
 
 
@@ -91,9 +93,9 @@ class _Reader:
         self.problems.append(Problem(place, message))
 
     def read(self, data: dict[str, Any]) -> None:
-        unknown = set(data) - {"version", "kafka_namespace", "teams", "subjects", "datasets", "jobs", "freezes"}
+        unknown = set(data) - {"version", "kafka_namespace", "teams", "subjects", "datasets", "jobs", "freezes", "pipelines"}
         for key in sorted(unknown):
-            self.problem(key, "unknown section (expected version, kafka_namespace, teams, subjects, datasets, jobs, freezes)")
+            self.problem(key, "unknown section (expected version, kafka_namespace, teams, subjects, datasets, jobs, freezes, pipelines)")
         kafka = data.get("kafka_namespace", DEFAULT_KAFKA_NAMESPACE)
         if not isinstance(kafka, str) or "://" not in kafka:
             self.problem("kafka_namespace", "expected a namespace such as kafka://broker:9092")
@@ -104,6 +106,83 @@ class _Reader:
         self.jobs(_sequence(self, data, "jobs"))
         self.fallbacks()
         self.freezes(_sequence(self, data, "freezes"))
+        self.pipelines(_sequence(self, data, "pipelines"))
+
+    def pipelines(self, pipelines: list[Any]) -> None:
+        """Pipelines and their SLI overrides; a pipeline lacking a source for a mandatory SLI is a warning."""
+        keys = {"name", "owner", "channel", "source", "dlq", "sink", "sla", "checkpoint_interval", "interval", "jobs", "reports", "slis"}
+        jobs = {j.id.name for j in self.catalog.jobs}
+        datasets = {d.name for d in self.catalog.datasets} | set(self.catalog.subjects)
+        for number, raw in enumerate(pipelines):
+            place = f"pipelines[{number}]"
+            if not isinstance(raw, dict) or not isinstance(raw.get("name"), str) or not re.fullmatch(r"[A-Za-z0-9_.-]{1,100}", raw["name"]):
+                self.problem(place, "a pipeline needs a name (letters, digits, - _ .)")
+                continue
+            place = f"{place} ({raw['name']})"
+            for key in sorted(set(raw) - keys):
+                self.problem(f"{place}.{key}", f"unknown setting (expected {', '.join(sorted(keys))})")
+            owner = self.owner(raw, place)
+            source = raw.get("source") or {}
+            topics = source.get("topics", []) if isinstance(source, dict) else None
+            if isinstance(topics, str):
+                topics = [topics]
+            if not isinstance(source, dict) or set(source) - {"topics", "group"} or not isinstance(topics, list) \
+                    or not all(isinstance(t, str) and t for t in topics) or not isinstance(source.get("group", ""), str):
+                self.problem(f"{place}.source", "expected topics (a list of topic names) and group (the consumer group)")
+                topics, source = [], {}
+            names = {"jobs": raw.get("jobs", []), "reports": raw.get("reports", [])}
+            for key, value in names.items():
+                if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                    self.problem(f"{place}.{key}", "expected a list of names")
+                    names[key] = []
+            for job in names["jobs"]:
+                if job not in jobs:
+                    self.problem(f"{place}.jobs", f"unknown job {job!r}")
+            reports = [s for s in names["reports"] if s in set(Sli)]
+            for name in sorted(set(names["reports"]) - set(reports)):
+                self.problem(f"{place}.reports", f"unknown SLI {name!r} (one of {', '.join(Sli)})")
+            for key in ("channel", "dlq", "sink"):
+                if raw.get(key) is not None and not (isinstance(raw[key], str) and raw[key].strip()):
+                    self.problem(f"{place}.{key}", "expected a name")
+            if isinstance(raw.get("sink"), str) and raw["sink"] not in datasets:
+                self.catalog.warnings.append(Problem(f"{place}.sink", f"{raw['sink']!r} is not a dataset of this catalog"))
+            times = {}
+            for key in ("sla", "checkpoint_interval", "interval"):
+                if raw.get(key) is not None:
+                    try:
+                        times[key] = span(raw[key], key)
+                    except PipelineError as err:
+                        self.problem(f"{place}.{key}", str(err))
+            if times.get("interval") is not None and times["interval"].total_seconds() < 1:
+                self.problem(f"{place}.interval", "must be at least 1s")
+                times.pop("interval")
+            overrides = raw.get("slis") or {}
+            if not isinstance(overrides, dict):
+                self.problem(f"{place}.slis", "expected a mapping of SLI name to overrides (or `disabled`)")
+                overrides = {}
+            pipeline = Pipeline(raw["name"], owner or "", raw.get("channel"), tuple(topics), source.get("group") or None, raw.get("dlq"),
+                                raw.get("sink"), times.get("sla"), times.get("checkpoint_interval"),
+                                times.get("interval") or timedelta(minutes=1), tuple(names["jobs"]), tuple(Sli(s) for s in reports), {})
+            rules = pipeline.rules()
+            for name, override in overrides.items():
+                if name not in set(Sli):
+                    self.problem(f"{place}.slis.{name}", f"unknown SLI (one of {', '.join(Sli)})")
+                    continue
+                try:
+                    apply_override(rules[Sli(name)], override)
+                except PipelineError as err:
+                    self.problem(f"{place}.slis.{name}", str(err))
+                    continue
+                pipeline.overrides[name] = override
+            if bool(topics) != bool(source.get("group")):
+                self.problem(f"{place}.source", "give both the source topics and the consumer group that reads them")
+            if any(p.name == pipeline.name for p in self.catalog.pipelines):
+                self.problem(place, "a pipeline of that name is declared twice")
+            missing = pipeline.missing()
+            if missing:
+                self.catalog.warnings.append(Problem(place, "not production-ready: nothing measures " + ", ".join(missing)
+                                                     + " (name the source topics and group, the dlq, or list what the pipeline reports)"))
+            self.catalog.pipelines.append(pipeline)
 
     def freezes(self, freezes: list[Any]) -> None:
         """Freeze windows: recurring (cron, duration, timezone) or one-off (start, end), scoped or global."""

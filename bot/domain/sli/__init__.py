@@ -1,0 +1,1 @@
+"""Pipeline SLIs: what each one measures, its thresholds, and the alert state machine (pure)."""

@@ -1,0 +1,312 @@
+"""The alert state machine of one (pipeline, SLI) series, driven by the samples' own times.
+
+ok -> pending (beyond a threshold, not yet for its sustained duration) -> firing (warn or page) ->
+resolved (back to ok). A value in the hysteresis band between the threshold and the ``clear`` value
+neither fires nor clears, so a value hovering at the threshold does not flap. A warn episode escalates
+to page; a firing, unacknowledged episode is reminded every ``repeat``; a mandatory SLI that stops
+reporting for three intervals opens a "no data" episode. Silences belong to the series (they may be
+set before anything fires); acknowledgements to the episode. Every function here is pure: the caller
+stores the state and acts on the returned events.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from bot.domain.sli.pipeline import GROWTH_WINDOW, Mode, Rule
+
+TREND = 8  # values kept for the message's trend line
+UPDATE_EVERY = timedelta(minutes=5)  # a firing episode's message is refreshed at most this often between events
+NO_DATA_INTERVALS = 3
+
+
+class Status(StrEnum):
+    """Where a series stands."""
+
+    OK = "ok"
+    PENDING = "pending"
+    FIRING = "firing"
+    NO_DATA = "no_data"
+
+
+class Level(StrEnum):
+    """How loud an episode is."""
+
+    WARN = "warn"
+    PAGE = "page"
+
+
+class Kind(StrEnum):
+    """What happened to an episode (each becomes a line of its thread)."""
+
+    OPENED = "opened"
+    ESCALATED = "escalated"
+    UPDATED = "updated"
+    REMINDER = "reminder"
+    ACKNOWLEDGED = "acknowledged"
+    SILENCED = "silenced"
+    UNSILENCED = "unsilenced"
+    RESOLVED = "resolved"
+
+
+class StateError(Exception):
+    """An action that does not apply to the series as it stands (nothing to acknowledge, say)."""
+
+
+@dataclass(slots=True)
+class Episode:
+    """The current breach: since when, how loud, who acknowledged it."""
+
+    fingerprint: str
+    started_at: datetime
+    level: Level
+    no_data: bool = False
+    peak: float | None = None
+    acked_by: str | None = None
+    acked_at: datetime | None = None
+    reminded_at: datetime | None = None
+    updated_at: datetime | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        """For storage."""
+        return {"fingerprint": self.fingerprint, "started_at": _iso(self.started_at), "level": self.level.value, "no_data": self.no_data,
+                "peak": self.peak, "acked_by": self.acked_by, "acked_at": _iso(self.acked_at), "reminded_at": _iso(self.reminded_at),
+                "updated_at": _iso(self.updated_at)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Episode:
+        """From storage."""
+        return cls(data["fingerprint"], _time(data["started_at"]) or datetime.min.replace(tzinfo=UTC), Level(data["level"]),
+                   bool(data.get("no_data")), data.get("peak"), data.get("acked_by"), _time(data.get("acked_at")),
+                   _time(data.get("reminded_at")), _time(data.get("updated_at")))
+
+
+@dataclass(slots=True)
+class State:
+    """Everything the machine remembers about one series."""
+
+    status: Status = Status.OK
+    since: datetime | None = None          # when the series entered its status
+    breach_since: datetime | None = None   # beyond the warn threshold continuously since
+    page_since: datetime | None = None     # beyond the page threshold continuously since
+    clear_since: datetime | None = None    # healthy (beyond ``clear``) continuously since
+    last_time: datetime | None = None
+    last_value: float | None = None
+    trend: list[float] = field(default_factory=list)
+    history: list[tuple[datetime, float]] = field(default_factory=list)  # GROWING rules: samples of the last window
+    episode: Episode | None = None
+    silenced_until: datetime | None = None
+    silenced_by: str | None = None
+    silence_reason: str = ""
+
+    def silenced(self, at: datetime) -> bool:
+        """Whether a silence covers ``at``."""
+        return self.silenced_until is not None and at < self.silenced_until
+
+    def as_json(self) -> dict[str, Any]:
+        """For storage."""
+        return {"status": self.status.value, "since": _iso(self.since), "breach_since": _iso(self.breach_since),
+                "page_since": _iso(self.page_since), "clear_since": _iso(self.clear_since), "last_time": _iso(self.last_time),
+                "last_value": self.last_value, "trend": self.trend, "history": [[_iso(t), v] for t, v in self.history],
+                "episode": self.episode.as_json() if self.episode else None, "silenced_until": _iso(self.silenced_until),
+                "silenced_by": self.silenced_by, "silence_reason": self.silence_reason}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | None) -> State:
+        """From storage (an empty state for None)."""
+        if not data:
+            return cls()
+        return cls(Status(data.get("status", "ok")), _time(data.get("since")), _time(data.get("breach_since")), _time(data.get("page_since")),
+                   _time(data.get("clear_since")), _time(data.get("last_time")), data.get("last_value"), list(data.get("trend") or []),
+                   [(t, float(v)) for t, v in ((_time(a), b) for a, b in data.get("history") or []) if t is not None],
+                   Episode.from_json(data["episode"]) if data.get("episode") else None, _time(data.get("silenced_until")),
+                   data.get("silenced_by"), str(data.get("silence_reason") or ""))
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """Something to tell people about an episode."""
+
+    kind: Kind
+    fingerprint: str
+    at: datetime
+    level: Level
+    value: float | None = None
+    actor: str | None = None
+    detail: str = ""
+    silenced: bool = False  # the series is silenced: recorded, not announced
+    started_at: datetime | None = None  # for OPENED: when the breach began (before its sustained duration passed)
+
+
+def fingerprint(labels: dict[str, str]) -> str:
+    """A stable id for a set of labels (sorted, so their order does not matter)."""
+    text = "\xff".join(f"{k}\xff{v}" for k, v in sorted(labels.items()))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def episode_fingerprint(pipeline: str, sli: str, started_at: datetime, no_data: bool = False) -> str:
+    """An episode's identity: its series and its start (the same samples give the same episode)."""
+    return fingerprint({"pipeline": pipeline, "sli": sli, "start": _iso(started_at) or "", "kind": "no_data" if no_data else "threshold"})
+
+
+def observe(state: State, rule: Rule, at: datetime, value: float, *, pipeline: str = "", sli: str = "") -> list[Event]:
+    """Apply one sample; the events it causes. Samples older than the last one seen are ignored."""
+    if state.last_time is not None and at < state.last_time:
+        return []
+    events: list[Event] = []
+    if state.status is Status.NO_DATA and state.episode is not None:
+        events.append(_resolve(state, at, value, "samples arrived again"))
+    state.last_time, state.last_value = at, value
+    trend = state.trend
+    trend.append(value)
+    if len(trend) > TREND:
+        del trend[0]
+    growth = _growth(state, at, value) if rule.mode is Mode.GROWING else None
+    if not rule.alerting:
+        return events
+    warn, page, clear = rule.judge(value, growth)
+    beyond = warn or page
+    if beyond:
+        state.breach_since = state.breach_since or at
+        state.page_since = (state.page_since or at) if page else None
+        state.clear_since = None
+    elif clear:
+        state.breach_since = state.page_since = None
+        state.clear_since = state.clear_since or at
+    else:  # the hysteresis band: neither breached nor clear
+        state.clear_since = None
+        if state.status is not Status.FIRING:
+            state.breach_since = state.page_since = None
+    if state.status is Status.FIRING and state.episode is not None:
+        episode = state.episode
+        if beyond:
+            episode.peak = value if episode.peak is None else _worse(rule, episode.peak, value)
+        if (episode.level is Level.WARN and page and state.page_since is not None and at - state.page_since >= rule.page_for):
+            episode.level = Level.PAGE
+            events.append(Event(Kind.ESCALATED, episode.fingerprint, at, Level.PAGE, value, silenced=state.silenced(at)))
+        elif clear and state.clear_since is not None and at - state.clear_since >= rule.clear_for:
+            events.append(_resolve(state, at, value, ""))
+        elif episode.updated_at is None or at - episode.updated_at >= UPDATE_EVERY:
+            episode.updated_at = at
+            events.append(Event(Kind.UPDATED, episode.fingerprint, at, episode.level, value, silenced=state.silenced(at)))
+        return events
+    level = None
+    if page and state.page_since is not None and at - state.page_since >= rule.page_for:
+        level = Level.PAGE
+    elif warn and state.breach_since is not None and at - state.breach_since >= rule.warn_for:
+        level = Level.WARN
+    elif page and rule.warn is None and state.breach_since is not None and at - state.breach_since >= rule.page_for:
+        level = Level.PAGE
+    if level is not None:
+        started = state.breach_since or at
+        episode = Episode(episode_fingerprint(pipeline, sli, started), started, level, peak=value, updated_at=at)
+        state.episode, state.status, state.since = episode, Status.FIRING, at
+        events.append(Event(Kind.OPENED, episode.fingerprint, at, level, value, silenced=state.silenced(at), started_at=started))
+    elif beyond:
+        if state.status is not Status.PENDING:
+            state.status, state.since = Status.PENDING, at
+    elif state.status is not Status.OK:
+        state.status, state.since = Status.OK, at
+    return events
+
+
+def tick(state: State, rule: Rule, now: datetime, *, interval: timedelta, mandatory: bool, pipeline: str = "",
+         sli: str = "") -> list[Event]:
+    """What the passing of time causes: no data, reminders, a silence that ran out."""
+    events: list[Event] = []
+    if state.silenced_until is not None and now >= state.silenced_until:
+        state.silenced_until, state.silenced_by, state.silence_reason = None, None, ""
+        if state.episode is not None and state.status in (Status.FIRING, Status.NO_DATA):
+            state.episode.reminded_at = now  # the notice is the reminder
+            events.append(Event(Kind.UNSILENCED, state.episode.fingerprint, now, state.episode.level, state.last_value, detail="expired"))
+    silent = mandatory and rule.enabled and state.last_time is not None and now - state.last_time > NO_DATA_INTERVALS * interval
+    if silent and state.status is not Status.NO_DATA:
+        assert state.last_time is not None
+        started = state.last_time + NO_DATA_INTERVALS * interval
+        if state.status is Status.FIRING and state.episode is not None:
+            events.append(_resolve(state, now, None, "no samples any more: watching for data instead"))
+        silent_episode = Episode(episode_fingerprint(pipeline, sli, started, no_data=True), started, Level.WARN, no_data=True, updated_at=now)
+        state.episode, state.status, state.since = silent_episode, Status.NO_DATA, now
+        state.breach_since = state.page_since = state.clear_since = None
+        events.append(Event(Kind.OPENED, silent_episode.fingerprint, now, Level.WARN, None, silenced=state.silenced(now),
+                            detail=f"no sample since {_iso(state.last_time)}", started_at=started))
+        return events
+    episode = state.episode
+    if (episode is not None and state.status in (Status.FIRING, Status.NO_DATA) and episode.acked_by is None
+            and not state.silenced(now) and now - (episode.reminded_at or episode.started_at) >= rule.repeat):
+        episode.reminded_at = now
+        events.append(Event(Kind.REMINDER, episode.fingerprint, now, episode.level, state.last_value))
+    return events
+
+
+def acknowledge(state: State, user: str, at: datetime) -> Event:
+    """``user`` acknowledges the current episode (reminders stop); StateError when there is none or it already is."""
+    episode = _current(state)
+    if episode.acked_by is not None:
+        raise StateError(f"already acknowledged by <@{episode.acked_by}>")
+    episode.acked_by, episode.acked_at = user, at
+    return Event(Kind.ACKNOWLEDGED, episode.fingerprint, at, episode.level, state.last_value, actor=user)
+
+
+def silence(state: State, until: datetime, user: str, reason: str, at: datetime) -> Event | None:
+    """Silence the series until ``until`` (an event when an episode is open); StateError for a time in the past."""
+    if until <= at:
+        raise StateError("a silence must end in the future")
+    state.silenced_until, state.silenced_by, state.silence_reason = until, user, reason
+    if state.episode is None or state.status not in (Status.FIRING, Status.NO_DATA):
+        return None
+    return Event(Kind.SILENCED, state.episode.fingerprint, at, state.episode.level, state.last_value, actor=user, detail=reason)
+
+
+def unsilence(state: State, user: str, at: datetime) -> Event | None:
+    """Lift the series' silence early; StateError when it is not silenced."""
+    if not state.silenced(at):
+        raise StateError("it is not silenced")
+    state.silenced_until, state.silenced_by, state.silence_reason = None, None, ""
+    if state.episode is None or state.status not in (Status.FIRING, Status.NO_DATA):
+        return None
+    state.episode.reminded_at = at
+    return Event(Kind.UNSILENCED, state.episode.fingerprint, at, state.episode.level, state.last_value, actor=user)
+
+
+def _current(state: State) -> Episode:
+    if state.episode is None or state.status not in (Status.FIRING, Status.NO_DATA):
+        raise StateError("nothing is firing")
+    return state.episode
+
+
+def _resolve(state: State, at: datetime, value: float | None, detail: str) -> Event:
+    assert state.episode is not None
+    episode = state.episode
+    state.episode, state.status, state.since = None, Status.OK, at
+    state.breach_since = state.page_since = state.clear_since = None
+    return Event(Kind.RESOLVED, episode.fingerprint, at, episode.level, value, detail=detail, silenced=state.silenced(at))
+
+
+def _growth(state: State, at: datetime, value: float) -> float | None:
+    """How much the value grew over the last ``GROWTH_WINDOW`` (None until a sample that old is known)."""
+    history = state.history
+    history.append((at, value))
+    cutoff = at - GROWTH_WINDOW
+    while len(history) > 1 and history[1][0] <= cutoff:
+        del history[0]
+    then, before = history[0]
+    if then > cutoff:
+        return None
+    return value - before
+
+
+def _worse(rule: Rule, a: float, b: float) -> float:
+    return min(a, b) if rule.mode is Mode.BELOW else max(a, b)
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.astimezone(UTC).isoformat() if moment is not None else None
+
+
+def _time(text: Any) -> datetime | None:
+    return datetime.fromisoformat(text) if text else None

@@ -1,0 +1,83 @@
+"""A sample of one SLI of one pipeline at one time, and the reasons one is refused."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from bot.domain.sli.pipeline import Sli
+
+PIPELINE_SAMPLE_SCHEMA: dict[str, Any] = {
+    "type": "record", "name": "PipelineSample", "namespace": "changeops.metrics",
+    "fields": [
+        {"name": "pipeline", "type": "string"},
+        {"name": "sli", "type": "string"},
+        {"name": "value", "type": "double"},
+        {"name": "time", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+        {"name": "labels", "type": {"type": "map", "values": "string"}, "default": {}},
+    ],
+}
+MAX_FUTURE = timedelta(minutes=5)
+
+
+class SampleError(ValueError):
+    """Why a sample was refused; ``kind`` counts refusals by kind (``unknown_pipeline``, ``bad_value``...)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One measurement."""
+
+    pipeline: str
+    sli: Sli
+    value: float
+    time: datetime
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+def checked(pipeline: Any, sli: Any, value: Any, time: Any, labels: Any, known: frozenset[str] | None, latest: datetime) -> Sample:
+    """A sample from loose parts (decoded Avro or JSON), or SampleError saying what is wrong with it (``known``: the
+    pipelines of the catalog, or None to leave that check to the evaluator; ``latest``: the newest time believed,
+    ``MAX_FUTURE`` after now)."""
+    if not isinstance(pipeline, str) or not pipeline or (known is not None and pipeline not in known):
+        raise SampleError("unknown_pipeline", f"unknown pipeline {str(pipeline)[:100]!r} (not in the catalog)")
+    kind = _SLIS.get(sli) if isinstance(sli, str) else None
+    if kind is None:
+        raise SampleError("unknown_sli", f"unknown SLI {str(sli)[:50]!r} (one of {', '.join(Sli)})")
+    if value.__class__ is not float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise SampleError("bad_value", f"the value must be a finite number, not {str(value)[:30]}")
+        value = float(value)
+    if not math.isfinite(value):
+        raise SampleError("bad_value", f"the value must be a finite number, not {value}")
+    if isinstance(time, str):
+        try:
+            time = datetime.fromisoformat(time.replace("Z", "+00:00"))
+        except ValueError:
+            raise SampleError("bad_time", f"{time[:40]!r} is not an ISO 8601 time") from None
+    if not isinstance(time, datetime) or time.tzinfo is None:
+        raise SampleError("bad_time", "the time needs a zone offset (2026-12-02T10:00:00Z)")
+    if time > latest:
+        raise SampleError("bad_time", f"{time.isoformat()} is in the future")
+    if time.tzinfo is not UTC:
+        time = time.astimezone(UTC)
+    if labels:
+        if not isinstance(labels, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
+            raise SampleError("bad_labels", "labels must map strings to strings")
+    elif labels is not None and not isinstance(labels, dict):
+        raise SampleError("bad_labels", "labels must map strings to strings")
+    return Sample(pipeline, kind, value, time, labels or {})
+
+
+def latest_believed(now: datetime) -> datetime:
+    """The newest sample time accepted at ``now`` (a clock further ahead is wrong, and would hold a series hostage)."""
+    return now + MAX_FUTURE
+
+
+_SLIS = {s.value: s for s in Sli}

@@ -1,0 +1,1 @@
+"""Kafka at the edge: the metrics topic's consumer, the lag and DLQ pollers, dead-letter samples."""

@@ -1,0 +1,85 @@
+"""The newest messages of a DLQ topic, decoded for people: Confluent-framed Avro through the Schema Registry,
+else the bytes as text (or hex when they are not text), with key, headers, time and position."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+from confluent_kafka import Consumer, TopicPartition
+
+from bot.kafka.avro import DecodeError, Decoder, Registry, wire_schema_id
+
+TIMEOUT = 10.0
+
+
+def newest(bootstrap: str, topic: str, registry: Registry | None, count: int = 5) -> list[str]:
+    """Up to ``count`` of the newest messages of ``topic``, newest first, one readable line each (blocking)."""
+    probe = Consumer({"bootstrap.servers": bootstrap, "group.id": "changeops-dead-letters", "enable.auto.commit": False,
+                      "client.id": "changeops-dead-letters"})
+    try:
+        metadata = probe.list_topics(topic, timeout=TIMEOUT).topics.get(topic)
+        if metadata is None or metadata.error is not None:
+            raise ValueError(f"topic {topic} is unknown to the cluster")
+        wanted: list[TopicPartition] = []
+        for partition in sorted(metadata.partitions):
+            low, high = probe.get_watermark_offsets(TopicPartition(topic, partition), timeout=TIMEOUT)
+            if high > low:
+                wanted.append(TopicPartition(topic, partition, max(low, high - count)))
+        if not wanted:
+            return []
+        probe.assign(wanted)
+        remaining = {tp.partition: probe.get_watermark_offsets(TopicPartition(topic, tp.partition), timeout=TIMEOUT)[1] - tp.offset for tp in wanted}
+        found = []
+        while sum(remaining.values()) > 0:
+            message = probe.poll(TIMEOUT)
+            if message is None:
+                break
+            if message.error() is not None:
+                continue
+            remaining[int(message.partition() or 0)] -= 1
+            found.append(message)
+    finally:
+        probe.close()
+    found.sort(key=lambda m: (m.timestamp()[1], m.offset()), reverse=True)
+    return [describe(m.value() or b"", m.key(), _pairs(m.headers()), m.timestamp()[1], int(m.partition() or 0), int(m.offset() or 0), registry)
+            for m in found[:count]]
+
+
+def describe(value: bytes, key: str | bytes | None, headers: list[tuple[str, str | bytes | None]], stamp: int, partition: int, offset: int,
+             registry: Registry | None) -> str:
+    """One dead letter as a line: where, when, key, headers, and the value decoded as far as it can be."""
+    when = datetime.fromtimestamp(stamp / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if stamp > 0 else "no timestamp"
+    head = f"[{partition}@{offset}] {when} key={_text(key)}"
+    if headers:
+        head += " headers={" + ", ".join(f"{k}={_text(v)}" for k, v in headers[:10]) + "}"
+    return f"{head}\n{decoded(value, registry)[:1500]}"
+
+
+def decoded(value: bytes, registry: Registry | None) -> str:
+    """The value: Avro through the registry when framed and a registry is known, else text, else hex."""
+    schema_id = wire_schema_id(value)
+    if schema_id is not None and registry is not None:
+        try:
+            return f"(schema {schema_id}) " + json.dumps(Decoder(None, registry).decode(value), default=str, ensure_ascii=False)
+        except DecodeError as err:
+            return f"(schema {schema_id}, not decoded: {err}) {value[5:65].hex()}"
+    return _text(value)
+
+
+def _pairs(headers: object) -> list[tuple[str, str | bytes | None]]:
+    """Headers as (name, value) pairs, whichever shape the client hands them in."""
+    if isinstance(headers, dict):
+        return list(headers.items())
+    return list(headers) if isinstance(headers, list) else []
+
+
+def _text(data: str | bytes | None) -> str:
+    if data is None:
+        return ""
+    if isinstance(data, str):
+        return data
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return "0x" + data[:64].hex() + ("…" if len(data) > 64 else "")

@@ -1,0 +1,139 @@
+"""The metrics topic: Avro ``PipelineSample`` values (raw or Confluent-framed) into the SLI evaluator.
+
+Polling and decoding run in a worker thread (the next batch while this one is evaluated); evaluation and
+storage on the event loop. Offsets are committed only once a batch is evaluated and stored; when storing fails, the consumer seeks back and tries the batch
+again. A bad record is counted (by kind), logged once per kind, and skipped: the consumer always advances.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import datetime
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
+
+from bot.domain.sli.samples import PIPELINE_SAMPLE_SCHEMA, Sample, SampleError, checked, latest_believed
+from bot.kafka.avro import DecodeError, Decoder, Registry
+from bot.services.sli import SliService
+from bot.store.models import utcnow
+
+log = logging.getLogger(__name__)
+BATCH = 2000
+Batch = tuple[list[Message], list[Sample], list[tuple[str, str]]]
+
+
+class MetricsConsumer:
+    """Consumes ``topic`` in consumer group ``group`` (samples keyed by pipeline: each replica gets whole pipelines)."""
+
+    def __init__(self, bootstrap: str, topic: str, group: str, sli: SliService, registry_url: str | None = None) -> None:
+        self.topic, self.sli = topic, sli
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                                  "auto.offset.reset": "earliest", "client.id": "changeops-sli", "session.timeout.ms": 30000,
+                                  "fetch.wait.max.ms": 100})
+        self.decoder = Decoder(PIPELINE_SAMPLE_SCHEMA, Registry(registry_url) if registry_url else None)
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = False
+        self.consumed = 0
+
+    def start(self) -> None:
+        """Consume in the background until ``stop``."""
+        self.consumer.subscribe([self.topic])
+        self._task = asyncio.create_task(self._run(), name="sli-metrics-consumer")
+
+    async def stop(self) -> None:
+        """Finish the batch in hand (its offsets committed), leave the group."""
+        self._stopping = True
+        if self._task is not None:
+            await self._task
+            self._task = None
+        await asyncio.to_thread(self.consumer.close)
+        if self.decoder.registry is not None:
+            self.decoder.registry.close()
+
+    async def _run(self) -> None:
+        """Read the next batch in the worker thread while this one is evaluated and stored."""
+        reading: asyncio.Future[Batch] = asyncio.ensure_future(asyncio.to_thread(self._poll, utcnow()))
+        stored: list[TopicPartition] = []
+        while True:
+            try:
+                messages, samples, refused = await reading
+            except Exception:
+                log.exception("SLI metrics: could not read the metrics topic; trying again")
+                await asyncio.sleep(1.0)
+                messages, samples, refused = [], [], []
+            if self._stopping:
+                break
+            reading = asyncio.ensure_future(asyncio.to_thread(self._poll, utcnow()))
+            for kind, message in refused:
+                self.sli.reject(kind, message)
+            if not messages:
+                continue
+            try:
+                await self.sli.ingest(samples)
+            except Exception:
+                log.exception("SLI metrics: could not store a batch of %d samples; reading it again", len(messages))
+                await asyncio.gather(reading, return_exceptions=True)  # what it read comes again after the rewind
+                await asyncio.to_thread(self._rewind, messages)
+                await asyncio.sleep(1.0)
+                reading = asyncio.ensure_future(asyncio.to_thread(self._poll, utcnow()))
+                continue
+            stored = _next_offsets(messages)
+            self.consumer.commit(offsets=stored, asynchronous=True)
+            self.consumed += len(messages)
+        if stored:
+            await asyncio.to_thread(self._commit, stored)
+
+    def _poll(self, now: datetime) -> Batch:
+        """One batch: the messages, the samples they hold, and what was refused (kind, why); whether each pipeline is
+        known is for the evaluator to say."""
+        messages = [m for m in self.consumer.consume(num_messages=BATCH, timeout=0.2) if not self._failed(m)]
+        samples, refused = [], []
+        latest = latest_believed(now)
+        for message in messages:
+            try:
+                samples.append(sample_of(self.decoder, message.value() or b"", latest))
+            except (DecodeError, SampleError) as err:
+                refused.append((err.kind, f"{err} (partition {message.partition()}, offset {message.offset()})"))
+        return messages, samples, refused
+
+    def _failed(self, message: Message) -> bool:
+        error = message.error()
+        if error is None:
+            return False
+        if not error.retriable() and error.fatal():
+            raise KafkaException(error)
+        log.debug("SLI metrics: %s", error)
+        return True
+
+    def _commit(self, offsets: list[TopicPartition]) -> None:
+        self.consumer.commit(offsets=offsets, asynchronous=False)
+
+    def _rewind(self, messages: list[Message]) -> None:
+        first: dict[tuple[str, int], int] = {}
+        for message in messages:
+            key = (str(message.topic()), int(message.partition() or 0))
+            first[key] = min(first.get(key, int(message.offset() or 0)), int(message.offset() or 0))
+        for (topic, partition), offset in first.items():
+            try:
+                self.consumer.seek(TopicPartition(topic, partition, offset))
+            except KafkaException as err:  # the partition moved to another replica meanwhile: it reads from the last commit
+                log.info("SLI metrics: cannot rewind %s[%d]: %s", topic, partition, err)
+
+
+def sample_of(decoder: Decoder, value: bytes, latest: datetime) -> Sample:
+    """A checked sample from a metrics record; DecodeError or SampleError otherwise."""
+    record: Any = decoder.decode(value)
+    if not isinstance(record, dict):
+        raise SampleError("undecodable", "not a PipelineSample record")
+    return checked(record.get("pipeline"), record.get("sli"), record.get("value"), record.get("time"), record.get("labels"), None, latest)
+
+
+def _next_offsets(messages: list[Message]) -> list[TopicPartition]:
+    """What to commit after these messages: per partition, one past the last."""
+    last: dict[tuple[str, int], int] = {}
+    for message in messages:
+        key = (str(message.topic()), int(message.partition() or 0))
+        last[key] = max(last.get(key, -1), int(message.offset() or 0))
+    return [TopicPartition(topic, partition, offset + 1) for (topic, partition), offset in last.items()]

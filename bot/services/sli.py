@@ -1,0 +1,441 @@
+"""SLI alerting in the database: samples evaluated into episodes, what is owed to Slack, ack and silence.
+
+Every series (pipeline, SLI) is one row whose ``version`` grows with every write; writes are conditional on
+the version read, so two replicas (or a sample and a click) never both act on one state: the loser reloads
+and evaluates again. The replica that reads a pipeline's samples keeps its series in memory between
+batches and writes a series when something about it changed (an event, a status, a timer) or at least
+once per interval, so the database is the truth after a restart or a rebalance.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import update
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import col, select
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from bot.domain.sli import evaluator
+from bot.domain.sli.evaluator import Event, Kind, Level, State, StateError, Status
+from bot.domain.sli.pipeline import MANDATORY, Pipeline, Rule, Sli
+from bot.domain.sli.samples import Sample
+from bot.services.audit import record as audit
+from bot.services.lineage import LineageService
+from bot.services.outbox import Outbox
+from bot.store.database import Database
+from bot.store.models import LineageRevision, PipelineRow, SliEpisode, SliSeries, TeamRow, aware, utcnow
+
+log = logging.getLogger(__name__)
+SLI_EVENT = "sli.event"  # outbox kind: something happened to an episode (coalesced per channel by the Slack side)
+FLUSH_SECONDS = 10.0     # a series read in memory is written at least this often (or every interval, if shorter)
+Key = tuple[str, str]
+
+
+class SliError(Exception):
+    """A request about SLIs that cannot be done (unknown pipeline, nothing firing...); the message says why."""
+
+
+@dataclass
+class _Series:
+    """A series held in memory: its state, the row's id and the version this state was read at."""
+
+    row_id: int
+    version: int
+    state: State
+    persisted: float  # time.monotonic() of the last write
+
+
+@dataclass(frozen=True)
+class _Catalog:
+    revision: int
+    pipelines: dict[str, Pipeline]
+    rules: dict[str, dict[str, Rule]]  # pipeline -> SLI name -> rule
+    channels: dict[str, str]  # where each pipeline's alerts go: its channel, else its team's
+
+
+class SliService:
+    """The alerting side of the bot."""
+
+    def __init__(self, db: Database, lineage: LineageService, outbox: Outbox, clock: Callable[[], datetime] = utcnow,
+                 changes_channel: str = "#schema-changes") -> None:
+        self.db, self.lineage, self.outbox, self.clock, self.changes_channel = db, lineage, outbox, clock, changes_channel
+        self.rejected: Counter[str] = Counter()
+        self._logged: set[str] = set()
+        self._series: dict[Key, _Series] = {}
+        self._catalog = _Catalog(-1, {}, {}, {})
+        self._checked = 0.0
+        self._lock = asyncio.Lock()
+
+    # --- the catalog's pipelines ----------------------------------------------------------------
+
+    async def catalog(self, *, fresh: bool = False) -> _Catalog:
+        """The pipelines, reread when the catalog changed (checked at most once a second, unless ``fresh``)."""
+        if not fresh and time.monotonic() - self._checked < 1.0 and self._catalog.revision >= 0:
+            return self._catalog
+        async with self.db.session() as session:
+            row = await session.get(LineageRevision, 1)
+            revision = row.revision if row else 0
+            if revision != self._catalog.revision:
+                pipelines = {r.name: Pipeline.from_json(r.spec) for r in (await session.exec(select(PipelineRow))).all()}
+                teams = {r.name: r.channel for r in (await session.exec(select(TeamRow))).all()}
+                channels = {name: p.channel or teams.get(p.owner) or self.changes_channel for name, p in pipelines.items()}
+                self._catalog = _Catalog(revision, pipelines, {name: {s.value: r for s, r in p.rules().items()} for name, p in pipelines.items()}, channels)
+        self._checked = time.monotonic()
+        return self._catalog
+
+    async def pipelines(self) -> dict[str, Pipeline]:
+        """Every pipeline of the catalog, by name."""
+        return (await self.catalog()).pipelines
+
+    async def known(self, names: Iterable[str]) -> frozenset[str]:
+        """The names of every pipeline, read afresh when ``names`` include one not known yet (the catalog may just have changed)."""
+        catalog = await self.catalog()
+        if not set(names) <= set(catalog.pipelines):
+            catalog = await self.catalog(fresh=True)
+        return frozenset(catalog.pipelines)
+
+    async def pipeline(self, name: str) -> Pipeline:
+        """One pipeline; SliError naming the known ones otherwise."""
+        pipelines = await self.pipelines()
+        if name not in pipelines:
+            known = ", ".join(sorted(pipelines)[:20]) or "none: add `pipelines:` to the catalog"
+            raise SliError(f"there is no pipeline {name!r} (known: {known})")
+        return pipelines[name]
+
+    def reject(self, kind: str, message: str) -> None:
+        """Count a refused sample; the first of each kind is logged."""
+        self.rejected[kind] += 1
+        if kind not in self._logged:
+            self._logged.add(kind)
+            log.warning("SLI samples: refused one (%s): %s; further refusals of this kind are counted, not logged", kind, message)
+
+    # --- samples in -----------------------------------------------------------------------------
+
+    async def ingest(self, samples: Iterable[Sample]) -> int:
+        """Evaluate samples (any order; each series in time order) and store what changed; how many were used."""
+        samples = list(samples)
+        known = await self.known({s.pipeline for s in samples})
+        catalog = await self.catalog()
+        grouped: dict[Key, list[Sample]] = {}
+        for sample in samples:
+            if sample.pipeline in known and sample.pipeline in catalog.pipelines:
+                grouped.setdefault((sample.pipeline, sample.sli), []).append(sample)
+            else:
+                self.reject("unknown_pipeline", f"unknown pipeline {sample.pipeline[:100]!r} (not in the catalog)")
+        if not grouped:
+            return 0
+        for series in grouped.values():
+            if len(series) > 1:
+                series.sort(key=_time_of)
+        async with self._lock:
+            await self._load([k for k in grouped if k not in self._series])
+            results = {key: self._evaluate(catalog, key, series) for key, series in grouped.items()}
+            for _ in range(5):
+                conflicts = await self._write(catalog, {k: r for k, r in results.items() if r[1]})
+                if not conflicts:
+                    break
+                await self._load(conflicts, force=True)
+                for key in conflicts:
+                    results[key] = self._evaluate(catalog, key, grouped[key])
+            else:
+                log.warning("SLI samples: %d series kept changing under this replica; their samples are dropped", len(conflicts))
+        return sum(len(s) for s in grouped.values())
+
+    def _evaluate(self, catalog: _Catalog, key: Key, samples: list[Sample]) -> tuple[list[Event], bool]:
+        """Apply one series' samples in memory: its events, and whether it must be written now."""
+        series = self._series[key]
+        state, rule = series.state, catalog.rules[key[0]][key[1]]
+        before = _core(state)
+        events: list[Event] = []
+        observe, pipeline, sli = evaluator.observe, key[0], key[1]
+        for sample in samples:
+            events += observe(state, rule, sample.time, sample.value, pipeline=pipeline, sli=sli)
+        flush = min(FLUSH_SECONDS, catalog.pipelines[key[0]].interval.total_seconds())
+        return events, bool(events) or _core(state) != before or time.monotonic() - series.persisted >= flush
+
+    async def _load(self, keys: list[Key], *, force: bool = False) -> None:
+        """Read series into memory (creating rows for new ones)."""
+        wanted = [k for k in keys if force or k not in self._series]
+        if not wanted:
+            return
+        for attempt in range(2):
+            async with self.db.session() as session:
+                rows = {(r.pipeline, r.sli): r for r in (await session.exec(
+                    select(SliSeries).where(col(SliSeries.pipeline).in_({p for p, _ in wanted})))).all()}
+                new = [k for k in wanted if k not in rows]
+                if not new:
+                    for key in wanted:
+                        row = rows[key]
+                        self._series[key] = _Series(int(row.id or 0), row.version, State.from_json(row.state), time.monotonic())
+                    return
+                for pipeline, sli in new:
+                    session.add(SliSeries(pipeline=pipeline, sli=sli, state={}, version=0))
+                try:
+                    await session.commit()
+                except IntegrityError:  # another replica created one of them first: read again
+                    if attempt:
+                        raise
+
+    async def _write(self, catalog: _Catalog, results: dict[Key, tuple[list[Event], bool]]) -> list[Key]:
+        """Write changed series conditionally, with their episodes and what they owe, in one transaction; the keys
+        that another writer changed first (then nothing is written)."""
+        if not results:
+            return []
+        now = self.clock()
+        conflicts: list[Key] = []
+        async with self.db.session() as session:
+            for key, (events, _) in results.items():
+                series = self._series[key]
+                moved = await session.exec(update(SliSeries).where(col(SliSeries.id) == series.row_id, col(SliSeries.version) == series.version)
+                                           .values(state=series.state.as_json(), version=series.version + 1, updated_at=now))
+                if not getattr(moved, "rowcount", 0):
+                    conflicts.append(key)
+                    continue
+                if events:
+                    await self._record(session, catalog, catalog.pipelines[key[0]], key[1], events)
+            if conflicts:
+                await session.rollback()
+                return conflicts
+            await session.commit()
+        stamp = time.monotonic()
+        for key in results:
+            self._series[key].version += 1
+            self._series[key].persisted = stamp
+        self.outbox.wake()
+        return []
+
+    async def _record(self, session: AsyncSession, catalog: _Catalog, pipeline: Pipeline, sli: str, events: list[Event]) -> None:
+        """Store each event on its episode (creating it when it opens) and owe Slack a notice of it."""
+        channel = catalog.channels.get(pipeline.name) or self.changes_channel
+        for event in events:
+            row = (await session.exec(select(SliEpisode).where(SliEpisode.fingerprint == event.fingerprint))).first()
+            if row is None:
+                if event.kind is not Kind.OPENED:
+                    log.warning("SLI: %s event for unknown episode %s of %s/%s", event.kind, event.fingerprint, pipeline.name, sli)
+                    continue
+                row = SliEpisode(fingerprint=event.fingerprint, pipeline=pipeline.name, sli=sli, level=event.level.value,
+                                 started_at=event.started_at or event.at,
+                                 channel=channel, no_data=event.value is None, peak=event.value, timeline=[])
+            row.level = event.level.value
+            if event.value is not None and event.kind is not Kind.RESOLVED:
+                row.peak = event.value if row.peak is None else (min if sli == Sli.COMMIT_SUCCESS_RATE else max)(row.peak, event.value)
+            if event.kind is Kind.RESOLVED:
+                row.resolved_at = event.at
+            elif event.kind is Kind.ACKNOWLEDGED:
+                row.acked_by, row.acked_at = event.actor, event.at
+            if event.kind is not Kind.UPDATED:
+                row.timeline = [*row.timeline, {"kind": event.kind.value, "at": event.at.isoformat(), "value": event.value,
+                                                "actor": event.actor, "detail": event.detail, "level": event.level.value}][-50:]
+            session.add(row)
+            self.outbox.add(session, SLI_EVENT, f"sli:{channel}",
+                            {"episode": event.fingerprint, "kind": event.kind.value, "at": event.at.isoformat(), "value": event.value,
+                             "actor": event.actor, "detail": event.detail, "silenced": event.silenced, "level": event.level.value},
+                            priority=1 if event.level is Level.PAGE else 0)
+
+    # --- time passing ---------------------------------------------------------------------------
+
+    async def sweep(self) -> int:
+        """No data, reminders, silences that ran out: for every series; how many events it caused."""
+        catalog = await self.catalog()
+        now = self.clock()
+        caused = 0
+        async with self._lock:
+            async with self.db.session() as session:
+                rows = (await session.exec(select(SliSeries))).all()
+            await self._load([(r.pipeline, r.sli) for r in rows if (r.pipeline, r.sli) not in self._series])
+            results: dict[Key, tuple[list[Event], bool]] = {}
+            for row in rows:
+                key = (row.pipeline, row.sli)
+                pipeline = catalog.pipelines.get(row.pipeline)
+                if pipeline is None or key not in self._series:
+                    continue
+                series = self._series[key]
+                if series.version < row.version:  # another replica wrote it since we read it
+                    series.state, series.version = State.from_json(row.state), row.version
+                rule = catalog.rules[row.pipeline][row.sli]
+                before = _core(series.state)
+                events = evaluator.tick(series.state, rule, now, interval=pipeline.interval, mandatory=Sli(row.sli) in MANDATORY,
+                                        pipeline=row.pipeline, sli=row.sli)
+                if events or _core(series.state) != before:
+                    results[key] = (events, True)
+                    caused += len(events)
+            conflicts = await self._write(catalog, results)
+            for key in conflicts:  # the next sweep sees what the other writer did
+                self._series.pop(key, None)
+        return caused
+
+    # --- people acting --------------------------------------------------------------------------
+
+    async def act(self, pipeline_name: str, sli: str, user: str, action: Callable[[State, datetime], Event | None], audit_as: str,
+                  detail: dict[str, Any]) -> Event | None:
+        """Apply ``action`` to the series as stored now, conditionally; audited; StateError/SliError say why not."""
+        catalog = await self.catalog()
+        pipeline = await self.pipeline(pipeline_name)
+        if sli not in {s.value for s in Sli}:
+            raise SliError(f"there is no SLI {sli!r} (one of {', '.join(Sli)})")
+        key = (pipeline.name, sli)
+        async with self._lock:
+            for _ in range(5):
+                await self._load([key], force=True)
+                series = self._series[key]
+                event = action(series.state, self.clock())
+                now = self.clock()
+                async with self.db.session() as session:
+                    moved = await session.exec(update(SliSeries).where(col(SliSeries.id) == series.row_id, col(SliSeries.version) == series.version)
+                                               .values(state=series.state.as_json(), version=series.version + 1, updated_at=now))
+                    if not getattr(moved, "rowcount", 0):
+                        await session.rollback()
+                        continue
+                    if event is not None:
+                        await self._record(session, catalog, catalog.pipelines[pipeline.name], sli, [event])
+                    audit(session, user, "slack", audit_as, "sli", f"{pipeline.name}/{sli}", detail)
+                    await session.commit()
+                series.version += 1
+                series.persisted = time.monotonic()
+                self.outbox.wake()
+                return event
+        raise SliError("the alert kept changing while you acted; try again")
+
+    async def acknowledge(self, fingerprint: str, user: str) -> SliEpisode:
+        """Acknowledge the episode ``fingerprint`` (it must be the series' current one)."""
+        episode = await self.episode(fingerprint)
+
+        def ack(state: State, at: datetime) -> Event:
+            if state.episode is None or state.episode.fingerprint != fingerprint:
+                raise StateError("that alert is already resolved")
+            return evaluator.acknowledge(state, user, at)
+
+        await self.act(episode.pipeline, episode.sli, user, ack, "acknowledge", {"episode": fingerprint})
+        return await self.episode(fingerprint)
+
+    async def silence(self, pipeline: str, sli: str, until: datetime, user: str, reason: str = "") -> Event | None:
+        """Silence one SLI of a pipeline (or ``all`` of them) until ``until``."""
+        names = [s.value for s in Sli] if sli == "all" else [sli]
+        last = None
+        for name in names:
+            last = await self.act(pipeline, name, user, lambda state, at: evaluator.silence(state, until, user, reason, at), "silence",
+                                  {"until": until.isoformat(), "reason": reason}) or last
+        return last
+
+    async def unsilence(self, pipeline: str, sli: str, user: str) -> None:
+        """Lift a silence early (``all``: every silenced SLI of the pipeline)."""
+        if sli != "all":
+            await self.act(pipeline, sli, user, lambda state, at: evaluator.unsilence(state, user, at), "unsilence", {})
+            return
+        lifted = 0
+        for row in await self.series(pipeline):
+            if State.from_json(row.state).silenced(self.clock()):
+                await self.act(pipeline, row.sli, user, lambda state, at: evaluator.unsilence(state, user, at), "unsilence", {})
+                lifted += 1
+        if not lifted:
+            raise StateError("nothing of it is silenced")
+
+    # --- reading --------------------------------------------------------------------------------
+
+    async def episode(self, fingerprint: str) -> SliEpisode:
+        """One episode; SliError when unknown."""
+        async with self.db.session() as session:
+            row = (await session.exec(select(SliEpisode).where(SliEpisode.fingerprint == fingerprint))).first()
+        if row is None:
+            raise SliError("that alert is unknown to this bot")
+        return row
+
+    async def episodes(self, fingerprints: Iterable[str]) -> dict[str, SliEpisode]:
+        """Several episodes, by fingerprint."""
+        async with self.db.session() as session:
+            rows = (await session.exec(select(SliEpisode).where(col(SliEpisode.fingerprint).in_(list(fingerprints))))).all()
+        return {r.fingerprint: r for r in rows}
+
+    async def in_message(self, channel: str, ts: str) -> list[SliEpisode]:
+        """The episodes a message shows (one, or a digest's many)."""
+        async with self.db.session() as session:
+            return list((await session.exec(select(SliEpisode).where(SliEpisode.message_channel == channel, SliEpisode.message_ts == ts)
+                                            .order_by(col(SliEpisode.id)))).all())
+
+    async def save_message(self, fingerprints: list[str], channel: str, ts: str, *, digest: bool) -> None:
+        """Remember the message that shows these episodes (before anything else, so a retry edits it)."""
+        async with self.db.session() as session:
+            await session.exec(update(SliEpisode).where(col(SliEpisode.fingerprint).in_(fingerprints), col(SliEpisode.message_ts).is_(None))
+                               .values(message_channel=channel, message_ts=ts, digest=digest))
+            await session.commit()
+
+    async def series(self, pipeline: str | None = None) -> list[SliSeries]:
+        """Stored series (with this replica's newer state where it holds one in memory)."""
+        async with self.db.session() as session:
+            query = select(SliSeries)
+            if pipeline is not None:
+                query = query.where(SliSeries.pipeline == pipeline)
+            rows = list((await session.exec(query.order_by(col(SliSeries.pipeline), col(SliSeries.sli)))).all())
+        for row in rows:
+            held = self._series.get((row.pipeline, row.sli))
+            if held is not None and held.version >= row.version:
+                row.state = held.state.as_json()
+        return rows
+
+    async def status(self, pipeline: str | None = None) -> list[dict[str, Any]]:
+        """``[{"pipeline", "sli", "value", "threshold", "state", "since", "episode"}]`` for every SLI of every (or one) pipeline."""
+        catalog = await self.catalog()
+        names = [(await self.pipeline(pipeline)).name] if pipeline is not None else sorted(catalog.pipelines)
+        stored = {(r.pipeline, r.sli): State.from_json(r.state) for r in await self.series(pipeline)}
+        now = self.clock()
+        out = []
+        for name in names:
+            for sli in Sli:
+                rule = catalog.rules[name][sli]
+                state = stored.get((name, sli.value), State())
+                shown = "disabled" if not rule.enabled else state.status.value
+                if state.silenced(now):
+                    shown += " (silenced)"
+                if state.episode is not None and state.status in (Status.FIRING, Status.NO_DATA):
+                    shown = f"{state.episode.level.value} {shown}"
+                    if state.episode.acked_by:
+                        shown += " (acknowledged)"
+                out.append({"pipeline": name, "sli": sli.value, "value": state.last_value, "threshold": rule.threshold_text(),
+                            "state": shown, "since": state.since.isoformat() if state.since else None,
+                            "episode": state.episode.fingerprint if state.episode and state.status in (Status.FIRING, Status.NO_DATA) else None})
+        return out
+
+    async def history(self, pipeline: str, days: int = 7) -> list[SliEpisode]:
+        """A pipeline's episodes of the last ``days`` days, newest first."""
+        name = (await self.pipeline(pipeline)).name
+        since = self.clock() - timedelta(days=days)
+        async with self.db.session() as session:
+            return list((await session.exec(select(SliEpisode).where(SliEpisode.pipeline == name, col(SliEpisode.started_at) >= since)
+                                            .order_by(col(SliEpisode.started_at).desc()).limit(200))).all())
+
+    async def coverage(self) -> list[dict[str, Any]]:
+        """Per pipeline: the mandatory SLIs nothing measures, and those declared but silent (no sample for three intervals)."""
+        catalog = await self.catalog()
+        stored = {(r.pipeline, r.sli): State.from_json(r.state) for r in await self.series()}
+        now = self.clock()
+        out = []
+        for name, pipeline in sorted(catalog.pipelines.items()):
+            silent = []
+            for sli in MANDATORY:
+                state = stored.get((name, sli.value))
+                last = state.last_time if state else None
+                if sli not in pipeline.missing() and (last is None or now - aware(last) > 3 * pipeline.interval):
+                    silent.append(sli.value)
+            out.append({"pipeline": name, "owner": pipeline.owner, "missing": [s.value for s in pipeline.missing()], "silent": silent,
+                        "sources": {s.value: text for s, text in pipeline.sources().items()}})
+        return out
+
+
+def _time_of(sample: Sample) -> datetime:
+    return sample.time
+
+
+def _core(state: State) -> tuple[Any, ...]:
+    """What must reach the database as soon as it changes (the rest — last value, trend — may lag a little)."""
+    episode = state.episode
+    firing = state.status is Status.FIRING
+    return (state.status, state.breach_since, state.page_since, state.clear_since if firing else None, state.silenced_until,
+            None if episode is None else (episode.fingerprint, episode.level, episode.acked_by, episode.reminded_at))

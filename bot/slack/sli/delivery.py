@@ -1,0 +1,203 @@
+"""The Slack side of SLI alerts, as outbox handlers.
+
+Events of one channel queue under one key and reach the planner together (the outbox coalesces them), so a
+storm is planned as a whole: new episodes get a message each, or, when more than ``STORM`` open at once,
+one digest (pages first); messages already posted are edited in place; the thread of each message gets
+one timeline note per batch; each oncall member of a team with a new page gets one DM. Every planned row
+is one Web API call, retried on its own; posts to one channel are spaced about a second apart (Slack's
+posting limit), and a 429 waits for ``Retry-After``."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.domain.sli.evaluator import Kind, Level, State
+from bot.domain.sli.pipeline import TITLES, Sli
+from bot.services.outbox import Expand, GiveUp, Handler, Item
+from bot.services.sli import SLI_EVENT, SliService
+from bot.slack.delivery import call, message_row
+from bot.slack.render import Reply, escape, mention
+from bot.slack.sli.messages import digest_message, episode_message, headline, value_text, when
+from bot.store.models import SliEpisode
+
+SLI_MESSAGE, SLI_DIGEST, SLI_NOTE = "sli.message", "sli.digest", "sli.note"
+STORM = 3  # more new episodes than this in one channel at once are shown in one digest message
+POST_SPACING = 1.0  # seconds between two posts to one channel
+
+
+class SliDelivery:
+    """Outbox handlers for alerts."""
+
+    def __init__(self, client: AsyncWebClient, sli: SliService) -> None:
+        self.client, self.sli = client, sli
+        self._last_post: dict[str, float] = {}
+        self._spacing: dict[str, asyncio.Lock] = {}
+
+    def handlers(self) -> Mapping[str, Handler]:
+        """Kind -> handler, for the dispatcher."""
+        return {SLI_EVENT: self.plan, SLI_MESSAGE: self.message, SLI_DIGEST: self.digest, SLI_NOTE: self.note}
+
+    # --- planning -------------------------------------------------------------------------------
+
+    async def plan(self, item: Item) -> Expand:
+        """What a batch of one channel's events means in Slack, as rows."""
+        key = item.key
+        events: dict[str, list[dict[str, Any]]] = {}
+        for payload in item.payloads:
+            events.setdefault(payload["episode"], []).append(payload)
+        episodes = await self.sli.episodes(events)
+        rows: list[tuple[str, str, dict[str, Any]]] = []
+        fresh: list[SliEpisode] = []
+        notes: dict[str, list[str]] = {}  # target episode (its message's thread) -> lines
+        digests: set[tuple[str, str]] = set()
+        for fp, happened in events.items():
+            episode = episodes.get(fp)
+            if episode is None:
+                continue
+            loud = any(not e["silenced"] for e in happened)
+            if episode.message_ts is None:
+                if loud:
+                    fresh.append(episode)
+                continue
+            if episode.digest:
+                digests.add((str(episode.message_channel), episode.message_ts))
+            else:
+                rows.append((SLI_MESSAGE, key, {"episode": fp}))
+            lines = [timeline(episode, e) for e in happened if e["kind"] != Kind.UPDATED.value]
+            if lines:
+                notes.setdefault(fp, []).extend(f"{escape(episode.pipeline)} · {TITLES[Sli(episode.sli)]}: {line}" if episode.digest else line
+                                                for line in lines)
+        fresh.sort(key=lambda e: (e.level != Level.PAGE, e.started_at, e.pipeline))
+        if len(fresh) > STORM:
+            rows.append((SLI_DIGEST, key, {"channel": fresh[0].channel, "episodes": [e.fingerprint for e in fresh]}))
+        else:
+            for episode in fresh:
+                rows.append((SLI_MESSAGE, key, {"episode": episode.fingerprint}))
+                later = [timeline(episode, e) for e in events[episode.fingerprint] if e["kind"] not in (Kind.OPENED.value, Kind.UPDATED.value)]
+                if later:
+                    notes.setdefault(episode.fingerprint, []).extend(later)
+        rows += [(SLI_DIGEST, key, {"message_channel": channel, "ts": ts}) for channel, ts in sorted(digests)]
+        by_thread: dict[tuple[str, str] | str, tuple[str, list[str]]] = {}
+        for fp, lines in notes.items():
+            episode = episodes[fp]
+            target: tuple[str, str] | str = (str(episode.message_channel), str(episode.message_ts)) if episode.digest else fp
+            by_thread.setdefault(target, (fp, []))[1].extend(lines)
+        rows += [(SLI_NOTE, key, {"episode": fp, "lines": lines}) for fp, lines in by_thread.values()]
+        rows += await self._pages(events, episodes)
+        return Expand(rows)
+
+    async def _pages(self, events: dict[str, list[dict[str, Any]]], episodes: dict[str, SliEpisode]) -> list[tuple[str, str, dict[str, Any]]]:
+        """One DM per oncall member listing the pages of this batch: opened, escalated, or reminded (still unacknowledged),
+        not silenced."""
+        kinds = (Kind.OPENED.value, Kind.ESCALATED.value, Kind.REMINDER.value, Kind.UNSILENCED.value)
+        paged = [episodes[fp] for fp, happened in events.items() if fp in episodes and episodes[fp].resolved_at is None and any(
+            e["level"] == Level.PAGE.value and e["kind"] in kinds and not e["silenced"] for e in happened)]
+        if not paged:
+            return []
+        pipelines = await self.sli.pipelines()
+        teams = await self.sli.lineage.teams()
+        lines_by_user: dict[str, list[str]] = {}
+        for episode in paged:
+            pipeline = pipelines.get(episode.pipeline)
+            team = teams.get(pipeline.owner) if pipeline else None
+            for user in team.oncall if team else []:
+                lines_by_user.setdefault(user, []).append(f"• {headline(episode)} in {escape(episode.channel)}, since {when(episode.started_at)}")
+        rows = []
+        for user, lines in sorted(lines_by_user.items()):
+            intro = (":rotating_light: You are oncall: " + ("a pipeline pages" if len(lines) == 1 else f"{len(lines)} pipelines page")
+                     + " (acknowledge in the channel to stop the reminders).")
+            rows.append(message_row(user, Reply.sections(intro, lines[:60] + ([f"…and {len(lines) - 60} more"] if len(lines) > 60 else []))))
+        return rows
+
+    # --- sending --------------------------------------------------------------------------------
+
+    async def message(self, item: Item) -> None:
+        """Post an episode's message, or edit it in place (a post is remembered before anything else)."""
+        episode = await self.sli.episode(item.payload["episode"])
+        reply = await self._render(episode)
+        if episode.message_ts and episode.message_channel:
+            await call(self.client, "chat.update", channel=episode.message_channel, ts=episode.message_ts, text=reply.fallback, blocks=reply.blocks)
+            return
+        posted = await self._post(episode.channel, reply)
+        await self.sli.save_message([episode.fingerprint], str(posted["channel"]), str(posted["ts"]), digest=False)
+
+    async def digest(self, item: Item) -> None:
+        """Post a storm's digest for new episodes, or edit a digest in place."""
+        payload = item.payload
+        if payload.get("ts"):
+            episodes = await self.sli.in_message(payload["message_channel"], payload["ts"])
+            if episodes:
+                reply = await self._digest(episodes)
+                await call(self.client, "chat.update", channel=payload["message_channel"], ts=payload["ts"], text=reply.fallback, blocks=reply.blocks)
+            return
+        found = await self.sli.episodes(payload["episodes"])
+        episodes = [found[fp] for fp in payload["episodes"] if fp in found and found[fp].message_ts is None]
+        if not episodes:
+            return
+        posted = await self._post(payload["channel"], await self._digest(episodes))
+        await self.sli.save_message([e.fingerprint for e in episodes], str(posted["channel"]), str(posted["ts"]), digest=True)
+
+    async def note(self, item: Item) -> None:
+        """Timeline lines in the thread of an episode's message (or its digest's)."""
+        episode = await self.sli.episode(item.payload["episode"])
+        if not (episode.message_channel and episode.message_ts):
+            raise GiveUp(f"alert {episode.fingerprint} has no message to thread under (it could not be posted)")
+        reply = Reply.sections(item.payload["lines"][0], item.payload["lines"][1:60])
+        await self._post(episode.message_channel, reply, thread_ts=episode.message_ts)
+
+    async def _post(self, channel: str, reply: Reply, thread_ts: str | None = None) -> Any:
+        """``chat.postMessage``, at most one per ``POST_SPACING`` seconds per channel from this replica."""
+        lock = self._spacing.setdefault(channel, asyncio.Lock())
+        async with lock:
+            wait = self._last_post.get(channel, 0.0) + POST_SPACING - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            try:
+                return await call(self.client, "chat.postMessage", channel=channel, text=reply.fallback, blocks=reply.blocks,
+                                  thread_ts=thread_ts, unfurl_links=False)
+            finally:
+                self._last_post[channel] = time.monotonic()
+
+    async def _render(self, episode: SliEpisode) -> Reply:
+        catalog = await self.sli.catalog()
+        state = await self._state(episode.pipeline, episode.sli)
+        rules = catalog.rules.get(episode.pipeline)
+        if rules is None:
+            raise GiveUp(f"pipeline {episode.pipeline} is no longer in the catalog")
+        return episode_message(episode, state, rules[episode.sli], self.sli.clock())
+
+    async def _digest(self, episodes: list[SliEpisode]) -> Reply:
+        states = {(r.pipeline, r.sli): State.from_json(r.state) for r in await self.sli.series()}
+        return digest_message(episodes, states)
+
+    async def _state(self, pipeline: str, sli: str) -> State:
+        rows = [r for r in await self.sli.series(pipeline) if r.sli == sli]
+        return State.from_json(rows[0].state) if rows else State()
+
+
+def timeline(episode: SliEpisode, event: dict[str, Any]) -> str:
+    """One line of an episode's thread."""
+    kind, at = Kind(event["kind"]), when(_time(event["at"]))
+    value = value_text(episode.sli, event.get("value")) if event.get("value") is not None else ""
+    actor = mention(event.get("actor"))
+    detail = escape(event.get("detail") or "")
+    return {
+        Kind.OPENED: f"{at} opened at {event['level']} level{': ' + value if value else ''}{' — ' + detail if detail else ''}",
+        Kind.ESCALATED: f"{at} :arrow_double_up: escalated to page: {value}",
+        Kind.REMINDER: f"{at} :alarm_clock: still firing and not acknowledged{': ' + value if value else ''}",
+        Kind.ACKNOWLEDGED: f"{at} :eyes: acknowledged by {actor}",
+        Kind.SILENCED: f"{at} :mute: silenced by {actor}{' — ' + detail if detail else ''}",
+        Kind.UNSILENCED: f"{at} :loud_sound: " + ("the silence ran out" if detail == "expired" else f"unsilenced by {actor}"),
+        Kind.RESOLVED: f"{at} :white_check_mark: resolved{': ' + value if value else ''}{' — ' + detail if detail else ''}",
+        Kind.UPDATED: f"{at} {value}",
+    }[kind]
+
+
+def _time(text: str) -> datetime:
+    return datetime.fromisoformat(text)

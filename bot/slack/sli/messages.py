@@ -1,0 +1,203 @@
+"""How alerts look in Slack: an episode's message (value against threshold, since when, trend, who acknowledged,
+the silence, the runbook's buttons), a storm's digest, and the ``/sli`` tables."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from bot.domain.sli.evaluator import Level, State
+from bot.domain.sli.pipeline import TITLES, UNITS, Rule, Sli
+from bot.slack import ids
+from bot.slack.render import Reply, escape, fold, mention, section
+from bot.store.models import SliEpisode, aware
+
+RUNBOOK = {  # seed 004, section 7: the response to each breach
+    Sli.SOURCE_LAG: "Scale the source's parallelism and page oncall. If the job is stopped, catch up by resetting its consumer "
+                    "group's offsets (a backfill), never by a parallel re-run that writes twice.",
+    Sli.FRESHNESS: "Output is late against the SLA: look at source lag and checkpoint duration first; the SLA is what consumers feel.",
+    Sli.COMMIT_SUCCESS_RATE: "A sink-level problem: check the sink, and the table catalog for commit conflicts (two writers "
+                             "committing to one table, an expired lock, a maintenance job holding the pointer).",
+    Sli.SCHEMA_ERROR_RATE: "Pause the pipeline: do not keep writing the lake table with a wrong schema. The first question: "
+                           "what changed upstream?",
+    Sli.DLQ_VOLUME: "Dirty data is leaking through: if the DLQ keeps growing above its threshold, pause the main stream and look at "
+                    "sample dead letters before replaying anything.",
+    Sli.BACKLOG: "Progress of a running backfill or replay.",
+    Sli.CHECKPOINT_DURATION: "Checkpoints cannot keep up: state is bloating (check state size and TTLs) or the sink is blocked "
+                             "(backpressure: check sink commit latency).",
+    Sli.SINK_COMMIT_LATENCY: "Commits are blocked at the pointer swap: check the sink's commit queue, table maintenance jobs and "
+                             "catalog contention.",
+}
+MARK = {Level.PAGE: ":red_circle:", Level.WARN: ":large_orange_circle:"}
+BARS = "▁▂▃▄▅▆▇█"
+SILENCE_CHOICES = (("1h", "for 1 hour"), ("4h", "for 4 hours"), ("24h", "for 24 hours"), ("until", "until a time…"))
+
+
+def value_text(sli: str, value: float | None) -> str:
+    """A value with its unit, as people read it."""
+    if value is None:
+        return "no data"
+    unit = UNITS[Sli(sli)]
+    if unit == "ratio":
+        return f"{value * 100:.3g}%"
+    if unit == "messages":
+        return f"{value:,.0f} messages"
+    return f"{value:,.0f} s" if value >= 10 else f"{value:.1f} s"
+
+
+def sparkline(values: list[float]) -> str:
+    """The last values as bars (empty for fewer than two)."""
+    if len(values) < 2:
+        return ""
+    low, high = min(values), max(values)
+    if high == low:
+        return BARS[3] * len(values)
+    return "".join(BARS[int((v - low) / (high - low) * (len(BARS) - 1))] for v in values)
+
+
+def when(moment: datetime | None) -> str:
+    """A time every reader sees in their own zone (with a UTC fallback)."""
+    if moment is None:
+        return "—"
+    moment = aware(moment)
+    return f"<!date^{int(moment.timestamp())}^{{date_short_pretty}} {{time}}|{moment.astimezone(UTC):%Y-%m-%d %H:%M} UTC>"
+
+
+def headline(episode: SliEpisode) -> str:
+    """``:red_circle: PAGE orders-enrich · Source lag`` (and how it ended)."""
+    title = f"*{escape(episode.pipeline)}* · {TITLES[Sli(episode.sli)]}"
+    if episode.resolved_at is not None:
+        return f":white_check_mark: *Resolved* {title} (was {episode.level})"
+    if episode.no_data:
+        return f":grey_question: *No data* {title}"
+    return f"{MARK[Level(episode.level)]} *{episode.level.upper()}* {title}"
+
+
+def episode_message(episode: SliEpisode, state: State, rule: Rule, now: datetime) -> Reply:
+    """An episode's own message, rendered from what is stored now."""
+    sli = Sli(episode.sli)
+    open_ = episode.resolved_at is None
+    current = state.last_value if open_ else None
+    fields = [f"*Now*\n{value_text(sli, current) if open_ else 'back to normal'}", f"*Threshold*\n{rule.threshold_text()}",
+              f"*Since*\n{when(episode.started_at)}",
+              f"*Ended*\n{when(episode.resolved_at)}" if not open_ else f"*Peak*\n{value_text(sli, episode.peak)}"]
+    trend = sparkline(state.trend) if open_ and state.episode is not None and state.episode.fingerprint == episode.fingerprint else ""
+    if trend:
+        fields.append(f"*Trend (last {len(state.trend)})*\n`{trend}` {value_text(sli, state.trend[0])} → {value_text(sli, state.trend[-1])}")
+    if episode.no_data and open_:
+        fields[0] = f"*Now*\nno sample for three intervals (last at {when(state.last_time)})"
+    blocks: list[dict[str, Any]] = [section(headline(episode)),
+                                    {"type": "section", "fields": [{"type": "mrkdwn", "text": f} for f in fields[:10]]}]
+    notes = []
+    if episode.acked_by:
+        notes.append(f":eyes: Acknowledged by {mention(episode.acked_by)} {when(episode.acked_at)}")
+    silenced = open_ and state.silenced(now)
+    if silenced:
+        reason = f" — {escape(state.silence_reason)}" if state.silence_reason else ""
+        notes.append(f":mute: Silenced by {mention(state.silenced_by)} until {when(state.silenced_until)}{reason}")
+    notes.append(f":book: {RUNBOOK[sli]}")
+    blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": n[:3000]} for n in notes]})
+    if open_:
+        blocks.append({"type": "actions", "block_id": f"sli:{episode.fingerprint}", "elements": actions(episode, silenced)})
+    fallback = f"{headline(episode)}: {value_text(sli, current) if open_ else 'resolved'} ({rule.threshold_text()})"
+    return Reply(fallback, blocks)
+
+
+def actions(episode: SliEpisode, silenced: bool) -> list[dict[str, Any]]:
+    """Acknowledge, Silence or Unsilence, and the runbook's buttons for this SLI."""
+    fp = episode.fingerprint
+    elements: list[dict[str, Any]] = []
+    if not episode.acked_by:
+        elements.append(button("Acknowledge", ids.SLI_ACK, fp, style="primary"))
+    if silenced:
+        elements.append(button("Unsilence", ids.SLI_UNSILENCE, fp))
+    else:
+        elements.append({"type": "static_select", "action_id": ids.SLI_SILENCE, "placeholder": {"type": "plain_text", "text": "Silence…"},
+                         "options": [{"text": {"type": "plain_text", "text": label}, "value": f"{fp}|{value}"} for value, label in SILENCE_CHOICES]})
+    sli = Sli(episode.sli)
+    if sli is Sli.SOURCE_LAG:
+        elements += [button("Plan a backfill", ids.SLI_BACKFILL, fp), button("Catch-up advice", ids.SLI_RUNBOOK, fp)]
+    elif sli is Sli.DLQ_VOLUME:
+        elements += [button("Sample dead letters", ids.SLI_DEAD_LETTERS, fp), button("Plan a replay", ids.SLI_REPLAY, fp),
+                     button("Pause advice", ids.SLI_RUNBOOK, fp)]
+    elif sli is Sli.SCHEMA_ERROR_RATE:
+        elements += [button("What changed upstream?", ids.SLI_CHANGES, fp), button("Runbook", ids.SLI_RUNBOOK, fp)]
+    else:
+        elements.append(button("Hints", ids.SLI_RUNBOOK, fp))
+    return elements
+
+
+def button(text: str, action_id: str, value: str, style: str | None = None) -> dict[str, Any]:
+    """A button."""
+    element = {"type": "button", "text": {"type": "plain_text", "text": text}, "action_id": action_id, "value": value}
+    if style:
+        element["style"] = style
+    return element
+
+
+def digest_message(episodes: list[SliEpisode], states: dict[tuple[str, str], State]) -> Reply:
+    """One message for many episodes of one channel (a storm): pages first, then by start."""
+    ordered = sorted(episodes, key=lambda e: (e.resolved_at is not None, e.level != Level.PAGE, aware(e.started_at), e.pipeline))
+    firing = [e for e in ordered if e.resolved_at is None]
+    pages = sum(1 for e in firing if e.level == Level.PAGE)
+    title = (f":rotating_light: *{len(firing)} alerts firing* in this channel ({pages} page{'s' if pages != 1 else ''}); "
+             f"{len(episodes) - len(firing)} resolved. Too many at once for a message each: they are listed here and updated in place.")
+    lines = []
+    for episode in ordered[:120]:
+        state = states.get((episode.pipeline, episode.sli), State())
+        value = value_text(episode.sli, state.last_value) if episode.resolved_at is None else "resolved"
+        extra = f" · acknowledged by {mention(episode.acked_by)}" if episode.acked_by else ""
+        lines.append(f"• {headline(episode)} — {value}, since {when(episode.started_at)}{extra}")
+    if len(ordered) > 120:
+        lines.append(f"…and {len(ordered) - 120} more: `/sli status`")
+    chunks = fold(lines)[:45]
+    blocks = [section(title), *[section(c) for c in chunks]]
+    if firing:
+        blocks.append({"type": "actions", "elements": [button(f"Acknowledge all I may ({len(firing)})", ids.SLI_ACK_ALL, "digest", "primary")]})
+    blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": "Details and silences: `/sli status PIPELINE`, "
+                                                                              "`/sli silence PIPELINE SLI 1h`."}]})
+    return Reply(f"{len(firing)} alerts firing ({pages} pages)", blocks)
+
+
+def status_table(rows: list[dict[str, Any]]) -> list[str]:
+    """``/sli status PIPELINE``: one line per SLI (value, threshold, state, since)."""
+    lines = []
+    for row in rows:
+        mark = {"page": ":red_circle:", "warn": ":large_orange_circle:"}.get(str(row["state"]).split(" ")[0], "")
+        if not mark:
+            mark = {"ok": ":large_green_circle:", "pending": ":hourglass_flowing_sand:", "disabled": ":white_circle:"}.get(
+                str(row["state"]).split(" ")[0], ":grey_question:")
+        since = f", since {when(datetime.fromisoformat(row['since']))}" if row["since"] else ""
+        value = value_text(row["sli"], row["value"]) if row["value"] is not None else "—"
+        lines.append(f"{mark} *{TITLES[Sli(row['sli'])]}* — {value} · "
+                     f"{escape(row['threshold'])} · {escape(row['state'])}{since}")
+    return lines
+
+
+def overview(rows: list[dict[str, Any]]) -> list[str]:
+    """``/sli status``: one line per pipeline, its firing SLIs named."""
+    by_pipeline: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_pipeline.setdefault(row["pipeline"], []).append(row)
+    lines = []
+    for name, slis in by_pipeline.items():
+        firing = [r for r in slis if r["episode"]]
+        pages = [r for r in firing if str(r["state"]).startswith("page")]
+        mark = ":red_circle:" if pages else ":large_orange_circle:" if firing else ":large_green_circle:"
+        what = ", ".join(f"{TITLES[Sli(r['sli'])]} ({escape(r['state'])})" for r in firing) or "all clear"
+        lines.append(f"{mark} *{escape(name)}* — {what}")
+    return lines
+
+
+def history_lines(episodes: list[SliEpisode]) -> list[str]:
+    """``/sli history``: an episode per line."""
+    lines = []
+    for episode in episodes:
+        lasted = ""
+        if episode.resolved_at is not None:
+            minutes = int((aware(episode.resolved_at) - aware(episode.started_at)).total_seconds() // 60)
+            lasted = f", lasted {minutes // 60} h {minutes % 60} min" if minutes >= 60 else f", lasted {minutes} min"
+        acked = f", acknowledged by {mention(episode.acked_by)}" if episode.acked_by else ""
+        lines.append(f"• {when(episode.started_at)} {headline(episode)}, peak {value_text(episode.sli, episode.peak)}{lasted}{acked}")
+    return lines
+
