@@ -13,6 +13,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from bot.domain.calendar import Scope
 from bot.domain.lineage.catalog import read_catalog
 from bot.emulator.render import as_text
 from bot.emulator.workspace import Message
@@ -117,7 +118,7 @@ async def test_runbook_buttons_answer_only_the_clicker(slack: SlackHarness) -> N
     await load(slack, catalog(slack))
     await slack.bot.proposals.calendar.add(kind="maintenance", title="orders reindex", start=T0 - timedelta(hours=1), end=T0 + timedelta(hours=1),
                                            owner="orders-team", booked_by=ALICE, surface="cli",
-                                           scope=__import__("bot.domain.calendar", fromlist=["Scope"]).Scope(frozenset({"orders-value"})))
+                                           scope=Scope(frozenset({"orders-value"})))
     await send(slack, [sample("schema_error_rate", 0.5)])
     message = await the_alert(slack)
     await slack.driver.click(message, ids.SLI_CHANGES, user=BOB)

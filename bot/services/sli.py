@@ -97,10 +97,11 @@ class SliService:
 
     async def known(self, names: Iterable[str]) -> frozenset[str]:
         """The names of every pipeline, read afresh when ``names`` include one not known yet (the catalog may just have changed)."""
+        return frozenset((await self._naming(names)).pipelines)
+
+    async def _naming(self, names: Iterable[str]) -> _Catalog:
         catalog = await self.catalog()
-        if not set(names) <= set(catalog.pipelines):
-            catalog = await self.catalog(fresh=True)
-        return frozenset(catalog.pipelines)
+        return catalog if set(names) <= set(catalog.pipelines) else await self.catalog(fresh=True)
 
     async def pipeline(self, name: str) -> Pipeline:
         """One pipeline; SliError naming the known ones otherwise."""
@@ -122,11 +123,10 @@ class SliService:
     async def ingest(self, samples: Iterable[Sample]) -> int:
         """Evaluate samples (any order; each series in time order) and store what changed; how many were used."""
         samples = list(samples)
-        known = await self.known({s.pipeline for s in samples})
-        catalog = await self.catalog()
+        catalog = await self._naming({s.pipeline for s in samples})
         grouped: dict[Key, list[Sample]] = {}
         for sample in samples:
-            if sample.pipeline in known and sample.pipeline in catalog.pipelines:
+            if sample.pipeline in catalog.pipelines:
                 grouped.setdefault((sample.pipeline, sample.sli), []).append(sample)
             else:
                 self.reject("unknown_pipeline", f"unknown pipeline {sample.pipeline[:100]!r} (not in the catalog)")

@@ -17,7 +17,7 @@ from bot.services.outbox import Outbox
 from bot.services.proposals import ProposalError, Proposals
 from bot.slack import delivery, ids
 from bot.slack.cards import STATE_TEXT
-from bot.slack.render import escape, mention, section
+from bot.slack.render import ephemeral, escape, mention, section
 
 DECISIONS = {ids.REJECT: Decision.REJECT, ids.REQUEST_CHANGES: Decision.REQUEST_CHANGES}
 CHECK_WITHIN_ACK = 2.0  # seconds a form submission waits for its classification before acking with "Checking…"
@@ -126,11 +126,11 @@ def register(app: AsyncApp, proposals: Proposals, outbox: Outbox, track: Callabl
         try:
             proposal_id, team = parse_value(body["actions"][0]["value"])
             _, teams = await proposals.decide(proposal_id, body["user"]["id"], Decision.APPROVE, team=team)
-            await respond(**_ephemeral(f"You approved #{proposal_id} for {escape(', '.join(teams))}."))
+            await respond(**ephemeral(f"You approved #{proposal_id} for {escape(', '.join(teams))}."))
         except ValueError:
-            await respond(**_ephemeral("That button does not name a proposal; nothing changed."))
+            await respond(**ephemeral("That button does not name a proposal; nothing changed."))
         except ProposalError as err:
-            await respond(**_ephemeral(str(err)))
+            await respond(**ephemeral(str(err)))
 
     async def on_reason_button(ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient) -> None:
         await ack()
@@ -159,11 +159,11 @@ def register(app: AsyncApp, proposals: Proposals, outbox: Outbox, track: Callabl
         try:
             proposal_id, _ = parse_value(body["actions"][0]["value"])
             await proposals.withdraw(proposal_id, body["user"]["id"])
-            await respond(**_ephemeral(f"You withdrew #{proposal_id}."))
+            await respond(**ephemeral(f"You withdrew #{proposal_id}."))
         except ValueError:
-            await respond(**_ephemeral("That button does not name a proposal; nothing changed."))
+            await respond(**ephemeral("That button does not name a proposal; nothing changed."))
         except ProposalError as err:
-            await respond(**_ephemeral(str(err)))
+            await respond(**ephemeral(str(err)))
 
     async def on_propose(ack: AsyncAck, body: dict[str, Any], view: dict[str, Any], client: AsyncWebClient) -> None:
         values = view["state"]["values"]
@@ -229,12 +229,12 @@ def register(app: AsyncApp, proposals: Proposals, outbox: Outbox, track: Callabl
         try:
             proposal_id, _ = parse_value(body["actions"][0]["value"])
             moved = await proposals.reschedule(proposal_id, body["user"]["id"])
-            await respond(**_ephemeral(f"#{proposal_id} now plans {moved.proposal.window_start:%Y-%m-%d %H:%M}–"
+            await respond(**ephemeral(f"#{proposal_id} now plans {moved.proposal.window_start:%Y-%m-%d %H:%M}–"
                                        f"{moved.proposal.window_end:%Y-%m-%d %H:%M} UTC; it is {STATE_TEXT[moved.state]}."))
         except ValueError:
-            await respond(**_ephemeral("That button does not name a proposal; nothing changed."))
+            await respond(**ephemeral("That button does not name a proposal; nothing changed."))
         except ProposalError as err:
-            await respond(**_ephemeral(str(err)))
+            await respond(**ephemeral(str(err)))
 
     async def on_revise(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient) -> None:
         await ack()
@@ -242,13 +242,13 @@ def register(app: AsyncApp, proposals: Proposals, outbox: Outbox, track: Callabl
             proposal_id, _ = parse_value(body["actions"][0]["value"])
             view = await proposals.view(proposal_id)
         except ValueError:
-            await respond(**_ephemeral("That button does not name a proposal; nothing changed."))
+            await respond(**ephemeral("That button does not name a proposal; nothing changed."))
             return
         except ProposalError as err:
-            await respond(**_ephemeral(str(err)))
+            await respond(**ephemeral(str(err)))
             return
         if view.proposal.proposer != body["user"]["id"]:
-            await respond(**_ephemeral(f"Only {mention(view.proposal.proposer)}, who proposed #{proposal_id}, can revise it."))
+            await respond(**ephemeral(f"Only {mention(view.proposal.proposer)}, who proposed #{proposal_id}, can revise it."))
             return
         modal = propose_modal([view.subject.name], view.subject.name, schema=view.proposal.schema_text, notes=view.proposal.notes,
                               revision_of=proposal_id)
@@ -267,7 +267,3 @@ def register(app: AsyncApp, proposals: Proposals, outbox: Outbox, track: Callabl
 def _block(err: ProposalError) -> str:
     """The form block a refusal belongs to."""
     return {"subject": ids.SUBJECT_BLOCK, "duration": ids.DURATION_BLOCK}.get(err.field or "", ids.SCHEMA_BLOCK)
-
-
-def _ephemeral(text: str) -> dict[str, Any]:
-    return {"text": text, "response_type": "ephemeral", "replace_original": False}

@@ -52,6 +52,11 @@ class Reply:
         return {"text": self.fallback, "blocks": self.blocks, "response_type": "ephemeral"}
 
 
+def ephemeral(text: str) -> dict[str, Any]:
+    """Keyword arguments for ``respond`` to a click: a note only the clicker sees, leaving the message as it is."""
+    return {"text": text, "response_type": "ephemeral", "replace_original": False}
+
+
 def section(text: str) -> dict[str, Any]:
     """A mrkdwn section, cut to Slack's 3,000 characters."""
     if len(text) > SECTION_TEXT_MAX:

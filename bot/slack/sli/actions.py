@@ -17,7 +17,7 @@ from bot.services.proposals import Proposals
 from bot.services.sli import SliError
 from bot.slack import ids
 from bot.slack.cards import STATE_TEXT
-from bot.slack.render import escape, fold, section
+from bot.slack.render import ephemeral, escape, fold, section
 from bot.slack.sli.commands import SliCommands, until_of
 from bot.slack.sli.messages import RUNBOOK, when
 from bot.store.models import SliEpisode, aware
@@ -237,8 +237,3 @@ def silence_form(episode: SliEpisode) -> dict[str, Any]:
                         "element": {"type": "datetimepicker", "action_id": ids.UNTIL_ACTION}},
                        {"type": "input", "block_id": ids.REASON_BLOCK, "optional": True, "label": {"type": "plain_text", "text": "Why"},
                         "element": {"type": "plain_text_input", "action_id": ids.REASON_ACTION, "max_length": 500}}]}
-
-
-def ephemeral(text: str) -> dict[str, Any]:
-    """Keyword arguments for ``respond``: a note only the clicker sees, leaving the alert as it is."""
-    return {"text": text, "response_type": "ephemeral", "replace_original": False}

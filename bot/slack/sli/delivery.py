@@ -183,7 +183,7 @@ class SliDelivery:
 
 def timeline(episode: SliEpisode, event: dict[str, Any]) -> str:
     """One line of an episode's thread."""
-    kind, at = Kind(event["kind"]), when(_time(event["at"]))
+    kind, at = Kind(event["kind"]), when(datetime.fromisoformat(event["at"]))
     value = value_text(episode.sli, event.get("value")) if event.get("value") is not None else ""
     actor = mention(event.get("actor"))
     detail = escape(event.get("detail") or "")
@@ -197,7 +197,3 @@ def timeline(episode: SliEpisode, event: dict[str, Any]) -> str:
         Kind.RESOLVED: f"{at} :white_check_mark: resolved{': ' + value if value else ''}{' — ' + detail if detail else ''}",
         Kind.UPDATED: f"{at} {value}",
     }[kind]
-
-
-def _time(text: str) -> datetime:
-    return datetime.fromisoformat(text)
