@@ -15,10 +15,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import io
-import os
 import secrets
 import statistics
-import subprocess
 import tempfile
 import time
 import uuid
@@ -26,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from _kafka import broker, stop_broker
 from aiohttp import web
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -162,16 +161,6 @@ async def main(samples: int, alerts: int, bootstrap: str) -> None:
     print(f"produce -> alert posted, {alerts} alerts one at a time: p50 {statistics.median(delays) * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms")
 
 
-def broker() -> tuple[str, str | None]:
-    """$KAFKA_BOOTSTRAP_SERVERS, or a broker started for the run (and the folder to stop it with)."""
-    if os.environ.get("KAFKA_BOOTSTRAP_SERVERS"):
-        return os.environ["KAFKA_BOOTSTRAP_SERVERS"], None
-    run_dir = tempfile.mkdtemp(prefix="bench-kafka-")
-    started = subprocess.run(["bash", "scripts/kafka.sh", "start", run_dir], cwd=ROOT, capture_output=True, text=True, check=True)
-    address = next(line.split("=", 1)[1].strip("'\"") for line in started.stdout.splitlines() if line.startswith("export KAFKA_BOOTSTRAP_SERVERS="))
-    return address, run_dir
-
-
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=200_000)
@@ -181,5 +170,4 @@ if __name__ == "__main__":
     try:
         asyncio.run(main(args.samples, args.alerts, address))
     finally:
-        if started_in:
-            subprocess.run(["bash", "scripts/kafka.sh", "stop", started_in], cwd=ROOT, check=False)
+        stop_broker(started_in)

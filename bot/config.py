@@ -50,6 +50,7 @@ class Config:
     metrics_topic: str | None = None  # the Kafka topic of PipelineSample records (SLI samples)
     metrics_group: str = "changeops-sli"
     poll_seconds: float = 30.0  # how often the bot measures source lag and DLQ size itself
+    ops_lease_seconds: float = 30.0  # a running replay's lease: another bot resumes it this long after its owner went quiet
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -97,6 +98,7 @@ class Config:
             metrics_topic=_topic(env, "SLI_METRICS_TOPIC"),
             metrics_group=_topic(env, "SLI_METRICS_GROUP") or "changeops-sli",
             poll_seconds=_seconds(env, "SLI_POLL_SECONDS", 30.0),
+            ops_lease_seconds=_seconds(env, "OPS_LEASE_SECONDS", 30.0),
         )
 
 

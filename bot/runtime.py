@@ -28,6 +28,7 @@ from bot.services import leases
 from bot.services.calendar import CalendarService
 from bot.services.deliveries import Deliveries
 from bot.services.lineage import LineageService
+from bot.services.operations import Operations
 from bot.services.outbox import Dispatcher, Outbox
 from bot.services.proposals import REGISTER, Proposals
 from bot.services.registry import Registry as SubjectRegistry
@@ -38,6 +39,8 @@ from bot.slack.client import web_client
 from bot.slack.delivery import SlackDelivery
 from bot.slack.inflight import Inflight
 from bot.slack.membership import SlackMembership
+from bot.slack.ops.actions import OpsActions
+from bot.slack.ops.delivery import OpsDelivery
 from bot.slack.schema_commands import Services
 from bot.slack.sli.actions import AlertActions
 from bot.slack.sli.commands import SliCommands
@@ -50,6 +53,7 @@ from bot.web.server import build_web_app
 log = logging.getLogger(__name__)
 SWEEP_SECONDS = 30  # reminders and expiries are claimed in the database; any replica may run the sweep
 SLI_SWEEP_SECONDS = 15  # no data, alert reminders, silences running out
+OPS_SWEEP_SECONDS = 10  # replays whose bot went quiet are looked for this often
 
 
 class Bot:
@@ -73,12 +77,17 @@ class Bot:
                                  config.changes_channel)
         self.sli = SliService(self.db, self.lineage, self.outbox, clock, config.changes_channel)
         alerts = SliDelivery(web_client(config.slack_bot_token, config.slack_api_url, retries=False), self.sli)
-        self.dispatcher = Dispatcher(self.db, self.outbox, {**delivery.handlers(), **alerts.handlers(), REGISTER: self.proposals.register},
-                                     coalesce=frozenset({SLI_EVENT}))
+        self.owner = secrets.token_hex(8)
+        self.avro_registry = Registry(config.schema_registry_url) if config.schema_registry_url else None
+        self.ops = Operations(self.db, self.lineage, self.sli, self.outbox, self.calendar, membership, config.kafka_bootstrap_servers,
+                              self.avro_registry, self.owner, timedelta(seconds=config.ops_lease_seconds), clock)
+        operations = OpsDelivery(web_client(config.slack_bot_token, config.slack_api_url, retries=False), self.ops)
+        self.dispatcher = Dispatcher(self.db, self.outbox, {**delivery.handlers(), **alerts.handlers(), **operations.handlers(),
+                                                            REGISTER: self.proposals.register}, coalesce=frozenset({SLI_EVENT}))
         calendar = CalendarCommands(self.calendar, self.slack.client, membership, lambda: config.public_url or self.url)
         actions = AlertActions(SliCommands(self.sli, membership), self.proposals, self.calendar, self._dead_letters if config.kafka_bootstrap_servers else None)
-        add_listeners(self.slack, Services(self.proposals, self.registry, self.slack.client), calendar, actions, self.proposals, self.outbox,
-                      self.inflight)
+        add_listeners(self.slack, Services(self.proposals, self.registry, self.slack.client), calendar, actions, OpsActions(self.ops, self.sli),
+                      self.proposals, self.outbox, self.inflight)
         self.web = build_web_app(self.slack, self.db, migrate.head(), config, self.lineage, self.proposals, self.sli, lambda: self.draining)
         self.scheduler = AsyncIOScheduler(timezone="UTC")
         self.scheduler.add_job(self.inflight.track(self.deliveries.prune), "interval", hours=1, kwargs={"older_than": timedelta(days=1)},
@@ -89,12 +98,14 @@ class Bot:
                                coalesce=True, max_instances=1)
         self.scheduler.add_job(self.inflight.track(self.sli.sweep), "interval", seconds=SLI_SWEEP_SECONDS, id="sweep-sli",
                                coalesce=True, max_instances=1)
-        self.owner = secrets.token_hex(8)
         self.pollers: Pollers | None = None
         self.metrics: MetricsConsumer | None = None
-        self.avro_registry = Registry(config.schema_registry_url) if config.schema_registry_url else None
         if config.kafka_bootstrap_servers:
             self.scheduler.add_job(self.inflight.track(self.poll), "interval", seconds=config.poll_seconds, id="poll-kafka",
+                                   coalesce=True, max_instances=1)
+            self.scheduler.add_job(self.inflight.track(self.ops.resume_orphans), "interval", seconds=OPS_SWEEP_SECONDS, id="resume-replays",
+                                   coalesce=True, max_instances=1)
+            self.scheduler.add_job(self.inflight.track(self.ops.follow), "interval", seconds=config.poll_seconds, id="follow-backfills",
                                    coalesce=True, max_instances=1)
         self._runner: web.AppRunner | None = None
         self._socket_mode: AsyncSocketModeHandler | None = None
@@ -143,7 +154,9 @@ class Bot:
         if self.metrics is not None:
             await self.metrics.stop()
             self.metrics = None
+        await self.ops.stop_runs(timeout=max(0.0, deadline - time.monotonic()) / 2)
         await self.inflight.wait(timeout=max(0.0, deadline - time.monotonic()))
+        await asyncio.to_thread(self.ops.close)
         if self.pollers is not None:
             await asyncio.to_thread(self.pollers.close)
             self.pollers = None

@@ -187,5 +187,23 @@ async def test_dead_letters_are_sampled_from_the_alert(kafka_bot: tuple[SlackHar
     text = as_text(shown.text, shown.blocks)
     assert text.count("[0@") == 5  # five of them, newest first
     assert "junk" in text and '"price": 9.5' in text and "error=price out of range" in text
-    await slack.driver.click(alert, ids.SLI_REPLAY, user=ALICE)
-    await slack.ws.wait_for(lambda: any("not available in this version" in e.text for e in slack.ws.ephemerals_for(ALICE)))
+    await slack.driver.click(alert, ids.SLI_REPLAY, user=ALICE)  # the replay form, prefilled with the pipeline's DLQ
+    form = await slack.ws.wait_for(lambda: next((v for v in slack.ws.views.values() if v.view.get("callback_id") == ids.REPLAY_VIEW), None))
+    fields = {b.get("block_id"): b["element"] for b in form.view["blocks"] if b["type"] == "input"}
+    assert fields[ids.TOPIC_BLOCK]["initial_value"] == dlq
+
+    def values(target: str, options: str = "") -> dict[str, Any]:
+        return {ids.TOPIC_BLOCK: {ids.TOPIC_ACTION: {"type": "plain_text_input", "value": dlq}},
+                ids.TARGET_BLOCK: {ids.TARGET_ACTION: {"type": "plain_text_input", "value": target}},
+                ids.OPTIONS_BLOCK: {ids.OPTIONS_ACTION: {"type": "plain_text_input", "value": options}}}
+
+    refused = await slack.driver.submit(form.id, values(dlq), user=ALICE)
+    assert "into itself" in refused.json["errors"][ids.TARGET_BLOCK]
+    refused = await slack.driver.submit(form.id, values(dlq + "-replay", "--limit lots"), user=ALICE)
+    assert "not a number" in refused.json["errors"][ids.OPTIONS_BLOCK]
+    replay_topic = topic(admin, "orders.replay")
+    await slack.driver.submit(form.id, values(replay_topic, "--limit 3"), user=ALICE)
+    plan = await slack.ws.wait_for(lambda: next((m for m in slack.ws.channel_messages("orders-pipeline") if "Replay #" in m.text), None),
+                                   timeout=30)
+    shown = as_text(plan.text, plan.blocks)
+    assert "*3* messages to copy" in shown or "3 messages to copy" in shown

@@ -14,6 +14,7 @@ from bot import __version__
 from bot.cli import calendar as calendar_cli
 from bot.cli import classify as classify_cli
 from bot.cli import lineage as lineage_cli
+from bot.cli import ops as ops_cli
 from bot.cli import propose as propose_cli
 from bot.cli import sli as sli_cli
 from bot.config import Config, ConfigError
@@ -60,6 +61,7 @@ def _parser() -> argparse.ArgumentParser:
     lineage_cli.add_parsers(sub)
     propose_cli.add_parser(sub)
     sli_cli.add_parsers(sub)
+    ops_cli.add_parsers(sub)
     return parser
 
 

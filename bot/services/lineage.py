@@ -23,6 +23,7 @@ from bot.domain.lineage.openlineage import LineageEvent
 from bot.domain.sli.pipeline import Pipeline
 from bot.store.database import Database
 from bot.store.models import (
+    CatalogSetting,
     FreezeRow,
     LineageDataset,
     LineageJob,
@@ -37,6 +38,9 @@ from bot.store.models import (
 
 CATALOG, OPENLINEAGE = "catalog", "openlineage"
 CLAIMED = "claimed_by"  # an observation that records a claim of ownership from Slack
+
+
+GLOBAL_ONCALL = "oncall"
 
 
 class LineageService:
@@ -58,7 +62,10 @@ class LineageService:
             await session.flush()
             for team in catalog.teams.values():
                 session.add(TeamRow(name=team.name, usergroup=team.usergroup, members=team.members, oncall=team.oncall,
-                                    channel=team.channel, change_hours=team.change_hours))
+                                    oncall_usergroup=team.oncall_usergroup, channel=team.channel, change_hours=team.change_hours))
+            oncall = await session.get(CatalogSetting, GLOBAL_ONCALL) or CatalogSetting(name=GLOBAL_ONCALL)
+            oncall.value = {"usergroup": catalog.oncall.usergroup, "members": catalog.oncall.members} if catalog.oncall else {}
+            session.add(oncall)
             for entry in catalog.subjects.values():
                 subject = (await session.exec(select(Subject).where(Subject.name == entry.name))).first() or Subject(name=entry.name)
                 subject.topic, subject.namespace, subject.owner_team = entry.topic, entry.namespace, entry.owner
@@ -232,7 +239,17 @@ class LineageService:
         """The catalog's teams."""
         async with self.db.session() as session:
             rows = (await session.exec(select(TeamRow))).all()
-        return {r.name: Team(r.name, r.usergroup, list(r.members), list(r.oncall), r.channel, r.change_hours) for r in rows}
+        return {r.name: Team(r.name, r.usergroup, list(r.members), list(r.oncall), r.channel, r.change_hours, r.oncall_usergroup)
+                for r in rows}
+
+    async def global_oncall(self) -> Team | None:
+        """The catalog's global oncall group (``oncall:``), if it declares one."""
+        async with self.db.session() as session:
+            row = await session.get(CatalogSetting, GLOBAL_ONCALL)
+        if row is None or not row.value:
+            return None
+        members = list(row.value.get("members") or [])
+        return Team("oncall", row.value.get("usergroup"), members, members)
 
 
 async def _replace_freezes(session: AsyncSession, freezes: Iterable[Freeze]) -> None:

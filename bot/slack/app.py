@@ -11,11 +11,13 @@ from bot.config import Config
 from bot.services.deliveries import Deliveries
 from bot.services.outbox import Outbox
 from bot.services.proposals import Proposals
-from bot.slack import calendar_commands, commands, home, proposing, sli
+from bot.slack import calendar_commands, commands, home, ops, proposing, sli
 from bot.slack.calendar_commands import CalendarCommands
 from bot.slack.client import web_client
 from bot.slack.inflight import Inflight
 from bot.slack.middleware import once_per_delivery
+from bot.slack.ops.actions import OpsActions
+from bot.slack.ops.commands import OpsCommands
 from bot.slack.schema_commands import Services
 from bot.slack.sli.actions import AlertActions
 
@@ -40,11 +42,12 @@ def create_app(config: Config, deliveries: Deliveries, inflight: Inflight) -> As
     return app
 
 
-def add_listeners(app: AsyncApp, services: Services, calendar: CalendarCommands, alerts: AlertActions, proposals: Proposals,
-                  outbox: Outbox, inflight: Inflight) -> None:
+def add_listeners(app: AsyncApp, services: Services, calendar: CalendarCommands, alerts: AlertActions, operations: OpsActions,
+                  proposals: Proposals, outbox: Outbox, inflight: Inflight) -> None:
     """Every slash command, action, view and event, each counted while it runs."""
-    routers = commands.register(app, services, calendar, alerts.commands, inflight.track)
+    routers = commands.register(app, services, calendar, alerts.commands, OpsCommands(operations.ops, app.client), inflight.track)
     sli.register(app, alerts, inflight.track)
+    ops.register(app, operations, inflight.track)
     calendar_commands.register(app, calendar, inflight.track)
     home.register(app, routers, proposals, inflight.track, services)
     proposing.register(app, proposals, outbox, inflight.track)

@@ -12,6 +12,7 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from bot.domain.compat.rules import CATALOGUE
 from bot.slack import ids
 from bot.slack.calendar_commands import CalendarCommands
+from bot.slack.ops.commands import OpsCommands
 from bot.slack.render import Reply
 from bot.slack.request import CommandRequest
 from bot.slack.schema_commands import Services
@@ -137,10 +138,27 @@ def sli_router(sli: SliCommands) -> Router:
     return router
 
 
-def register(app: AsyncApp, services: Services, calendar: CalendarCommands, sli: SliCommands,
+def ops_routers(ops: OpsCommands) -> dict[str, Router]:
+    """``/backfill`` and ``/replay`` (arguments straight after the command; alone: a form) and ``/ops``."""
+    backfill = Router(ids.BACKFILL_COMMAND, default="plan")
+    backfill.add(Subcommand("plan", "GROUP TOPIC --to-time T | --to-offsets 0:1200,1:980 | --by-duration 2h [--partitions 0,1]",
+                            "oncall: plan a reset of a stopped consumer group (alone: a form); Confirm applies it", ops.backfill))
+    backfill.add(Subcommand("help", "help", "this list of commands", lambda _r: _answer(backfill.help()), in_ack=True))
+    replay = Router(ids.REPLAY_COMMAND, default="plan")
+    replay.add(Subcommand("plan", "DLQ --to TOPIC [--since T] [--until T] [--limit N] [--filter h=v] [--rate 500/s] [--again] [--dry-run]",
+                          "oncall: plan an exactly-once copy of dead letters (alone: a form); Confirm runs it", ops.replay))
+    replay.add(Subcommand("help", "help", "this list of commands", lambda _r: _answer(replay.help()), in_ack=True))
+    status = Router(ids.OPS_COMMAND, default="status")
+    status.add(Subcommand("status", "status", "running and recent backfills and replays, with their outcome", ops.status))
+    status.add(Subcommand("help", "help", "this list of commands", lambda _r: _answer(status.help()), in_ack=True))
+    return {ids.BACKFILL_COMMAND: backfill, ids.REPLAY_COMMAND: replay, ids.OPS_COMMAND: status}
+
+
+def register(app: AsyncApp, services: Services, calendar: CalendarCommands, sli: SliCommands, ops: OpsCommands,
              track: Callable[[Any], Any]) -> dict[str, Router]:
     """Attach every slash command to the app; returns the routers (App Home lists their help)."""
-    routers = {ids.SCHEMA_COMMAND: schema_router(services), ids.CALENDAR_COMMAND: calendar_router(calendar), ids.SLI_COMMAND: sli_router(sli)}
+    routers = {ids.SCHEMA_COMMAND: schema_router(services), ids.CALENDAR_COMMAND: calendar_router(calendar), ids.SLI_COMMAND: sli_router(sli),
+               **ops_routers(ops)}
     assert tuple(routers) == ids.SLASH_COMMANDS
     for name, router in routers.items():
         app.command(name)(track(_listener(router)))

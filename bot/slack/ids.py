@@ -5,7 +5,10 @@ from __future__ import annotations
 SCHEMA_COMMAND = "/schema"
 CALENDAR_COMMAND = "/calendar"
 SLI_COMMAND = "/sli"
-SLASH_COMMANDS = (SCHEMA_COMMAND, CALENDAR_COMMAND, SLI_COMMAND)  # the Slack app manifest declares exactly these
+BACKFILL_COMMAND = "/backfill"
+REPLAY_COMMAND = "/replay"
+OPS_COMMAND = "/ops"
+SLASH_COMMANDS = (SCHEMA_COMMAND, CALENDAR_COMMAND, SLI_COMMAND, BACKFILL_COMMAND, REPLAY_COMMAND, OPS_COMMAND)  # the Slack app manifest declares exactly these
 
 APPROVE = "proposal_approve"
 REJECT = "proposal_reject"
@@ -49,3 +52,14 @@ SLI_BACKFILL = "sli_backfill"
 SLI_REPLAY = "sli_replay"
 SLI_SILENCE_VIEW = "sli_silence_until"
 UNTIL_BLOCK, UNTIL_ACTION = "until", "until"
+
+OPS_CONFIRM = "ops_confirm"
+OPS_CANCEL = "ops_cancel"
+OPS_UNDO = "ops_undo"
+BACKFILL_VIEW = "ops_backfill"
+REPLAY_VIEW = "ops_replay"
+GROUP_BLOCK, GROUP_ACTION = "group", "group"
+TOPIC_BLOCK, TOPIC_ACTION = "topic", "topic"
+SINCE_BLOCK, SINCE_ACTION = "since", "since"
+TARGET_BLOCK, TARGET_ACTION = "target", "target"
+OPTIONS_BLOCK, OPTIONS_ACTION = "options", "options"

@@ -142,6 +142,7 @@ class TeamRow(SQLModel, table=True):
     usergroup: str | None = Field(default=None, max_length=64)
     members: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     oncall: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    oncall_usergroup: str | None = Field(default=None, max_length=64)
     channel: str | None = Field(default=None, max_length=64)
     change_hours: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
 
@@ -339,3 +340,38 @@ class Lease(SQLModel, table=True):
     name: str = Field(max_length=128, primary_key=True)
     owner: str = Field(max_length=64)
     until: datetime = _when(nullable=False)
+
+
+class CatalogSetting(SQLModel, table=True):
+    """A catalog-wide setting (the global oncall group), by name."""
+
+    __tablename__ = "catalog_settings"
+
+    name: str = Field(max_length=64, primary_key=True)
+    value: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+
+
+class Operation(SQLModel, table=True):
+    """A backfill or a DLQ replay: its request, its plan, where it stands, who owns its run (a lease), its message."""
+
+    __tablename__ = "operations"
+
+    id: int | None = Field(default=None, primary_key=True)
+    kind: str = Field(max_length=16)
+    state: str = Field(max_length=16, index=True)
+    team: str | None = Field(default=None, max_length=255)  # whose oncall may run it (None: the global oncall only)
+    requested_by: str = Field(max_length=64)
+    surface: str = Field(max_length=16)
+    request: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    plan: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    progress: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    result: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    version: int = 0  # grows on every write; writes are conditional on it
+    lease_owner: str | None = Field(default=None, max_length=64)
+    lease_until: datetime | None = _when(nullable=True)
+    channel: str | None = Field(default=None, max_length=64)  # where it was asked for (its message goes there)
+    message_channel: str | None = Field(default=None, max_length=64)
+    message_ts: str | None = Field(default=None, max_length=32)
+    calendar_entry: int | None = None
+    created_at: datetime = _when(nullable=False, default=utcnow, index=True)
+    updated_at: datetime = _when(nullable=False, default=utcnow)

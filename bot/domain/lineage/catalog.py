@@ -68,6 +68,7 @@ class Catalog:
     jobs: list[Job] = field(default_factory=list)
     freezes: list[Freeze] = field(default_factory=list)
     pipelines: list[Pipeline] = field(default_factory=list)
+    oncall: Team | None = None  # the global oncall group: may run backfills and replays of any pipeline
     warnings: list[Problem] = field(default_factory=list)  # worth fixing, but the catalog is usable
 
 
@@ -93,14 +94,17 @@ class _Reader:
         self.problems.append(Problem(place, message))
 
     def read(self, data: dict[str, Any]) -> None:
-        unknown = set(data) - {"version", "kafka_namespace", "teams", "subjects", "datasets", "jobs", "freezes", "pipelines"}
+        unknown = set(data) - {"version", "kafka_namespace", "teams", "subjects", "datasets", "jobs", "freezes", "pipelines",
+                                 "oncall"}
         for key in sorted(unknown):
-            self.problem(key, "unknown section (expected version, kafka_namespace, teams, subjects, datasets, jobs, freezes, pipelines)")
+            self.problem(key, "unknown section (expected version, kafka_namespace, oncall, teams, subjects, datasets, jobs, freezes, "
+                              "pipelines)")
         kafka = data.get("kafka_namespace", DEFAULT_KAFKA_NAMESPACE)
         if not isinstance(kafka, str) or "://" not in kafka:
             self.problem("kafka_namespace", "expected a namespace such as kafka://broker:9092")
             kafka = DEFAULT_KAFKA_NAMESPACE
         self.teams(_mapping(self, data, "teams"))
+        self.global_oncall(data.get("oncall"))
         self.subjects(_mapping(self, data, "subjects"), kafka)
         self.datasets(_sequence(self, data, "datasets"))
         self.jobs(_sequence(self, data, "jobs"))
@@ -243,11 +247,30 @@ class _Reader:
                     team.change_hours = ChangeHours.from_json(raw["change_hours"]).as_json()
                 except CalendarError as err:
                     self.problem(f"{place}.change_hours", str(err))
-            if team.usergroup is not None and not (isinstance(team.usergroup, str) and USERGROUP.match(team.usergroup)):
-                self.problem(f"{place}.usergroup", f"{team.usergroup!r} is not a Slack user group id (S...)")
+            team.oncall_usergroup = raw.get("oncall_usergroup")
+            for key in ("usergroup", "oncall_usergroup"):
+                if raw.get(key) is not None and not (isinstance(raw[key], str) and USERGROUP.match(raw[key])):
+                    self.problem(f"{place}.{key}", f"{raw[key]!r} is not a Slack user group id (S...)")
             if team.usergroup is None and not team.members:
                 self.problem(place, "a team needs a usergroup or members, or nobody can act for it")
             self.catalog.teams[team.name] = team
+
+    def global_oncall(self, raw: Any) -> None:
+        """``oncall: {usergroup: S..., members: [U...]}``: who may run backfills and replays of any pipeline."""
+        if raw is None:
+            return
+        if not isinstance(raw, dict) or set(raw) - {"usergroup", "members"}:
+            self.problem("oncall", "expected usergroup (a Slack user group id) and/or members (Slack user ids)")
+            return
+        usergroup = raw.get("usergroup")
+        if usergroup is not None and not (isinstance(usergroup, str) and USERGROUP.match(usergroup)):
+            self.problem("oncall.usergroup", f"{usergroup!r} is not a Slack user group id (S...)")
+            return
+        members = self.users(raw, "members", "oncall")
+        if usergroup is None and not members:
+            self.problem("oncall", "give a usergroup or members, or nobody is the global oncall")
+            return
+        self.catalog.oncall = Team("oncall", usergroup, members, members)
 
     def users(self, raw: dict[str, Any], key: str, place: str) -> list[str]:
         users = raw.get(key, [])

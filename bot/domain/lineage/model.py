@@ -48,6 +48,7 @@ class Team:
     oncall: list[str] = field(default_factory=list)
     channel: str | None = None
     change_hours: dict[str, Any] | None = None  # {days, start, end, timezone}: when the team makes changes
+    oncall_usergroup: str | None = None  # the Slack user group of whoever is oncall now (``oncall`` is its fallback)
 
 
 @dataclass(slots=True)

@@ -24,7 +24,6 @@ from bot.store.models import SliEpisode, aware
 
 CHANGES_WINDOW = timedelta(hours=72)
 DeadLetters = Callable[[str], Awaitable[list[str]]]  # a DLQ topic -> its newest messages, decoded, one line each
-NOT_YET = ("{what} from Slack is not available in this version of ChangeOps yet; nothing was planned. {instead}")
 
 
 class AlertActions:
@@ -213,17 +212,6 @@ class AlertActions:
         body_lines = [f"```{escape(line)[:2800]}```" for line in letters] or ["_The DLQ is empty._"]
         await respond(text=title, blocks=[section(title), *[section(line) for line in body_lines]], response_type="ephemeral",
                       replace_original=False)
-
-    async def on_not_yet(self, ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
-        """Backfill and replay belong to the oncall operations, which this version does not have yet."""
-        await ack()
-        if body["actions"][0]["action_id"] == ids.SLI_BACKFILL:
-            text = NOT_YET.format(what="Planning a backfill", instead="Until then: stop the job, then reset its group with "
-                                  "`kafka-consumer-groups --reset-offsets --to-datetime … --group GROUP --topic TOPIC --execute`.")
-        else:
-            text = NOT_YET.format(what="Planning a DLQ replay", instead="Until then: look at sample dead letters first, and replay with a "
-                                  "tool that keeps each message's key, headers and timestamp.")
-        await respond(**ephemeral(text))
 
 
 def silence_form(episode: SliEpisode) -> dict[str, Any]:

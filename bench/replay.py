@@ -1,0 +1,146 @@
+"""A DLQ replay through the bot's operations service against a plain confluent-kafka consume→produce loop.
+
+Both copy the same DLQ topic (6 partitions; each message with a key, two headers and its own timestamp) into a
+topic of their own: the baseline with one consumer and one producer, no transactions, no database, nothing
+else; the bot as oncall runs it — the plan's scan (count, samples, what earlier replays copied), then the run:
+one transaction per batch with the consumer offsets committed inside it, progress saved to the database
+(SQLite) and the lease renewed. Both copies are then checked for their count. Uses $KAFKA_BOOTSTRAP_SERVERS,
+or starts a broker with scripts/kafka.sh.
+
+Run: .venv/bin/python bench/replay.py [--messages 200000] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from _kafka import broker, stop_broker
+from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from bot.domain.ops import ReplayRequest
+from bot.services.calendar import CalendarService
+from bot.services.lineage import LineageService
+from bot.services.operations import Actor, Operations
+from bot.services.outbox import Outbox
+from bot.services.sli import SliService
+from bot.store import migrate
+from bot.store.database import Database
+
+PARTITIONS = 6
+
+
+def fill(bootstrap: str, topic: str, count: int) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10000})
+    start = datetime.now(UTC) - timedelta(hours=1)
+    for i in range(count):
+        producer.produce(topic, b'{"order": %d, "error": "price out of range", "payload": "%s"}' % (i, b"x" * 120), f"order-{i}".encode(),
+                         partition=i % PARTITIONS, headers=[("error", b"price out of range"), ("trace", f"t-{i}".encode())],
+                         timestamp=int((start + timedelta(milliseconds=i)).timestamp() * 1000))
+        if i % 10000 == 0:
+            producer.poll(0)
+    producer.flush(120)
+
+
+def plain_loop(bootstrap: str, source: str, target: str, count: int) -> float:
+    """Seconds to copy ``count`` messages with a bare consumer and producer (key, headers, timestamp kept)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-plain-{uuid.uuid4().hex[:6]}", "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False})
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    consumer.subscribe([source])
+    copied, began = 0, time.perf_counter()
+    while copied < count:
+        for message in consumer.consume(500, 1.0):
+            if message.error() is not None:
+                continue
+            kind, stamp = message.timestamp()
+            producer.produce(target, message.value(), message.key(), partition=message.partition(), headers=message.headers(),
+                             timestamp=stamp)
+            copied += 1
+        producer.poll(0)
+    producer.flush(120)
+    consumer.commit(asynchronous=False)
+    seconds = time.perf_counter() - began
+    consumer.close()
+    return seconds
+
+
+def count(bootstrap: str, topic: str) -> int:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-count-{uuid.uuid4().hex[:6]}", "auto.offset.reset": "earliest",
+                         "isolation.level": "read_committed", "enable.partition.eof": True})
+    consumer.subscribe([topic])
+    seen, ended = 0, set()
+    while len(ended) < PARTITIONS:
+        for message in consumer.consume(1000, 10.0):
+            error = message.error()
+            if error is None:
+                seen += 1
+            elif error.code() == KafkaError._PARTITION_EOF:
+                ended.add(message.partition())
+    consumer.close()
+    return seen
+
+
+async def through_the_bot(bootstrap: str, source: str, targets: list[str]) -> list[tuple[float, float, int]]:
+    """Per target: seconds to plan, seconds to run, messages copied (``--again`` after the first: the same DLQ once more)."""
+    folder = tempfile.mkdtemp(prefix="bench-replay-")
+    url = f"sqlite:///{Path(folder) / 'changeops.db'}"
+    migrate.upgrade(url)
+    db = Database(url)
+    lineage = LineageService(db)
+    ops = Operations(db, lineage, SliService(db, lineage, Outbox()), Outbox(), CalendarService(db, lineage), None, bootstrap, None, "bench")
+    figures = []
+    try:
+        for number, target in enumerate(targets):
+            began = time.perf_counter()
+            row = await ops.plan_replay(ReplayRequest(source, target, again=number > 0), False, Actor("bench", "cli"), None)
+            planned = time.perf_counter()
+            await ops.confirm(int(row.id or 0), Actor("bench", "cli"))
+            done = await ops.run(int(row.id or 0))
+            figures.append((planned - began, time.perf_counter() - planned, int(done.progress["copied"])))
+        return figures
+    finally:
+        await asyncio.to_thread(ops.close)
+        await db.close()
+
+
+def main(messages: int, rounds: int, bootstrap: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    suffix = uuid.uuid4().hex[:8]
+    source = f"bench-dlq-{suffix}"
+    plain_targets = [f"bench-plain-{suffix}-{n}" for n in range(rounds)]
+    bot_targets = [f"bench-replay-{suffix}-{n}" for n in range(rounds)]
+    for future in admin.create_topics([NewTopic(t, num_partitions=PARTITIONS, replication_factor=1)
+                                       for t in (source, *plain_targets, *bot_targets)]).values():
+        future.result(timeout=30)
+    fill(bootstrap, source, messages)
+    plain = [plain_loop(bootstrap, source, target, messages) for target in plain_targets]
+    bot = asyncio.run(through_the_bot(bootstrap, source, bot_targets))
+    for target in (*plain_targets, *bot_targets):
+        assert count(bootstrap, target) == messages, f"{target} does not hold {messages} messages"
+    assert all(copied == messages for _, _, copied in bot)
+    plain_s, plan_s, run_s = statistics.median(plain), statistics.median(p for p, _, _ in bot), statistics.median(r for _, r, _ in bot)
+    print(f"messages: {messages:,} over {PARTITIONS} partitions; medians of {rounds} rounds")
+    print(f"plain consume→produce loop (no transactions):   {messages / plain_s:>10,.0f} msg/s ({plain_s:.2f} s)")
+    print(f"bot replay, run (exactly once, transactions):   {messages / run_s:>10,.0f} msg/s ({run_s:.2f} s)")
+    print(f"bot replay, plan's scan (count, samples, skips): {messages / plan_s:>10,.0f} msg/s ({plan_s:.2f} s)")
+    print(f"ratio run/plain: {plain_s / run_s:.2f} (aim >= 0.8); with the plan's scan: {plain_s / (plan_s + run_s):.2f}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=200_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    address, started_in = broker()
+    try:
+        main(args.messages, args.rounds, address)
+    finally:
+        stop_broker(started_in)

@@ -1,0 +1,237 @@
+"""``bot backfill``, ``bot replay`` and ``bot ops status|cancel|undo``: the oncall operations from a terminal.
+
+The plan is printed first; ``--yes`` runs it to the end (a replay of the same request left running by a bot or a
+terminal that died is resumed from its last committed transaction once its lease runs out). The audit records
+the surface ``cli`` and the operating-system user."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import getpass
+import json
+import os
+import socket
+import sys
+from datetime import timedelta
+from typing import Any
+
+from bot.cli.lineage import USAGE_ERROR, CommandError, command
+from bot.cli.store import NotMigrated, with_database
+from bot.config import Config
+from bot.domain.ops import BackfillRequest, OpKind, OpsError, OpState, ReplayRequest, backfill_request, replay_request
+from bot.kafka.avro import Registry
+from bot.services.calendar import CalendarService
+from bot.services.lineage import LineageService
+from bot.services.operations import DRY_RUN, Actor, Operations
+from bot.services.outbox import Outbox
+from bot.services.sli import SliService
+from bot.store.database import Database
+from bot.store.models import Operation, utcnow
+
+REFUSED = 1
+
+
+def add_parsers(sub: Any) -> None:
+    """Register ``backfill``, ``replay`` and ``ops``."""
+    backfill = sub.add_parser("backfill", help="reset a stopped consumer group to a time or offsets (a plan first; --yes applies it)")
+    backfill.add_argument("group")
+    backfill.add_argument("topic")
+    target = backfill.add_mutually_exclusive_group(required=True)
+    target.add_argument("--to-time", help="ISO 8601 with a zone, e.g. 2026-12-02T08:00:00Z")
+    target.add_argument("--to-offsets", help="PARTITION:OFFSET,... e.g. 0:1200,1:980")
+    target.add_argument("--by-duration", help="go back this long, e.g. 2h or 90m")
+    backfill.add_argument("--partitions", help="only these partitions, e.g. 0,1")
+    backfill.add_argument("--yes", action="store_true", help="apply the plan")
+    backfill.add_argument("--format", choices=("text", "json"), default="text")
+    backfill.set_defaults(run=command(run_backfill))
+
+    replay = sub.add_parser("replay", help="copy a DLQ's messages back exactly once, keeping event time (a plan first; --yes runs it)")
+    replay.add_argument("dlq")
+    replay.add_argument("--to", required=True, help="the target topic (a replay-only topic keeps replays out of live windows)")
+    replay.add_argument("--since", help="only messages from this time (ISO 8601)")
+    replay.add_argument("--until", help="only messages before this time (ISO 8601)")
+    replay.add_argument("--limit", help="at most this many (the oldest)")
+    replay.add_argument("--filter", help="only messages with this header, e.g. error=timeout")
+    replay.add_argument("--rate", help="at most this many per second, e.g. 500/s")
+    replay.add_argument("--again", action="store_true", help="copy messages an earlier replay already copied")
+    replay.add_argument("--dry-run", action="store_true", help="only show the plan")
+    replay.add_argument("--yes", action="store_true", help="run the plan to the end")
+    replay.add_argument("--format", choices=("text", "json"), default="text")
+    replay.set_defaults(run=command(run_replay))
+
+    ops = sub.add_parser("ops", help="oncall operations: status, cancel, undo").add_subparsers(metavar="ACTION")
+    status = ops.add_parser("status", help="running and recent backfills and replays")
+    status.add_argument("--format", choices=("text", "json"), default="text")
+    status.set_defaults(run=command(run_status))
+    for name, text in (("cancel", "cancel a plan, or stop a running replay at its next transaction"),
+                       ("undo", "put an applied backfill's group back where it was")):
+        action = ops.add_parser(name, help=text)
+        action.add_argument("operation", type=int)
+        action.add_argument("--format", choices=("text", "json"), default="text")
+        action.set_defaults(run=command(run_cancel if name == "cancel" else run_undo))
+
+
+def _options(args: argparse.Namespace, names: tuple[str, ...], flags: tuple[str, ...] = ()) -> list[str]:
+    words: list[str] = []
+    for name in names:
+        value = getattr(args, name.strip("-").replace("-", "_"))
+        if value is not None:
+            words += [name, value]
+    return words + [flag for flag in flags if getattr(args, flag.strip("-").replace("-", "_"))]
+
+
+def _with_ops(work: Any) -> Any:
+    config = Config.from_env(os.environ, require_slack=False)
+
+    async def run(db: Database) -> Any:
+        lineage = LineageService(db)
+        registry = Registry(config.schema_registry_url) if config.schema_registry_url else None
+        ops = Operations(db, lineage, SliService(db, lineage, Outbox()), Outbox(), CalendarService(db, lineage), None,
+                         config.kafka_bootstrap_servers, registry, f"cli-{socket.gethostname()}-{os.getpid()}",
+                         lease=timedelta(seconds=config.ops_lease_seconds))
+        try:
+            return await work(ops)
+        except OpsError as err:
+            raise CommandError(str(err), REFUSED) from None
+        finally:
+            await asyncio.to_thread(ops.close)
+            if registry is not None:
+                registry.close()
+
+    try:
+        return with_database(run)
+    except NotMigrated as err:
+        raise CommandError(str(err), USAGE_ERROR) from None
+
+
+def _actor() -> Actor:
+    return Actor(getpass.getuser(), "cli")
+
+
+def _needs_kafka() -> None:
+    if not Config.from_env(os.environ, require_slack=False).kafka_bootstrap_servers:
+        raise CommandError("KAFKA_BOOTSTRAP_SERVERS is not set: say which cluster (host:port,...)", USAGE_ERROR)
+
+
+def run_backfill(args: argparse.Namespace) -> int:
+    """``bot backfill GROUP TOPIC ...``: the plan; with ``--yes`` applied."""
+    _needs_kafka()
+    try:
+        request = backfill_request([args.group, args.topic, *_options(args, ("--to-time", "--to-offsets", "--by-duration", "--partitions"))],
+                                   utcnow())
+    except OpsError as err:
+        raise CommandError(str(err), USAGE_ERROR) from None
+
+    async def work(ops: Operations) -> Operation:
+        row = await ops.plan_backfill(request, _actor(), None, dry_run=not args.yes)
+        _show(row, args.format, final=not args.yes)
+        return await ops.confirm(int(row.id or 0), _actor()) if args.yes else row
+
+    row = _with_ops(work)
+    if args.yes:
+        _show(row, args.format, final=True)
+    return 0
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    """``bot replay DLQ --to TOPIC ...``: the plan; with ``--yes`` run to the end (or an interrupted run of it resumed)."""
+    _needs_kafka()
+    try:
+        request, dry_run = replay_request([args.dlq, *_options(args, ("--to", "--since", "--until", "--limit", "--filter", "--rate"),
+                                                                ("--again", "--dry-run"))], utcnow())
+    except OpsError as err:
+        raise CommandError(str(err), USAGE_ERROR) from None
+
+    async def work(ops: Operations) -> Operation:
+        left = None if dry_run else await ops.find_unfinished(OpKind.REPLAY, request.as_json())
+        if left is not None and args.yes:
+            print(f"#{left.id} is this same replay, left {left.state} by {left.lease_owner}: resuming it from its last committed transaction",
+                  file=sys.stderr)
+            while await ops.claim(left) is None:
+                await asyncio.sleep(1.0)
+            return await ops.run(int(left.id or 0), resumed=True)
+        row = await ops.plan_replay(request, dry_run or not args.yes, _actor(), None)
+        _show(row, args.format, final=dry_run or not args.yes)
+        if dry_run or not args.yes:
+            return row
+        await ops.confirm(int(row.id or 0), _actor())
+        return await ops.run(int(row.id or 0))
+
+    row = _with_ops(work)
+    if args.yes and not dry_run:
+        _show(row, args.format, final=True)
+    return 0 if row.state in (OpState.DONE.value, OpState.PLANNED.value, DRY_RUN) else REFUSED
+
+
+def run_status(args: argparse.Namespace) -> int:
+    """``bot ops status``: running operations first, then the most recent."""
+    rows = _with_ops(lambda ops: ops.recent(50))
+    if args.format == "json":
+        print(json.dumps([as_json(r) for r in rows], indent=2, ensure_ascii=False))
+        return 0
+    if not rows:
+        print("no operation yet: `bot backfill` or `bot replay` plans one")
+    for row in rows:
+        print(f"#{row.id:<5} {row.kind:<9} {row.state:<11} {summary(row)}  ({row.requested_by} via {row.surface}, {row.created_at:%Y-%m-%d %H:%M})")
+    return 0
+
+
+def run_cancel(args: argparse.Namespace) -> int:
+    """``bot ops cancel ID``."""
+    row = _with_ops(lambda ops: ops.cancel(args.operation, _actor()))
+    _show(row, args.format, final=True)
+    return 0
+
+
+def run_undo(args: argparse.Namespace) -> int:
+    """``bot ops undo ID``."""
+    _needs_kafka()
+    row = _with_ops(lambda ops: ops.undo(args.operation, _actor()))
+    _show(row, args.format, final=True)
+    return 0
+
+
+def as_json(row: Operation) -> dict[str, Any]:
+    """An operation for scripts."""
+    return {"operation": row.id, "kind": row.kind, "state": row.state, "team": row.team, "requested_by": row.requested_by, "surface": row.surface,
+            "request": row.request, "plan": row.plan, "progress": row.progress, "result": row.result or None,
+            "created_at": row.created_at.isoformat(), "calendar_entry": row.calendar_entry}
+
+
+def summary(row: Operation) -> str:
+    """One line: what it does."""
+    if row.kind == OpKind.BACKFILL.value:
+        request = BackfillRequest.from_json(row.request)
+        to = request.to_time.isoformat() if request.to_time else ",".join(f"{p}:{o}" for p, o in sorted(request.to_offsets.items()))
+        return f"{request.group} on {request.topic} to {to}"
+    replay = ReplayRequest.from_json(row.request)
+    copied = row.progress.get("copied")
+    return f"{replay.dlq} -> {replay.target}: {row.plan.get('count', 0):,} to copy" + (f", {copied:,} copied" if copied is not None else "")
+
+
+def _show(row: Operation, form: str, final: bool) -> None:
+    """The plan or the outcome; JSON once, at the end."""
+    if form == "json":
+        if final:
+            print(json.dumps(as_json(row), indent=2, ensure_ascii=False))
+        return
+    print(f"#{row.id} {row.kind} {row.state}: {summary(row)}")
+    if row.kind == OpKind.BACKFILL.value and row.state in (OpState.PLANNED.value, DRY_RUN):
+        print(f"  {'partition':>9} {'committed':>12} {'target':>12} {'re-read':>10}")
+        for move in row.plan["moves"]:
+            committed = "none" if move["committed"] is None else f"{move['committed']:,}"
+            warn = "  ! before the earliest retained offset: starts there; older data is gone" if move["before_retention"] else ""
+            print(f"  {move['partition']:>9} {committed:>12} {move['target']:>12,} {move['reread']:>10,}{warn}")
+        if final and row.state == DRY_RUN:
+            print("nothing moved: run again with --yes to apply (stop the job first)")
+    elif row.kind == OpKind.REPLAY.value and row.state in (OpState.PLANNED.value, DRY_RUN):
+        plan = row.plan
+        print(f"  {plan['count']:,} to copy; {plan['skipped']:,} already copied by an earlier replay (skipped; --again copies them); "
+              f"{plan['filtered']:,} left out by the filter")
+        for sample in plan["samples"]:
+            print("  " + sample.replace("\n", "\n    "))
+        if final:
+            print("nothing copied: run again with --yes to run it")
+    elif row.result:
+        print(f"  {row.result}")

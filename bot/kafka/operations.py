@@ -1,0 +1,356 @@
+"""Oncall operations on the real cluster: what a backfill needs to know (the group's state and members, its
+committed offsets, the partitions' watermarks, offsets for a time) and its one write (the group's offsets);
+a DLQ replay's scan (count, samples, what earlier replays copied) and its exactly-once copy.
+
+Every call blocks (run it in a worker thread) and has a timeout. Names the cluster does not know come back as
+``OpsError`` with a message for people."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient
+
+from bot.domain.ops import (
+    REPLAY_HEADER_ID,
+    REPLAY_HEADER_SOURCE,
+    BackfillRequest,
+    Copied,
+    Headers,
+    Member,
+    OpsError,
+    PartitionMove,
+    ReplayRequest,
+    Span,
+    already_copied,
+    plan_backfill,
+    refuse_active,
+)
+from bot.kafka.avro import Registry
+from bot.kafka.dead_letters import describe
+
+TIMEOUT = 10.0
+BATCH = 5000  # messages a scan reads at once
+TRANSACTION = 50_000  # messages per transaction at most
+TRANSACTION_SECONDS = 1.0  # and at most this long (a cancel waits for it)
+CONSUME = 5000  # messages taken from the consumer at once
+SAMPLES = 5
+
+
+def replay_group(operation: int) -> str:
+    """The consumer group (and transactional id) of a replay: stable across restarts, so a resume continues it."""
+    return f"changeops-replay-{operation}"
+
+
+class Cluster:
+    """Admin questions and the offset reset (blocking)."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.bootstrap = bootstrap
+        self.admin = AdminClient({"bootstrap.servers": bootstrap, "client.id": "changeops-ops"})
+        self.probe = Consumer({"bootstrap.servers": bootstrap, "group.id": "changeops-ops-probe", "enable.auto.commit": False,
+                               "client.id": "changeops-ops", "allow.auto.create.topics": False})
+
+    def close(self) -> None:
+        """Release the probe consumer."""
+        self.probe.close()
+
+    def partitions(self, topic: str) -> list[int]:
+        """The topic's partitions; OpsError when the cluster does not know it."""
+        metadata = self.admin.list_topics(timeout=TIMEOUT).topics.get(topic)  # every topic: asking for one may create it
+        if metadata is None or metadata.error is not None or not metadata.partitions:
+            raise OpsError(f"the cluster has no topic {topic} (check the name: `kafka-topics --list`)")
+        return sorted(metadata.partitions)
+
+    def watermarks(self, topic: str, partitions: list[int]) -> dict[int, tuple[int, int]]:
+        """Earliest retained and next offset of each partition."""
+        return {p: tuple(self.probe.get_watermark_offsets(TopicPartition(topic, p), timeout=TIMEOUT)) for p in partitions}  # type: ignore[misc]
+
+    def offsets_for_time(self, topic: str, partitions: list[int], moment: datetime) -> dict[int, int]:
+        """The first offset at or after ``moment`` on each partition (-1: every message is older)."""
+        millis = int(moment.timestamp() * 1000)
+        found = self.probe.offsets_for_times([TopicPartition(topic, p, millis) for p in partitions], timeout=TIMEOUT)
+        return {tp.partition: tp.offset for tp in found}
+
+    def group(self, group: str) -> tuple[str, list[Member]]:
+        """The group's state and connected members."""
+        described = self.admin.describe_consumer_groups([group], request_timeout=TIMEOUT)[group].result(timeout=TIMEOUT)
+        state = getattr(described.state, "name", str(described.state))
+        return state, [Member(m.client_id, m.host) for m in described.members or []]
+
+    def committed(self, group: str, topic: str, partitions: list[int]) -> dict[int, int]:
+        """The group's committed offsets on the topic's partitions (those it committed)."""
+        asked = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p) for p in partitions])
+        answer = self.admin.list_consumer_group_offsets([asked], request_timeout=TIMEOUT)[group].result(timeout=TIMEOUT)
+        return {tp.partition: tp.offset for tp in answer.topic_partitions or [] if tp.offset >= 0}
+
+    def plan_backfill(self, request: BackfillRequest) -> tuple[list[PartitionMove], str]:
+        """The moves of a backfill as the cluster stands now, and the group's state; OpsError when it cannot be run."""
+        partitions = self.partitions(request.topic)
+        state, members = self.group(request.group)
+        committed = self.committed(request.group, request.topic, partitions)
+        if not members and not committed and state in ("DEAD", "UNKNOWN"):
+            raise OpsError(f"consumer group {request.group} has never committed on {request.topic} and has no members: "
+                           "check the name (`kafka-consumer-groups --list`)")
+        refuse_active(request.group, state, members)
+        chosen = list(request.partitions) or sorted(request.to_offsets) or partitions
+        chosen = [p for p in chosen if p in partitions] or partitions
+        by_time = self.offsets_for_time(request.topic, chosen, request.to_time) if request.to_time else {}
+        return plan_backfill(request, partitions, self.watermarks(request.topic, chosen), committed, by_time), state
+
+    def reset(self, group: str, topic: str, offsets: dict[int, int]) -> None:
+        """Move the group's committed offsets (the broker refuses while the group has members)."""
+        wanted = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p, o) for p, o in sorted(offsets.items())])
+        answer = self.admin.alter_consumer_group_offsets([wanted], request_timeout=TIMEOUT)[group].result(timeout=TIMEOUT)
+        failed = [f"partition {tp.partition}: {tp.error}" for tp in answer.topic_partitions or [] if tp.error is not None]
+        if failed:
+            raise OpsError(f"the broker refused the reset of {group}: {'; '.join(failed)}")
+
+    def lag(self, group: str, topic: str, partitions: list[int]) -> int:
+        """Messages the group has still to read on these partitions."""
+        committed = self.committed(group, topic, partitions)
+        return sum(max(0, high - committed.get(p, low)) for p, (low, high) in self.watermarks(topic, partitions).items())
+
+
+# --- replay -----------------------------------------------------------------------------------------
+
+@dataclass
+class ReplayPlan:
+    """What a replay will copy: the DLQ offsets it covers, how many messages, samples, what is skipped."""
+
+    spans: list[Span]
+    count: int
+    skipped: int  # copied by an earlier replay (left out unless --again)
+    filtered: int  # left out by the header filter
+    samples: list[str]
+    target_partitions: int
+    same_partition: bool  # each message goes to its own partition number in the target
+
+    def as_json(self) -> dict[str, Any]:
+        """For storage and ``--format json``."""
+        return {"spans": [[s.partition, s.start, s.end] for s in self.spans], "count": self.count, "skipped": self.skipped,
+                "filtered": self.filtered, "samples": self.samples, "target_partitions": self.target_partitions,
+                "same_partition": self.same_partition}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ReplayPlan:
+        """From storage."""
+        return cls([Span(*s) for s in data["spans"]], data["count"], data["skipped"], data.get("filtered", 0), list(data["samples"]),
+                   data["target_partitions"], bool(data["same_partition"]))
+
+
+def _headers(message: Message) -> Headers:
+    """The message's headers as (name, bytes) pairs, as the client hands them to a consumer."""
+    return message.headers() or []  # type: ignore[return-value]
+
+
+def scan(cluster: Cluster, request: ReplayRequest, earlier: list[Copied], registry: Registry | None) -> ReplayPlan:
+    """Read the DLQ range once: count what will be copied, keep five samples, find what earlier replays copied."""
+    partitions = cluster.partitions(request.dlq)
+    target_partitions = len(cluster.partitions(request.target))
+    marks = cluster.watermarks(request.dlq, partitions)
+    starts = cluster.offsets_for_time(request.dlq, partitions, request.since) if request.since else {}
+    ends = cluster.offsets_for_time(request.dlq, partitions, request.until) if request.until else {}
+    ranges: dict[int, tuple[int, int]] = {}
+    for p, (low, high) in marks.items():
+        start = starts.get(p, low) if request.since else low
+        start = high if start < 0 else max(start, low)
+        end = ends.get(p, high) if request.until else high
+        end = high if end < 0 else min(end, high)
+        if end > start:
+            ranges[p] = (start, end)
+    wanted: list[tuple[int, int, int]] = []  # (timestamp, partition, offset) of the messages to copy
+    samples: list[Message] = []
+    skipped = filtered = 0
+    if ranges:
+        consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "changeops-ops-scan", "enable.auto.commit": False,
+                             "client.id": "changeops-ops-scan", "isolation.level": "read_committed", "enable.partition.eof": True})
+        try:
+            consumer.assign([TopicPartition(request.dlq, p, start) for p, (start, _) in ranges.items()])
+            open_ = set(ranges)
+            heard = time.monotonic()
+            while open_:
+                batch = consumer.consume(BATCH, 0.1)  # short: the end of a range is not waited for
+                if not batch:
+                    if time.monotonic() - heard > TIMEOUT:
+                        raise OpsError(f"reading {request.dlq} stalled (nothing in {TIMEOUT:g} s); try again")
+                    continue
+                heard = time.monotonic()
+                for message in batch:
+                    p = int(message.partition() or 0)
+                    error = message.error()
+                    if error is not None:
+                        if error.code() == KafkaError._PARTITION_EOF:
+                            open_.discard(p)
+                        continue
+                    offset = int(message.offset() or 0)
+                    if p not in open_ or offset >= ranges[p][1]:
+                        open_.discard(p)
+                        continue
+                    headers = _headers(message)
+                    if not request.matches(headers):
+                        filtered += 1
+                    elif not request.again and already_copied(p, offset, headers, earlier) is not None:
+                        skipped += 1
+                    else:
+                        wanted.append((message.timestamp()[1], p, offset))
+                        if len(samples) < SAMPLES:
+                            samples.append(message)
+                    if offset + 1 >= ranges[p][1]:
+                        open_.discard(p)
+        finally:
+            consumer.close()
+    if request.limit is not None and len(wanted) > request.limit:
+        wanted.sort()
+        kept = wanted[:request.limit]
+        last = {p: max(o for _, q, o in kept if q == p) for _, p, _ in kept}
+        ranges = {p: (ranges[p][0], last[p] + 1) for p in last}
+        wanted = kept
+    spans = [Span(p, start, end) for p, (start, end) in sorted(ranges.items())]
+    lines = [describe(m.value() or b"", m.key(), list(_headers(m)), m.timestamp()[1], int(m.partition() or 0), int(m.offset() or 0), registry)
+             for m in samples]
+    return ReplayPlan(spans, len(wanted), skipped, filtered, lines, target_partitions, target_partitions >= len(partitions))
+
+
+@dataclass
+class Progress:
+    """Where a running replay is, shared between its worker thread and the event loop."""
+
+    copied: int = 0
+    positions: dict[int, int] = field(default_factory=dict)  # DLQ partition -> next offset, as last committed
+    resumed_from: int = 0  # messages already copied before this run (a resume)
+    started: float = field(default_factory=time.monotonic)
+    stop: threading.Event = field(default_factory=threading.Event)
+
+
+class Replayer:
+    """Copies a replay's spans into its target exactly once: each batch is one transaction that also commits the
+    replay group's DLQ offsets (with the count copied so far in the commit's metadata), so a resume after a crash
+    starts at the last committed batch and a ``read_committed`` reader sees every message once."""
+
+    def __init__(self, bootstrap: str, operation: int, request: ReplayRequest, plan: ReplayPlan, earlier: list[Copied],
+                 progress: Progress, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.bootstrap, self.operation, self.request, self.plan, self.earlier = bootstrap, operation, request, plan, earlier
+        self.progress, self.sleep = progress, sleep
+
+    def run(self) -> bool:
+        """Copy until every span is done (True) or ``progress.stop`` is set (False, at a transaction boundary)."""
+        group = replay_group(self.operation)
+        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": group, "enable.auto.commit": False,
+                             "isolation.level": "read_committed", "client.id": group, "enable.partition.eof": True,
+                             "auto.offset.reset": "earliest"})
+        producer = Producer({"bootstrap.servers": self.bootstrap, "transactional.id": group, "client.id": group, "linger.ms": 5,
+                             "batch.num.messages": 10_000, "transaction.timeout.ms": 60_000})
+        try:
+            # fetching starts from where the replay was last seen while the producer fences a previous owner (which also
+            # settles what it left open); the offsets committed after that are the truth, and a partition elsewhere is moved
+            guess = {s.partition: max(s.start, self.progress.positions.get(s.partition, s.start)) for s in self.plan.spans}
+            consumer.assign([TopicPartition(self.request.dlq, p, o) for p, o in sorted(guess.items())])
+            producer.init_transactions(TIMEOUT * 3)
+            return self._copy(consumer, producer, guess)
+        finally:
+            consumer.close()
+            producer.flush(TIMEOUT)
+
+    def _copy(self, consumer: Consumer, producer: Producer, guess: dict[int, int]) -> bool:
+        dlq, ends = self.request.dlq, {s.partition: s.end for s in self.plan.spans}
+        starts = {s.partition: s.start for s in self.plan.spans}
+        counts = dict.fromkeys(ends, 0)
+        for tp in consumer.committed([TopicPartition(dlq, p) for p in ends], timeout=TIMEOUT):
+            if tp.offset >= 0:
+                starts[tp.partition] = max(starts[tp.partition], tp.offset)
+                counts[tp.partition] = int(json.loads(tp.metadata or "{}").get("copied", 0))
+        progress = self.progress
+        progress.resumed_from = progress.copied = sum(counts.values())
+        progress.positions = dict(starts)
+        open_ = {p for p in ends if starts[p] < ends[p]}
+        if not open_:
+            return True
+        consumer.pause([TopicPartition(dlq, p) for p in ends if p not in open_])
+        for p in sorted(open_):
+            if starts[p] != guess[p]:
+                consumer.seek(TopicPartition(dlq, p, starts[p]))
+        rate = self.request.rate
+        limit = max(1, min(TRANSACTION, int(rate))) if rate else TRANSACTION  # messages per transaction
+        began, copied_now = time.monotonic(), 0
+        while open_:
+            if progress.stop.is_set():
+                return False
+            producer.begin_transaction()
+            positions, copied = self._fill(consumer, producer, open_, starts, ends, counts, limit)
+            if positions:
+                offsets = [TopicPartition(dlq, p, o, metadata=json.dumps({"copied": counts.get(p, 0)})) for p, o in sorted(positions.items())]
+                producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), TIMEOUT * 3)
+                producer.commit_transaction(TIMEOUT * 6)
+                progress.positions.update(positions)
+                starts.update(positions)
+                progress.copied = sum(counts.values())
+            else:
+                producer.abort_transaction(TIMEOUT * 3)
+            copied_now += copied
+            if rate:
+                ahead = copied_now / rate - (time.monotonic() - began)
+                if ahead > 0:
+                    self.sleep(ahead)
+        return True
+
+    def _fill(self, consumer: Consumer, producer: Producer, open_: set[int], starts: dict[int, int], ends: dict[int, int],
+              counts: dict[int, int], limit: int) -> tuple[dict[int, int], int]:
+        """Copy into the open transaction until ``limit`` messages were read, ``TRANSACTION_SECONDS`` passed, or every span
+        is done; the DLQ positions reached and how many were copied."""
+        target, request, earlier = self.request.target, self.request, self.earlier
+        source_id, same_partition = str(self.operation).encode(), self.plan.same_partition
+        prefix = {p: f"{request.dlq}/{p}/".encode() for p in ends}  # + the offset: the changeops-source header
+        check = request.header is not None or (earlier and not request.again)
+        positions: dict[int, int] = {}
+        copied = read = 0
+        deadline = time.monotonic() + TRANSACTION_SECONDS
+        while open_ and read < limit and time.monotonic() < deadline and not self.progress.stop.is_set():
+            for message in consumer.consume(min(CONSUME, limit - read), 0.1):  # short: the end of a span is not waited for
+                p, error = message.partition() or 0, message.error()
+                if error is not None:
+                    if error.code() == KafkaError._PARTITION_EOF and p in open_:  # everything below its offset was seen
+                        positions[p] = max(positions.get(p, starts[p]), min(message.offset() or 0, ends[p]))
+                        if positions[p] >= ends[p]:
+                            open_.discard(p)
+                    continue
+                offset, end = message.offset() or 0, ends[p]
+                if offset >= end or p not in open_:
+                    open_.discard(p)
+                    continue
+                read += 1
+                positions[p] = offset + 1
+                headers: Headers = message.headers() or []  # type: ignore[assignment]  # a consumer's are (name, bytes) pairs
+                if not check or request.matches(headers) and (request.again or already_copied(p, offset, headers, earlier) is None):
+                    headers += ((REPLAY_HEADER_ID, source_id), (REPLAY_HEADER_SOURCE, prefix[p] + b"%d" % offset))
+                    kind, stamp = message.timestamp()
+                    producer.produce(target, message.value(), message.key(), partition=p if same_partition else -1, headers=headers,  # type: ignore[arg-type]
+                                     timestamp=stamp if kind else 0)
+                    counts[p] += 1
+                    copied += 1
+                if offset + 1 >= end:
+                    open_.discard(p)
+        return positions, copied
+
+
+def is_retriable(err: BaseException) -> bool:
+    """A Kafka failure worth resuming from (the broker away, a timeout), as opposed to a refusal."""
+    if isinstance(err, KafkaException) and err.args and isinstance(err.args[0], KafkaError):
+        error: KafkaError = err.args[0]
+        return bool(error.retriable() or error.code() in (KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN))
+    return isinstance(err, TimeoutError)

@@ -1,0 +1,549 @@
+"""Oncall operations: plans, confirmations, runs, cancels and undos of backfills and DLQ replays.
+
+Every change of an operation is a conditional update on the state (and version) it expects, audited, and
+owes its Slack message an edit through the outbox in the same transaction. A running replay is owned through
+a lease on its row with a heartbeat; a replay whose owner went quiet is resumed by whichever bot (or terminal
+run) takes the lease next, from the last committed transaction. Cluster calls block, so they run in worker
+threads."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import or_, update
+from sqlmodel import col, select
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from bot.domain.calendar import Kind as EntryKind
+from bot.domain.calendar import Scope, Status, Window
+from bot.domain.lineage.model import Team
+from bot.domain.ops import BackfillRequest, Copied, OpKind, OpsError, OpState, PartitionMove, ReplayRequest, Span, progress_text
+from bot.kafka.avro import Registry
+from bot.kafka.operations import Cluster, Progress, Replayer, ReplayPlan, is_retriable, replay_group, scan
+from bot.services.audit import record as audit
+from bot.services.calendar import CalendarService
+from bot.services.lineage import LineageService
+from bot.services.outbox import Outbox
+from bot.services.proposals import Membership
+from bot.services.sli import SliService
+from bot.store.database import Database
+from bot.store.models import CalendarEntry, Operation, aware, utcnow
+
+log = logging.getLogger(__name__)
+OPS_MESSAGE, OPS_NOTE = "ops.message", "ops.note"
+PROGRESS_SECONDS = 5.0  # how often a running replay's message is edited and its lease renewed
+FOLLOW_FOR = timedelta(hours=24)  # how long a backfill's catch-up is followed
+CAUGHT_UP = 0  # lag (messages) at which a backfill counts as caught up
+DRY_RUN = "dry-run"
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who acts, from where (``slack``, ``cli``)."""
+
+    user: str
+    surface: str
+
+
+def key_of(operation: int) -> str:
+    """The outbox key of an operation's message and thread (in order)."""
+    return f"op:{operation}"
+
+
+class Operations:
+    """Backfills and replays, from any surface."""
+
+    def __init__(self, db: Database, lineage: LineageService, sli: SliService, outbox: Outbox, calendar: CalendarService,
+                 membership: Membership | None, bootstrap: str | None, registry: Registry | None, owner: str,
+                 lease: timedelta = timedelta(seconds=30), clock: Callable[[], datetime] = utcnow) -> None:
+        self.db, self.lineage, self.sli, self.outbox, self.calendar = db, lineage, sli, outbox, calendar
+        self.membership, self.bootstrap, self.registry, self.owner = membership, bootstrap, registry, owner
+        self.lease, self.clock = lease, clock
+        self._cluster: Cluster | None = None
+        self.running: dict[int, Progress] = {}  # replays this process runs now
+        self._tasks: set[asyncio.Task[Operation]] = set()
+
+    # --- who may --------------------------------------------------------------------------------
+
+    async def team_of(self, kind: OpKind, request: BackfillRequest | ReplayRequest) -> str | None:
+        """The team whose oncall runs this: the owner of the pipeline that reads with the group (backfill) or dead-letters to
+        the DLQ (replay)."""
+        for pipeline in (await self.sli.pipelines()).values():
+            if isinstance(request, BackfillRequest) and pipeline.group == request.group:
+                return pipeline.owner
+            if isinstance(request, ReplayRequest) and pipeline.dlq == request.dlq:
+                return pipeline.owner
+        return None
+
+    async def refusal(self, user: str, team_name: str | None) -> str | None:
+        """None when ``user`` is oncall for ``team_name`` or in the global oncall group, else why not (for people)."""
+        assert self.membership is not None
+        teams = await self.lineage.teams()
+        team = teams.get(team_name) if team_name else None
+        if team is not None and user in await self.membership.members(Team(f"{team.name} oncall", team.oncall_usergroup, list(team.oncall))):
+            return None
+        everyone = await self.lineage.global_oncall()
+        if everyone is not None and user in await self.membership.members(everyone):
+            return None
+        whose = f"the oncall of {team_name}" if team_name else "no pipeline's team (no catalog pipeline uses it)"
+        also = " or the global oncall group (`oncall:` in the catalog)" if everyone else " (the catalog names no global `oncall:` group)"
+        return f"Only oncall may run this: it belongs to {whose}{also}"
+
+    # --- the cluster ----------------------------------------------------------------------------
+
+    def _kafka(self) -> Cluster:
+        if not self.bootstrap:
+            raise OpsError("Kafka is not configured for this bot: set KAFKA_BOOTSTRAP_SERVERS")
+        if self._cluster is None:
+            self._cluster = Cluster(self.bootstrap)
+        return self._cluster
+
+    def close(self) -> None:
+        """Release the cluster clients."""
+        if self._cluster is not None:
+            self._cluster.close()
+            self._cluster = None
+
+    async def _ask(self, work: Callable[[Cluster], Any]) -> Any:
+        """A blocking cluster call in a worker thread; a Kafka failure becomes an OpsError for people."""
+        def call() -> Any:
+            return work(self._kafka())
+        try:
+            return await asyncio.to_thread(call)
+        except OpsError:
+            raise
+        except Exception as err:  # the broker away, a timeout, a refusal: say what Kafka said
+            raise OpsError(f"Kafka did not answer as expected: {type(err).__name__}: {str(err)[:300]}") from None
+
+    # --- planning -------------------------------------------------------------------------------
+
+    async def plan_backfill(self, request: BackfillRequest, actor: Actor, channel: str | None, dry_run: bool = False) -> Operation:
+        """Plan a backfill on the cluster as it stands (nothing moves; a dry run is only shown); OpsError when it cannot be run."""
+        team = await self.team_of(OpKind.BACKFILL, request)
+        if actor.surface == "slack" and (why := await self.refusal(actor.user, team)):
+            raise OpsError(why)
+        moves, state = await self._ask(lambda cluster: cluster.plan_backfill(request))
+        plan = {"moves": [m.as_json() for m in moves], "group_state": state}
+        return await self._create(OpKind.BACKFILL, DRY_RUN if dry_run else OpState.PLANNED, team, actor, request.as_json(), plan, channel)
+
+    async def plan_replay(self, request: ReplayRequest, dry_run: bool, actor: Actor, channel: str | None) -> Operation:
+        """Scan the DLQ and plan a replay (a dry run is only shown); OpsError when it cannot be run."""
+        team = await self.team_of(OpKind.REPLAY, request)
+        if actor.surface == "slack" and (why := await self.refusal(actor.user, team)):
+            raise OpsError(why)
+        await self._one_at_a_time(request.dlq)
+        earlier = await self.copied(request.dlq)
+        plan: ReplayPlan = await self._ask(lambda cluster: scan(cluster, request, earlier, self.registry))
+        return await self._create(OpKind.REPLAY, DRY_RUN if dry_run else OpState.PLANNED, team, actor, request.as_json(), plan.as_json(), channel)
+
+    async def _one_at_a_time(self, dlq: str) -> None:
+        """OpsError while a replay of ``dlq`` runs: two at once could copy a message twice."""
+        for row in await self.recent(200):
+            if row.kind == OpKind.REPLAY.value and row.state in (OpState.RUNNING.value, OpState.CANCELLING.value) and row.request.get("dlq") == dlq:
+                raise OpsError(f"replay #{row.id} of {dlq} is running: wait for it to end (or cancel it), then plan again")
+
+    async def _create(self, kind: OpKind, state: str, team: str | None, actor: Actor, request: dict[str, Any], plan: dict[str, Any],
+                      channel: str | None) -> Operation:
+        async with self.db.session() as session:
+            row = Operation(kind=kind.value, state=state, team=team, requested_by=actor.user, surface=actor.surface, request=request,
+                            plan=plan, channel=channel or await self._channel_of(team), created_at=self.clock(), updated_at=self.clock())
+            session.add(row)
+            await session.flush()
+            assert row.id is not None
+            audit(session, actor.user, actor.surface, "dry-run" if state == DRY_RUN else "planned", kind.value, str(row.id), {"request": request})
+            if row.channel:
+                self.outbox.add(session, OPS_MESSAGE, key_of(row.id), {"operation": row.id})
+            await session.commit()
+            await session.refresh(row)
+        self.outbox.wake()
+        return row
+
+    async def _channel_of(self, team: str | None) -> str | None:
+        """Where a terminal's operation is shown: its team's channel."""
+        teams = await self.lineage.teams()
+        return teams[team].channel if team and team in teams else None
+
+    async def copied(self, dlq: str) -> list[Copied]:
+        """What earlier replays of ``dlq`` copied: all of a finished one's range; for the others, up to the DLQ offsets their
+        last committed transaction recorded (Kafka's word, not our last heartbeat's)."""
+        async with self.db.session() as session:
+            rows = (await session.exec(select(Operation).where(col(Operation.kind) == OpKind.REPLAY.value,
+                                                                col(Operation.state).in_([OpState.RUNNING.value, OpState.CANCELLING.value,
+                                                                                          OpState.CANCELLED.value, OpState.DONE.value,
+                                                                                          OpState.FAILED.value])))).all()
+        earlier = []
+        for row in rows:
+            request = ReplayRequest.from_json(row.request)
+            if request.dlq != dlq:
+                continue
+            assert row.id is not None
+            spans = ReplayPlan.from_json(row.plan).spans
+            if row.state != OpState.DONE.value:  # as far as it got: Kafka's committed offsets, or what it saved (they expire in Kafka)
+                positions: dict[int, int] = await self._ask(_committed_of(row.id, dlq, [s.partition for s in spans]))
+                saved = {int(p): int(o) for p, o in (row.progress.get("positions") or {}).items()}
+                spans = [Span(s.partition, s.start, min(s.end, max(s.start, positions.get(s.partition, s.start), saved.get(s.partition, s.start))))
+                         for s in spans]
+            earlier.append(Copied(row.id, tuple(spans), request.header))
+        return earlier
+
+    # --- reading --------------------------------------------------------------------------------
+
+    async def get(self, operation: int) -> Operation:
+        """One operation; OpsError when there is none."""
+        async with self.db.session() as session:
+            row = await session.get(Operation, operation)
+        if row is None:
+            raise OpsError(f"there is no operation #{operation}")
+        return row
+
+    async def recent(self, limit: int = 20) -> list[Operation]:
+        """Running operations first, then the most recent."""
+        async with self.db.session() as session:
+            rows = list((await session.exec(select(Operation).order_by(col(Operation.id).desc()).limit(200))).all())
+        active = [r for r in rows if not _final(r.state)]
+        return (active + [r for r in rows if _final(r.state)])[:limit]
+
+    async def find_unfinished(self, kind: OpKind, request: dict[str, Any]) -> Operation | None:
+        """A running operation of the same request, whatever its rate (a terminal run resumes it)."""
+        async with self.db.session() as session:
+            rows = (await session.exec(select(Operation).where(col(Operation.kind) == kind.value, col(Operation.state).in_(
+                [OpState.RUNNING.value, OpState.CANCELLING.value])).order_by(col(Operation.id)))).all()
+        def same(other: dict[str, Any]) -> bool:
+            return {k: v for k, v in other.items() if k != "rate"} == {k: v for k, v in request.items() if k != "rate"}
+        return next((r for r in rows if same(r.request)), None)
+
+    # --- changing -------------------------------------------------------------------------------
+
+    async def _move(self, row: Operation, expect: tuple[str, ...], actor: Actor | None, action: str, detail: dict[str, Any] | None = None,
+                    note: str | None = None, session_work: Callable[[AsyncSession, Operation], Any] | None = None, **values: Any) -> Operation:
+        """Write ``values`` if the row is still in one of ``expect`` at its version; audited, its message edited, a thread note."""
+        assert row.id is not None
+        async with self.db.session() as session:
+            moved = await session.exec(update(Operation).where(col(Operation.id) == row.id, col(Operation.version) == row.version,
+                                                               col(Operation.state).in_(expect))
+                                       .values(**values, version=row.version + 1, updated_at=self.clock()))
+            if not getattr(moved, "rowcount", 0):
+                current = await session.get(Operation, row.id)
+                state = current.state if current else "gone"
+                raise OpsError(f"#{row.id} is {state} now (someone else acted on it first); nothing changed")
+            fresh = await session.get(Operation, row.id)
+            assert fresh is not None
+            if session_work is not None:
+                await session_work(session, fresh)
+            if actor is not None:
+                audit(session, actor.user, actor.surface, action, row.kind, str(row.id), detail or {})
+            if fresh.channel:
+                self.outbox.add(session, OPS_MESSAGE, key_of(row.id), {"operation": row.id})
+                if note:
+                    self.outbox.add(session, OPS_NOTE, key_of(row.id), {"operation": row.id, "text": note})
+            await session.commit()
+            await session.refresh(fresh)
+        self.outbox.wake()
+        return fresh
+
+    async def confirm(self, operation: int, actor: Actor) -> Operation:
+        """Run a planned operation: a backfill moves the group (after re-checking the plan); a replay starts (see ``run``)."""
+        row = await self.get(operation)
+        if row.state != OpState.PLANNED.value:
+            raise OpsError(f"#{operation} is {row.state}, not waiting for a confirmation; nothing changed")
+        if actor.surface == "slack" and (why := await self.refusal(actor.user, row.team)):
+            raise OpsError(why)
+        if row.kind == OpKind.BACKFILL.value:
+            return await self._apply(row, actor)
+        await self._one_at_a_time(str(row.request["dlq"]))
+        return await self._move(row, (OpState.PLANNED.value,), actor, "confirmed", {}, f":arrow_forward: Started by {_who(actor)}.",
+                                 self._book, state=OpState.RUNNING.value, lease_owner=self.owner, lease_until=self.clock() + self.lease)
+
+    async def _apply(self, row: Operation, actor: Actor) -> Operation:
+        request = BackfillRequest.from_json(row.request)
+        planned = [PartitionMove.from_json(m) for m in row.plan["moves"]]
+        moves, state = await self._ask(lambda cluster: cluster.plan_backfill(request))
+        if request.to_time is None and [(m.partition, m.committed, m.target) for m in moves] != [(m.partition, m.committed, m.target) for m in planned] \
+                or request.to_time is not None and [(m.partition, m.committed) for m in moves] != [(m.partition, m.committed) for m in planned]:
+            await self._move(row, (OpState.PLANNED.value,), actor, "replanned", {}, ":warning: The group's offsets moved since the plan; "
+                             "the plan above is redone with the cluster as it is now. Check it and confirm again.",
+                             plan={"moves": [m.as_json() for m in moves], "group_state": state})
+            raise OpsError(f"the offsets of {request.group} moved since #{row.id} was planned; the plan is redone: check it and confirm again")
+        claimed = await self._move(row, (OpState.PLANNED.value,), None, "", state=OpState.APPLIED.value,
+                                   progress={"previous": {str(m.partition): m.committed for m in moves}, "lag": sum(max(0, m.reread) for m in moves),
+                                             "following": True, "applied_at": self.clock().isoformat()})
+        try:
+            await self._ask(lambda cluster: cluster.reset(request.group, request.topic, {m.partition: m.target for m in moves}))
+        except OpsError as err:
+            await self._move(claimed, (OpState.APPLIED.value,), actor, "failed", {"error": str(err)}, f":x: The reset failed: {_plain(err)}. Nothing moved.",
+                             state=OpState.FAILED.value, result=str(err))
+            raise
+        applied = ", ".join(f"{m.partition}→{m.target}" for m in moves)
+        return await self._move(claimed, (OpState.APPLIED.value,), actor, "applied", {"offsets": {str(m.partition): m.target for m in moves}},
+                                f":white_check_mark: Applied by {_who(actor)}: {request.group} now starts at {applied} on {request.topic}. "
+                                "Start the job; I follow its lag here until it has caught up.", self._book)
+
+    async def undo(self, operation: int, actor: Actor) -> Operation:
+        """Put an applied backfill's group back where it was (the group must be stopped again)."""
+        row = await self.get(operation)
+        if row.kind != OpKind.BACKFILL.value or row.state != OpState.APPLIED.value:
+            raise OpsError(f"#{operation} is a {row.kind} that is {row.state}: only an applied backfill can be undone; nothing changed")
+        if actor.surface == "slack" and (why := await self.refusal(actor.user, row.team)):
+            raise OpsError(why)
+        request = BackfillRequest.from_json(row.request)
+        previous = {int(p): o for p, o in row.progress.get("previous", {}).items() if o is not None}
+        if not previous:
+            raise OpsError(f"{request.group} had no committed offsets before #{operation}, so there is nothing to put back")
+        await self._ask(lambda cluster: cluster.plan_backfill(BackfillRequest(request.group, request.topic, to_offsets=previous)))
+        claimed = await self._move(row, (OpState.APPLIED.value,), None, "", state=OpState.UNDONE.value,
+                                   progress={**row.progress, "following": False})
+        await self._ask(lambda cluster: cluster.reset(request.group, request.topic, previous))
+        back = ", ".join(f"{p}→{o}" for p, o in sorted(previous.items()))
+        return await self._move(claimed, (OpState.UNDONE.value,), actor, "undone", {"offsets": {str(p): o for p, o in previous.items()}},
+                                f":leftwards_arrow_with_hook: Undone by {_who(actor)}: {request.group} is back at {back}.", self._finish_entry)
+
+    async def cancel(self, operation: int, actor: Actor) -> Operation:
+        """Cancel a plan, or stop a running replay at its next transaction boundary."""
+        row = await self.get(operation)
+        if actor.surface == "slack" and (why := await self.refusal(actor.user, row.team)):
+            raise OpsError(why)
+        if row.state in (OpState.PLANNED.value, DRY_RUN):
+            return await self._move(row, (row.state,), actor, "cancelled", {}, f":no_entry_sign: Cancelled by {_who(actor)}; nothing moved.",
+                                    state=OpState.CANCELLED.value)
+        if row.state == OpState.RUNNING.value:
+            progress = self.running.get(operation)
+            if progress is not None:
+                progress.stop.set()
+            return await self._move(row, (OpState.RUNNING.value,), actor, "cancel asked", {},
+                                    f":octagonal_sign: {_who(actor)} asked to cancel: it stops after the transaction in flight.",
+                                    state=OpState.CANCELLING.value)
+        raise OpsError(f"#{operation} is {row.state}: there is nothing to cancel")
+
+    async def _book(self, session: AsyncSession, row: Operation) -> None:
+        """A calendar entry for a confirmed operation (its window: from now for about as long as it should take)."""
+        assert row.id is not None
+        if row.calendar_entry is not None:
+            return
+        now = self.clock()
+        if row.kind == OpKind.BACKFILL.value:
+            request = BackfillRequest.from_json(row.request)
+            title, scope, length = f"Backfill {request.group} on {request.topic}", Scope(datasets=frozenset({request.topic})), timedelta(hours=1)
+        else:
+            replay = ReplayRequest.from_json(row.request)
+            count = int(row.plan.get("count", 0))
+            length = timedelta(seconds=max(300.0, count / replay.rate if replay.rate else count / 2000))
+            title, scope = f"Replay {replay.dlq} → {replay.target}", Scope(datasets=frozenset({replay.dlq, replay.target}))
+        entry = self.calendar.book(session, kind=EntryKind(row.kind), title=f"{title} (#{row.id})", window=Window(now, now + length),
+                                   owner=row.team or "oncall", booked_by=row.requested_by, scope=scope, status=Status.CONFIRMED)
+        entry.operation_id = row.id
+        await session.flush()
+        await session.exec(update(Operation).where(col(Operation.id) == row.id).values(calendar_entry=entry.id))
+
+    async def _finish_entry(self, session: AsyncSession, row: Operation) -> None:
+        """The operation's calendar entry ends now."""
+        if row.calendar_entry is not None:
+            now = self.clock()
+            await session.exec(update(CalendarEntry).where(col(CalendarEntry.id) == row.calendar_entry, col(CalendarEntry.end) > now)
+                               .values(end=now, sequence=CalendarEntry.sequence + 1, updated_at=now))
+
+    # --- running a replay -----------------------------------------------------------------------
+
+    async def claim(self, row: Operation) -> Operation | None:
+        """Take the lease of a running replay (ours already, or its owner's ran out); None while another owner holds it."""
+        now = self.clock()
+        async with self.db.session() as session:
+            moved = await session.exec(update(Operation).where(
+                col(Operation.id) == row.id, col(Operation.state).in_([OpState.RUNNING.value, OpState.CANCELLING.value]),
+                or_(col(Operation.lease_owner) == self.owner, col(Operation.lease_until).is_(None), col(Operation.lease_until) < now))
+                .values(lease_owner=self.owner, lease_until=now + self.lease))
+            await session.commit()
+        return await self.get(int(row.id or 0)) if getattr(moved, "rowcount", 0) else None
+
+    async def run(self, operation: int, resumed: bool = False) -> Operation:
+        """Copy a running replay to the end (or until cancelled), holding its lease; returns it as it ended. Its progress
+        is saved and shown every ``PROGRESS_SECONDS``."""
+        row = await self.get(operation)
+        assert self.bootstrap
+        request, plan = ReplayRequest.from_json(row.request), ReplayPlan.from_json(row.plan)
+        earlier = [c for c in await self.copied(request.dlq) if c.replay != operation]
+        progress = self.running[operation] = Progress()
+        progress.positions = {int(p): int(o) for p, o in (row.progress.get("positions") or {}).items()}  # where it was last seen
+        if row.state == OpState.CANCELLING.value:
+            progress.stop.set()
+        replayer = Replayer(self.bootstrap, operation, request, plan, earlier, progress)
+        task = asyncio.ensure_future(asyncio.to_thread(replayer.run))
+        announced = not resumed
+        try:
+            while True:
+                done, _ = await asyncio.wait({task}, timeout=PROGRESS_SECONDS)
+                if not announced and (progress.positions or done):
+                    announced = True
+                    await self._note(operation, f":recycle: Resumed by this bot from the last committed transaction: {progress.resumed_from:,} "
+                                                "already copied, nothing lost or copied twice.")
+                if done:
+                    break
+                row = await self._heartbeat(row, progress)
+        except BaseException:
+            progress.stop.set()
+            await asyncio.wait({task}, timeout=60)
+            raise
+        finally:
+            self.running.pop(operation, None)
+        try:
+            finished = task.result()
+        except Exception as err:
+            row = await self.get(operation)
+            if is_retriable(err):
+                log.warning("replay #%s stopped on a Kafka failure; it resumes when the lease runs out: %s", operation, err)
+                await self._move(row, (row.state,), None, "", None, f":warning: Kafka failed under the replay ({_plain(err)}); it resumes from the "
+                                 "last committed transaction.", lease_until=self.clock())
+                return await self.get(operation)
+            return await self._move(row, (row.state,), Actor("changeops", "scheduler"), "failed", {"error": str(err)},
+                                    f":x: The replay failed: {_plain(err)}. {progress.copied:,} were copied, each once.", self._finish_entry,
+                                    state=OpState.FAILED.value, result=str(err), progress=self._progress_json(row, progress))
+        row = await self.get(operation)
+        if finished:
+            seconds = time.monotonic() - progress.started
+            text = f"Copied {progress.copied:,} of {plan.count:,} to {request.target}, each exactly once, keeping keys, headers and timestamps."
+            return await self._move(row, (OpState.RUNNING.value, OpState.CANCELLING.value), Actor("changeops", "scheduler"), "done",
+                                    {"copied": progress.copied}, f":white_check_mark: {text} ({seconds:,.0f} s)", self._finish_entry,
+                                    state=OpState.DONE.value, result=text, lease_owner=None, lease_until=None,
+                                    progress=self._progress_json(row, progress, final=True))
+        if row.state == OpState.CANCELLING.value:
+            where = ", ".join(f"partition {p} at offset {o}" for p, o in sorted(progress.positions.items()))
+            text = f"Cancelled after {progress.copied:,} of {plan.count:,}: the DLQ was copied up to {where or 'its start'} (each once)."
+            return await self._move(row, (OpState.CANCELLING.value,), Actor("changeops", "scheduler"), "cancelled", {"copied": progress.copied},
+                                    f":octagonal_sign: {text}", self._finish_entry, state=OpState.CANCELLED.value, result=text,
+                                    lease_owner=None, lease_until=None, progress=self._progress_json(row, progress))
+        # stopped without a cancel: this process is stopping; another bot resumes it at once
+        await self._move(row, (row.state,), None, "", None, None, lease_until=self.clock(), progress=self._progress_json(row, progress))
+        return await self.get(operation)
+
+    def _progress_json(self, row: Operation, progress: Progress, final: bool = False) -> dict[str, Any]:
+        plan = ReplayPlan.from_json(row.plan)
+        seconds = time.monotonic() - progress.started
+        moved = progress.copied - progress.resumed_from
+        return {"copied": progress.copied, "total": plan.count, "positions": {str(p): o for p, o in progress.positions.items()},
+                "rate": moved / seconds if seconds > 0 else 0.0,
+                "text": progress_text(progress.copied, plan.count, seconds, moved) if not final else ""}
+
+    async def _heartbeat(self, row: Operation, progress: Progress) -> Operation:
+        """Renew the lease, save the progress (its message edits), notice a cancel from another replica."""
+        fresh = await self.get(int(row.id or 0))
+        if fresh.state == OpState.CANCELLING.value:
+            progress.stop.set()
+        if fresh.lease_owner != self.owner:
+            progress.stop.set()  # another bot took over (this one was too slow to renew): let it
+            return fresh
+        try:
+            return await self._move(fresh, (OpState.RUNNING.value, OpState.CANCELLING.value), None, "", None, None,
+                                    lease_until=self.clock() + self.lease, progress=self._progress_json(fresh, progress))
+        except OpsError:  # changed under us (a cancel): read it again next time
+            return await self.get(int(row.id or 0))
+
+    async def _note(self, operation: int, text: str) -> None:
+        row = await self.get(operation)
+        if not row.channel:
+            return
+        async with self.db.session() as session:
+            self.outbox.add(session, OPS_NOTE, key_of(operation), {"operation": operation, "text": text})
+            await session.commit()
+        self.outbox.wake()
+
+    def start(self, operation: int, resumed: bool = False) -> None:
+        """Run a replay in the background of this process (``stop_runs`` ends it at a transaction boundary)."""
+        task = asyncio.create_task(self.run(operation, resumed), name=f"replay-{operation}")
+        self._tasks.add(task)
+        task.add_done_callback(self._ended)
+
+    def _ended(self, task: asyncio.Task[Operation]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("a replay's run failed", exc_info=task.exception())
+
+    async def resume_orphans(self) -> int:
+        """Take over running replays whose owner went quiet; how many this bot resumed."""
+        resumed = 0
+        for row in await self.orphans():
+            if row.id not in self.running and await self.claim(row) is not None:
+                self.start(int(row.id or 0), resumed=True)
+                resumed += 1
+        return resumed
+
+    async def stop_runs(self, timeout: float) -> None:
+        """Stop this process's replays at their next transaction boundary and hand their leases back (another bot resumes them)."""
+        for progress in self.running.values():
+            progress.stop.set()
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=timeout)
+
+    async def save_message(self, operation: int, channel: str, ts: str) -> None:
+        """Remember where the operation's message was posted (once)."""
+        async with self.db.session() as session:
+            await session.exec(update(Operation).where(col(Operation.id) == operation, col(Operation.message_ts).is_(None))
+                               .values(message_channel=channel, message_ts=ts))
+            await session.commit()
+
+    async def orphans(self) -> list[Operation]:
+        """Running replays whose owner went quiet (their lease ran out), oldest first."""
+        now = self.clock()
+        async with self.db.session() as session:
+            rows = (await session.exec(select(Operation).where(
+                col(Operation.kind) == OpKind.REPLAY.value, col(Operation.state).in_([OpState.RUNNING.value, OpState.CANCELLING.value]))
+                .order_by(col(Operation.id)))).all()
+        return [r for r in rows if r.lease_owner != self.owner and (r.lease_until is None or aware(r.lease_until) < now)]
+
+    # --- following a backfill -------------------------------------------------------------------
+
+    async def follow(self) -> int:
+        """Measure the lag of every applied backfill being followed; say when each has caught up. How many were measured."""
+        async with self.db.session() as session:
+            rows = (await session.exec(select(Operation).where(col(Operation.kind) == OpKind.BACKFILL.value,
+                                                                col(Operation.state) == OpState.APPLIED.value))).all()
+        measured = 0
+        for row in rows:
+            if not row.progress.get("following"):
+                continue
+            request = BackfillRequest.from_json(row.request)
+            partitions = [m["partition"] for m in row.plan["moves"]]
+            try:
+                lag = await self._ask(_lag_of(request, partitions))
+            except OpsError as err:
+                log.warning("cannot follow backfill #%s: %s", row.id, err)
+                continue
+            measured += 1
+            applied = datetime.fromisoformat(row.progress["applied_at"])
+            caught_up, expired = lag <= CAUGHT_UP, self.clock() - applied > FOLLOW_FOR
+            if lag == row.progress.get("lag") and not (caught_up or expired):
+                continue
+            note = (f":checkered_flag: {request.group} has caught up on {request.topic} (lag {lag:,})." if caught_up else
+                    f":hourglass: Stopped following after {FOLLOW_FOR.total_seconds() / 3600:g} h; the lag is still {lag:,}." if expired else None)
+            try:
+                await self._move(row, (OpState.APPLIED.value,), None, "", None, note, self._finish_entry if caught_up else None,
+                                 progress={**row.progress, "lag": lag, "following": not (caught_up or expired),
+                                           **({"caught_up_at": self.clock().isoformat()} if caught_up else {})})
+            except OpsError:
+                continue  # undone meanwhile
+        return measured
+
+
+def _committed_of(operation: int, dlq: str, partitions: list[int]) -> Callable[[Cluster], dict[int, int]]:
+    return lambda cluster: cluster.committed(replay_group(operation), dlq, partitions)
+
+
+def _lag_of(request: BackfillRequest, partitions: list[int]) -> Callable[[Cluster], int]:
+    return lambda cluster: cluster.lag(request.group, request.topic, partitions)
+
+
+def _final(state: str) -> bool:
+    return state == DRY_RUN or OpState(state).final
+
+
+def _who(actor: Actor) -> str:
+    return f"<@{actor.user}>" if actor.surface == "slack" else f"{_plain(actor.user)} (from a terminal)"
+
+
+def _plain(text: object) -> str:
+    """Text from outside (a user name, a broker's error) made inert for mrkdwn."""
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -1,0 +1,54 @@
+"""The backfill and replay forms (from ``/backfill`` or ``/replay`` alone, or an alert's button), prefilled where known."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from bot.slack import ids
+from bot.slack.render import section
+
+
+def _text(block: str, action: str, label: str, initial: str | None, optional: bool = False, hint: str | None = None) -> dict[str, Any]:
+    element: dict[str, Any] = {"type": "plain_text_input", "action_id": action, "max_length": 249}
+    if initial:
+        element["initial_value"] = initial
+    field: dict[str, Any] = {"type": "input", "block_id": block, "optional": optional, "label": {"type": "plain_text", "text": label},
+                             "element": element}
+    if hint:
+        field["hint"] = {"type": "plain_text", "text": hint}
+    return field
+
+
+def _moment(block: str, action: str, label: str, initial: datetime | None, optional: bool) -> dict[str, Any]:
+    element: dict[str, Any] = {"type": "datetimepicker", "action_id": action}
+    if initial is not None:
+        element["initial_date_time"] = int(initial.timestamp())
+    return {"type": "input", "block_id": block, "optional": optional, "label": {"type": "plain_text", "text": label}, "element": element}
+
+
+def backfill_form(channel: str, group: str | None = None, topic: str | None = None, since: datetime | None = None) -> dict[str, Any]:
+    """Group, topic, back to when, which partitions."""
+    return {"type": "modal", "callback_id": ids.BACKFILL_VIEW, "private_metadata": json.dumps({"channel": channel}),
+            "title": {"type": "plain_text", "text": "Plan a backfill"}, "submit": {"type": "plain_text", "text": "Plan"},
+            "close": {"type": "plain_text", "text": "Cancel"},
+            "blocks": [section("Resets a *stopped* consumer group to a time; you see the plan and confirm before anything moves."),
+                       _text(ids.GROUP_BLOCK, ids.GROUP_ACTION, "Consumer group", group),
+                       _text(ids.TOPIC_BLOCK, ids.TOPIC_ACTION, "Topic", topic),
+                       _moment(ids.SINCE_BLOCK, ids.SINCE_ACTION, "Read again from", since, optional=False),
+                       _text(ids.OPTIONS_BLOCK, ids.OPTIONS_ACTION, "Partitions", None, optional=True, hint="e.g. 0,1 (all when empty)")]}
+
+
+def replay_form(channel: str, dlq: str | None = None, target: str | None = None) -> dict[str, Any]:
+    """DLQ, target, since when, other options."""
+    return {"type": "modal", "callback_id": ids.REPLAY_VIEW, "private_metadata": json.dumps({"channel": channel}),
+            "title": {"type": "plain_text", "text": "Plan a DLQ replay"}, "submit": {"type": "plain_text", "text": "Plan"},
+            "close": {"type": "plain_text", "text": "Cancel"},
+            "blocks": [section("Copies dead letters back exactly once, keeping keys, headers and event time; you see the count and "
+                               "samples and confirm first. A replay-only target keeps replays out of live windows."),
+                       _text(ids.TOPIC_BLOCK, ids.TOPIC_ACTION, "DLQ topic", dlq),
+                       _text(ids.TARGET_BLOCK, ids.TARGET_ACTION, "Copy to", target),
+                       _moment(ids.SINCE_BLOCK, ids.SINCE_ACTION, "Only dead letters since", None, optional=True),
+                       _text(ids.OPTIONS_BLOCK, ids.OPTIONS_ACTION, "More options", None, optional=True,
+                             hint="e.g. --limit 1000 --filter error=timeout --rate 500/s --until 2026-12-02T10:00Z")]}

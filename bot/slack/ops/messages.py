@@ -1,0 +1,142 @@
+"""An operation's message: its plan with Confirm and Cancel, then its progress and outcome (edited in place), with
+Undo for an applied backfill."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from bot.domain.ops import BackfillRequest, OpKind, OpState, ReplayRequest
+from bot.services.operations import DRY_RUN
+from bot.slack import ids
+from bot.slack.render import Reply, escape, mention, section
+from bot.store.models import Operation, aware
+
+MAX_ROWS = 40  # partitions listed in a plan (the rest summed)
+STATE_TEXT = {OpState.PLANNED.value: ":memo: planned, waiting for a confirmation", DRY_RUN: ":eyes: dry run (nothing will run)",
+              OpState.APPLIED.value: ":white_check_mark: applied", OpState.UNDONE.value: ":leftwards_arrow_with_hook: undone",
+              OpState.RUNNING.value: ":arrows_counterclockwise: running", OpState.CANCELLING.value: ":octagonal_sign: cancelling…",
+              OpState.CANCELLED.value: ":no_entry_sign: cancelled", OpState.DONE.value: ":white_check_mark: done",
+              OpState.FAILED.value: ":x: failed"}
+
+
+def title(row: Operation) -> str:
+    """``Backfill #3: reset payments-enricher on payments to 2026-12-02 08:00 UTC``."""
+    if row.kind == OpKind.BACKFILL.value:
+        request = BackfillRequest.from_json(row.request)
+        to = f"{request.to_time:%Y-%m-%d %H:%M:%S} UTC" if request.to_time else "offsets " + ", ".join(
+            f"{p}:{o}" for p, o in sorted(request.to_offsets.items()))
+        return f"Backfill #{row.id}: reset `{request.group}` on `{request.topic}` to {to}"
+    replay = ReplayRequest.from_json(row.request)
+    return f"Replay #{row.id}: `{replay.dlq}` → `{replay.target}`"
+
+
+def operation_message(row: Operation) -> Reply:
+    """The whole message, as the operation stands."""
+    head = f"*{title(row)}*"
+    context = f"{STATE_TEXT.get(row.state, row.state)} · asked by {mention(row.requested_by) if row.surface == 'slack' else escape(row.requested_by) + ' (terminal)'}" \
+              f" · {'team ' + escape(row.team) if row.team else 'no pipeline team: global oncall'}"
+    blocks: list[dict[str, Any]] = [section(head), {"type": "context", "elements": [{"type": "mrkdwn", "text": context}]}]
+    lines = backfill_lines(row) if row.kind == OpKind.BACKFILL.value else replay_lines(row)
+    blocks += [section(line) for line in lines]
+    if row.result and row.state not in (OpState.RUNNING.value,):
+        blocks.append(section(escape(row.result)))
+    actions = buttons(row)
+    if actions:
+        blocks.append({"type": "actions", "block_id": f"op_{row.id}", "elements": actions})
+    return Reply(f"{title(row)} — {row.state}", blocks[:50])
+
+
+def backfill_lines(row: Operation) -> list[str]:
+    """Per partition: committed now, target, messages re-read; the retention warning; the lag once applied."""
+    moves = row.plan.get("moves", [])
+    table = [f"{'partition':>9}  {'committed':>12}  {'target':>12}  {'re-read':>10}"]
+    for move in moves[:MAX_ROWS]:
+        committed = "none" if move["committed"] is None else f"{move['committed']:,}"
+        table.append(f"{move['partition']:>9}  {committed:>12}  {move['target']:>12,}  {move['reread']:>10,}" + ("  !" if move["before_retention"] else ""))
+    if len(moves) > MAX_ROWS:
+        table.append(f"… and {len(moves) - MAX_ROWS} more partitions")
+    total = sum(max(0, m["reread"]) for m in moves)
+    lines = [f"{total:,} messages will be read again (group {escape(row.plan.get('group_state', '?').lower())}, no members).",
+             "```" + "\n".join(table) + "```"]
+    lost = [m for m in moves if m["before_retention"]]
+    if lost:
+        lines.append(f":warning: *Retention:* the time asked for is older than what partition{'s' if len(lost) > 1 else ''} "
+                     f"{', '.join(str(m['partition']) for m in lost)} still keep{'s' if len(lost) == 1 else ''}: they start at their earliest "
+                     "retained offset, and the data before it is gone. Backfill that stretch from the lake instead.")
+    if row.state == OpState.PLANNED.value:
+        lines.append("Nothing moves until Confirm, which checks the offsets again. The job must stay stopped until then.")
+    progress = row.progress
+    if row.state == OpState.APPLIED.value and "lag" in progress:
+        if progress.get("caught_up_at"):
+            lines.append(f":checkered_flag: Caught up at {_when(progress['caught_up_at'])}.")
+        else:
+            lines.append(f"Lag now: {progress['lag']:,} of {total:,} to re-read" + (" (followed here until it has caught up)" if progress.get("following") else ""))
+    return lines
+
+
+def replay_lines(row: Operation) -> list[str]:
+    """The count, what is skipped, the target, samples; then the progress."""
+    plan, request = row.plan, ReplayRequest.from_json(row.request)
+    lines = [f"*{plan.get('count', 0):,}* messages to copy to `{request.target}`, each with its key, headers and original timestamp, "
+             f"exactly once. {plan.get('skipped', 0):,} already copied by an earlier replay "
+             f"({'copied again: --again' if request.again else 'skipped'}); {plan.get('filtered', 0):,} left out by the filter."]
+    options = [f"since {request.since:%Y-%m-%d %H:%M} UTC" if request.since else "", f"until {request.until:%Y-%m-%d %H:%M} UTC" if request.until else "",
+               f"the oldest {request.limit:,}" if request.limit else "", f"header {escape(request.header[0])}={escape(request.header[1])}" if request.header else "",
+               f"at most {request.rate:g}/s" if request.rate else ""]
+    if any(options):
+        lines.append("Only " + ", ".join(o for o in options if o) + ".")
+    if "replay" not in request.target and row.state in (OpState.PLANNED.value, DRY_RUN):
+        lines.append(f":bulb: Replaying into a live topic reopens closed windows downstream; a replay-only topic (such as "
+                     f"`{request.dlq.removesuffix('.dlq').removesuffix('-dlq')}.replay`) keeps replays out of live windows.")
+    if row.state in (OpState.PLANNED.value, DRY_RUN):
+        for sample in plan.get("samples", [])[:5]:
+            lines.append(f"```{escape(sample)[:1500]}```")
+    text = row.progress.get("text")
+    if row.state in (OpState.RUNNING.value, OpState.CANCELLING.value) and text:
+        lines.append(f"Progress: {text}")
+    return lines
+
+
+def buttons(row: Operation) -> list[dict[str, Any]]:
+    """What can be done now: Confirm and Cancel a plan, Cancel a run, Undo an applied backfill."""
+    value = str(row.id)
+    if row.state == OpState.PLANNED.value:
+        what = "move the group's offsets" if row.kind == OpKind.BACKFILL.value else f"copy {row.plan.get('count', 0):,} messages"
+        return [_button("Confirm", ids.OPS_CONFIRM, value, "primary", {
+                    "title": {"type": "plain_text", "text": "Run it?"}, "text": {"type": "mrkdwn", "text": f"This will {what} now."},
+                    "confirm": {"type": "plain_text", "text": "Run"}, "deny": {"type": "plain_text", "text": "Not yet"}}),
+                _button("Cancel", ids.OPS_CANCEL, value, "danger")]
+    if row.state == OpState.RUNNING.value:
+        return [_button("Cancel", ids.OPS_CANCEL, value, "danger")]
+    if row.state == OpState.APPLIED.value and row.kind == OpKind.BACKFILL.value:
+        return [_button("Undo", ids.OPS_UNDO, value, None, {
+            "title": {"type": "plain_text", "text": "Undo the reset?"},
+            "text": {"type": "mrkdwn", "text": "The group goes back to the offsets it had before. Stop the job first."},
+            "confirm": {"type": "plain_text", "text": "Undo"}, "deny": {"type": "plain_text", "text": "Keep"}})]
+    return []
+
+
+def _button(text: str, action: str, value: str, style: str | None, confirm: dict[str, Any] | None = None) -> dict[str, Any]:
+    element: dict[str, Any] = {"type": "button", "text": {"type": "plain_text", "text": text}, "action_id": action, "value": value}
+    if style:
+        element["style"] = style
+    if confirm:
+        element["confirm"] = confirm
+    return element
+
+
+def status_lines(rows: list[Operation], links: list[str | None]) -> list[str]:
+    """``/ops status``: one line each, running first, with a link to its message where there is one."""
+    lines = []
+    for row, url in zip(rows, links, strict=True):
+        extra = f" — {escape(row.progress['text'])}" if row.state == OpState.RUNNING.value and row.progress.get("text") else ""
+        extra = extra or (f" — {escape(row.result[:200])}" if row.result else "")
+        link = f" · <{url}|message>" if url else ""
+        lines.append(f"• {title(row)} · {STATE_TEXT.get(row.state, row.state)} · {_when(row.created_at)}{extra}{link}")
+    return lines
+
+
+def _when(moment: datetime | str) -> str:
+    value = datetime.fromisoformat(moment) if isinstance(moment, str) else aware(moment)
+    return f"<!date^{int(value.timestamp())}^{{date_short_pretty}} {{time}}|{value:%Y-%m-%d %H:%M} UTC>"

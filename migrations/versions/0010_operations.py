@@ -1,0 +1,63 @@
+"""Oncall operations (backfills and DLQ replays), the teams' oncall user groups, catalog-wide settings.
+
+Revision ID: 0010
+Revises: 0009
+Create Date: 2026-12-03
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+import sqlmodel
+from alembic import op
+
+
+revision = '0010'
+down_revision = '0009'
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.create_table(
+        'operations',
+        sa.Column('id', sa.Integer(), nullable=False),
+        sa.Column('kind', sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
+        sa.Column('state', sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
+        sa.Column('team', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=True),
+        sa.Column('requested_by', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+        sa.Column('surface', sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
+        sa.Column('request', sa.JSON(), nullable=False),
+        sa.Column('plan', sa.JSON(), nullable=False),
+        sa.Column('progress', sa.JSON(), nullable=False),
+        sa.Column('result', sa.Text(), nullable=False),
+        sa.Column('version', sa.Integer(), nullable=False),
+        sa.Column('lease_owner', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=True),
+        sa.Column('lease_until', sa.DateTime(timezone=True), nullable=True),
+        sa.Column('channel', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=True),
+        sa.Column('message_channel', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=True),
+        sa.Column('message_ts', sqlmodel.sql.sqltypes.AutoString(length=32), nullable=True),
+        sa.Column('calendar_entry', sa.Integer(), nullable=True),
+        sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
+        sa.Column('updated_at', sa.DateTime(timezone=True), nullable=False),
+        sa.PrimaryKeyConstraint('id'),
+    )
+    op.create_index('ix_operations_state', 'operations', ['state'])
+    op.create_index('ix_operations_created_at', 'operations', ['created_at'])
+    op.create_table(
+        'catalog_settings',
+        sa.Column('name', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+        sa.Column('value', sa.JSON(), nullable=False),
+        sa.PrimaryKeyConstraint('name'),
+    )
+    with op.batch_alter_table('teams') as batch:
+        batch.add_column(sa.Column('oncall_usergroup', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=True))
+
+
+def downgrade() -> None:
+    with op.batch_alter_table('teams') as batch:
+        batch.drop_column('oncall_usergroup')
+    op.drop_table('catalog_settings')
+    op.drop_index('ix_operations_created_at', 'operations')
+    op.drop_index('ix_operations_state', 'operations')
+    op.drop_table('operations')

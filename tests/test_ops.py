@@ -1,0 +1,370 @@
+"""Oncall operations on the real broker, through the Slack emulator and the terminal: backfills by time and by
+offsets (verified by consuming afterwards), refusals (an active member, someone not oncall, bad arguments),
+Undo, the retention warning; replays of 10,000 messages exactly once with keys, headers and timestamps, a
+replaying process killed with SIGKILL and resumed, a second replay of the same range skipped, cancel."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from bot.domain.lineage.catalog import read_catalog
+from bot.domain.ops import OpsError
+from bot.emulator.render import as_text
+from bot.emulator.workspace import Message
+from bot.runtime import Bot
+from bot.services.operations import Actor
+from bot.slack import ids
+from bot.store.models import Operation
+from tests.conftest import SlackHarness, bot_config
+
+ALICE, BOB, CAROL = "U0000ALICE", "U00000BOB", "U0000CAROL"  # ALICE: oncall of orders-team; CAROL: global oncall; BOB: neither
+NOW = datetime.now(UTC)
+
+
+@pytest.fixture
+def database_url(postgres_url: str) -> str:
+    """These tests run on PostgreSQL only (the broker is the slow part; SQLite is covered elsewhere)."""
+    return postgres_url
+
+
+def new_topic(admin: AdminClient, prefix: str, partitions: int = 3) -> str:
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])[name].result(timeout=30)
+    return name
+
+
+@pytest.fixture
+async def ops(slack: SlackHarness, migrated_url: str, kafka_bootstrap: str) -> AsyncIterator[tuple[SlackHarness, dict[str, str]]]:
+    """The harness's bot on the real broker with the real clock, a catalog whose pipeline reads ``source`` with ``group``
+    and dead-letters to ``dlq``, and those topics (three partitions each) plus a replay-only target."""
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    names = {"source": new_topic(admin, "orders"), "dlq": new_topic(admin, "orders-dlq"), "target": new_topic(admin, "orders.replay"),
+             "group": f"enrich-{uuid.uuid4().hex[:8]}"}
+    await slack.bot.stop()
+    slack.bot = Bot(bot_config(slack.emulator, migrated_url, KAFKA_BOOTSTRAP_SERVERS=kafka_bootstrap, OPS_LEASE_SECONDS="2"))
+    await slack.bot.start(0)
+    slack.driver.request_url = f"{slack.bot.url}/slack/events"
+    groups = {g["handle"]: g["id"] for g in slack.ws.usergroups.values()}
+    data = {"oncall": {"members": [CAROL]},
+            "teams": {"orders-team": {"usergroup": groups["orders-team"], "members": [ALICE, BOB], "oncall": [ALICE], "channel": "#orders-pipeline"}},
+            "pipelines": [{"name": "enrich-orders", "owner": "orders-team", "channel": "#orders-pipeline",
+                           "source": {"topics": [names["source"]], "group": names["group"]}, "dlq": names["dlq"]}]}
+    parsed, problems = read_catalog(data, lambda _: None)  # type: ignore[arg-type, return-value]
+    assert problems == []
+    await slack.bot.lineage.load_catalog(parsed)
+    yield slack, names
+
+
+def produce(bootstrap: str, topic: str, count: int, start: datetime, step: timedelta, partitions: int = 3) -> None:
+    """``count`` messages round-robin over the partitions, with keys, two headers and timestamps ``start + i*step``."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
+    for i in range(count):
+        producer.produce(topic, f"value-{i}".encode(), f"key-{i}".encode(), partition=i % partitions,
+                         headers=[("error", b"timeout" if i % 2 else b"schema"), ("trace", f"t{i}".encode())],
+                         timestamp=int((start + step * i).timestamp() * 1000))
+        if i % 50_000 == 0:
+            producer.poll(0)
+    assert producer.flush(60) == 0
+
+
+def consume_all(bootstrap: str, topic: str, group: str) -> None:
+    """Read the whole topic with ``group``, commit, leave."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                         "enable.partition.eof": True})
+    consumer.subscribe([topic])
+    ended: set[int] = set()
+    while len(ended) < 3:
+        message = consumer.poll(10)
+        assert message is not None, "the topic did not end"
+        if message.error() is not None:
+            ended.add(int(message.partition() or 0))
+    consumer.commit(asynchronous=False)
+    consumer.close()
+
+
+def committed(bootstrap: str, group: str, topic: str) -> dict[int, int]:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    asked = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p) for p in range(3)])
+    return {tp.partition: tp.offset for tp in admin.list_consumer_group_offsets([asked])[group].result(timeout=10).topic_partitions or []}
+
+
+def read_committed(bootstrap: str, topic: str, expect: int | None = None) -> list[Any]:
+    """Every message of ``topic`` a read_committed consumer sees (waits for ``expect`` when given)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{uuid.uuid4().hex[:6]}", "auto.offset.reset": "earliest",
+                         "isolation.level": "read_committed", "enable.auto.commit": False, "enable.partition.eof": True})
+    consumer.subscribe([topic])
+    found: list[Any] = []
+    ended: set[int] = set()
+    while len(ended) < 3 or (expect is not None and len(found) < expect):
+        message = consumer.poll(10)
+        if message is None:
+            break
+        if message.error() is not None:
+            ended.add(int(message.partition() or 0))
+            continue
+        ended.discard(int(message.partition() or 0))
+        found.append(message)
+    consumer.close()
+    return found
+
+
+async def answer(slack: SlackHarness, text: str, user: str) -> str:
+    before = len(slack.ws.ephemerals_for(user))
+    await slack.driver.command(text, user=user, channel="orders-pipeline")
+    found = await slack.ws.wait_for(lambda: slack.ws.ephemerals_for(user)[before:] or None, timeout=60)
+    return "\n".join(as_text(e.text, e.blocks) for e in found)
+
+
+async def clicked(slack: SlackHarness, message: Message, action: str, user: str) -> str:
+    before = len(slack.ws.ephemerals_for(user))
+    await slack.driver.click(message, action, user=user)
+    found = await slack.ws.wait_for(lambda: slack.ws.ephemerals_for(user)[before:] or None, timeout=60)
+    return "\n".join(e.text for e in found)
+
+
+async def op_message(slack: SlackHarness, number: int, predicate: Any = lambda text: True) -> Message:
+    """The operation's message once it reads as ``predicate`` wants."""
+    def find() -> Message | None:
+        for message in slack.ws.channel_messages("orders-pipeline"):
+            if any(b.get("block_id") == f"op_{number}" for b in message.blocks) or f"#{number}:" in message.text:
+                if predicate(as_text(message.text, message.blocks)):
+                    return message
+        return None
+    return await slack.ws.wait_for(find, timeout=90)
+
+
+def thread(slack: SlackHarness, message: Message) -> str:
+    return "\n".join(m.text for m in slack.ws.channel_messages("orders-pipeline", thread_ts=message.ts))
+
+
+async def operations(slack: SlackHarness) -> list[Operation]:
+    return await slack.bot.ops.recent(100)
+
+
+async def latest(slack: SlackHarness) -> Operation:
+    return max(await operations(slack), key=lambda row: int(row.id or 0))
+
+
+async def test_backfill_by_time_confirm_undo_then_by_offsets_verified_by_consuming(ops: tuple[SlackHarness, dict[str, str]],
+                                                                                     kafka_bootstrap: str) -> None:
+    slack, names = ops
+    start = NOW - timedelta(hours=3)
+    await asyncio.to_thread(produce, kafka_bootstrap, names["source"], 300, start, timedelta(seconds=30))  # 300 over 2.5 hours
+    await asyncio.to_thread(consume_all, kafka_bootstrap, names["source"], names["group"])
+    back_to = start + timedelta(seconds=30 * 200)  # messages 200..299 are at or after it: 100 to re-read
+    command = f"/backfill {names['group']} {names['source']} --to-time {back_to.isoformat().replace('+00:00', 'Z')}"
+
+    assert "Only oncall may run this: it belongs to the oncall of orders-team" in await answer(slack, command, BOB)
+    assert await operations(slack) == []
+    assert "is posted in this channel" in await answer(slack, command, ALICE)
+    [row] = await operations(slack)
+    plan = await op_message(slack, int(row.id or 0), lambda t: "100 messages will be read again" in t)
+    shown = as_text(plan.text, plan.blocks)
+    assert "Nothing moves until Confirm" in shown and "Retention" not in shown
+    assert "Only oncall" in await clicked(slack, plan, ids.OPS_CONFIRM, BOB)
+    assert committed(kafka_bootstrap, names["group"], names["source"]) == {0: 100, 1: 100, 2: 100}  # nothing moved
+    assert "is applied" in await clicked(slack, plan, ids.OPS_CONFIRM, ALICE)
+    after = committed(kafka_bootstrap, names["group"], names["source"])
+    assert sum(100 - o for o in after.values()) == 100 and after == {p: m["target"] for p, m in
+                                                                     ((m["partition"], m) for m in row.plan["moves"])}
+    applied = await op_message(slack, int(row.id or 0), lambda t: "applied" in t and "Lag now: 100" in t)
+    assert "Start the job" in await slack.ws.wait_for(lambda: thread(slack, applied) or None)
+    with pytest.raises(OpsError, match="is applied, not waiting for a confirmation"):  # a second Confirm (a stale message) changes nothing
+        await slack.bot.ops.confirm(int(row.id or 0), Actor(ALICE, "slack"))
+
+    assert "undone" in await clicked(slack, applied, ids.OPS_UNDO, CAROL)  # the global oncall may too
+    assert committed(kafka_bootstrap, names["group"], names["source"]) == {0: 100, 1: 100, 2: 100}
+    entries = await slack.bot.calendar.listing(NOW - timedelta(hours=1), NOW + timedelta(hours=2))
+    assert any(e["kind"] == "backfill" and f"#{row.id}" in e["title"] for e in entries)
+
+    command = f"/backfill {names['group']} {names['source']} --to-offsets 0:90,2:95"
+    assert "is posted" in await answer(slack, command, ALICE)
+    second = await latest(slack)
+    plan = await op_message(slack, int(second.id or 0), lambda t: "15 messages will be read again" in t)
+    assert "is applied" in await clicked(slack, plan, ids.OPS_CONFIRM, ALICE)
+    consumer = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": names["group"], "enable.auto.commit": False,
+                         "enable.partition.eof": True})
+    consumer.subscribe([names["source"]])
+    read: list[tuple[int, int]] = []
+    ended: set[int] = set()
+    while len(ended) < 3:
+        message = await asyncio.to_thread(consumer.poll, 10)
+        assert message is not None
+        if message.error() is None:
+            read.append((int(message.partition() or 0), int(message.offset() or 0)))
+        else:
+            ended.add(int(message.partition() or 0))
+    consumer.commit(asynchronous=False)
+    consumer.close()
+    assert sorted(read) == [(0, o) for o in range(90, 100)] + [(2, o) for o in range(95, 100)]
+    assert await slack.bot.ops.follow() == 1
+    caught = await op_message(slack, int(second.id or 0), lambda t: "Caught up" in t)
+    await slack.ws.wait_for(lambda: "has caught up" in thread(slack, caught) or None)
+
+
+async def test_backfill_refusals_and_the_retention_warning(ops: tuple[SlackHarness, dict[str, str]], kafka_bootstrap: str) -> None:
+    slack, names = ops
+    await asyncio.to_thread(produce, kafka_bootstrap, names["source"], 30, NOW - timedelta(hours=1), timedelta(seconds=1))
+    await asyncio.to_thread(consume_all, kafka_bootstrap, names["source"], names["group"])
+    live = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": names["group"], "client.id": "flink-taskmanager-7"})
+    live.subscribe([names["source"]])
+    for _ in range(50):
+        await asyncio.to_thread(live.poll, 0.2)
+        if live.assignment():
+            break
+    group, source = names["group"], names["source"]
+    refused = await answer(slack, f"/backfill {group} {source} --by-duration 30m", ALICE)
+    assert "1 connected client" in refused and "flink-taskmanager-7" in refused and "stop the job first" in refused
+    await asyncio.to_thread(live.close)
+
+    bad = {
+        f"/backfill {group} no-such-topic-{uuid.uuid4().hex[:6]} --by-duration 1h": "the cluster has no topic",
+        f"/backfill nobody-{uuid.uuid4().hex[:6]} {source} --by-duration 1h": "has never committed",
+        f"/backfill {group} {source} --to-time 2099-01-01T00:00:00Z": "is in the future",
+        f"/backfill {group} {source} --to-offsets 0:12x": "is not PARTITION:OFFSET",
+        f"/backfill {group} {source} --to-offsets 7:1": "has no partition 7",
+        f"/backfill {group} {source} --to-offsets 0:999999": "past the end of the partition",
+        f"/backfill {group} {source}": "give exactly one of",
+        f"/backfill {group} {source} --by-duration soon": "is not a duration",
+        f"/backfill {group} {source} --to-time 2026-12-01T00:00 --by-duration 1h": "give exactly one of",
+        f"/backfill {group} {source} --to-time 2026-12-01T00:00": "needs a zone",
+        f"/backfill {group} {source} --by-duration 1h --bogus": "unknown option --bogus",
+        "/replay orders-dlq --to orders-dlq": "into itself",
+        f"/replay {names['dlq']}": "say where to",
+        f"/replay {names['dlq']} --to {names['target']} --since 2099-01-01T00:00Z": "is in the future",
+        f"/replay {names['dlq']} --to {names['target']} --limit many": "is not a number",
+        f"/replay {names['dlq']} --to {names['target']} --rate fast": "is not a rate",
+        f"/replay {names['dlq']} --to {names['target']} --filter nothing": "is not header=value",
+        f"/replay {names['dlq']} --to no-such-target-{uuid.uuid4().hex[:6]}": "the cluster has no topic",
+        f"/replay {names['dlq']} --to {names['target']}": "Only oncall",
+    }
+    for text, expected in bad.items():
+        user = BOB if expected == "Only oncall" else CAROL if "nobody-" in text else ALICE
+        said = await answer(slack, text, user)
+        assert expected in said, (text, said)
+        assert "Nothing was planned" in said, (text, said)
+    assert await operations(slack) == []
+
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})  # retention deleted the oldest records of partition 0
+    admin.delete_records([TopicPartition(source, 0, 5)])[TopicPartition(source, 0, 5)].result(timeout=10)
+    assert "is posted" in await answer(slack, f"/backfill {group} {source} --to-offsets 0:0,1:0", ALICE)
+    row = await latest(slack)
+    plan = await op_message(slack, int(row.id or 0), lambda t: "Retention" in t)
+    assert row.plan["moves"][0]["before_retention"] and row.plan["moves"][0]["target"] == 5
+    assert "partition 0 still keeps" in as_text(plan.text, plan.blocks)
+    assert "is cancelled" in await clicked(slack, plan, ids.OPS_CANCEL, ALICE)
+    assert "cancelled" in as_text(*(lambda m: (m.text, m.blocks))(await op_message(slack, int(row.id or 0), lambda t: "cancelled" in t)))
+
+
+async def test_replay_of_ten_thousand_exactly_once_then_skipped_when_asked_again(ops: tuple[SlackHarness, dict[str, str]],
+                                                                                 kafka_bootstrap: str) -> None:
+    slack, names = ops
+    start = NOW - timedelta(days=1)
+    await asyncio.to_thread(produce, kafka_bootstrap, names["dlq"], 10_000, start, timedelta(milliseconds=500))
+    command = f"/replay {names['dlq']} --to {names['target']}"
+    assert "Only oncall" in await answer(slack, command, BOB)
+    assert "is posted" in await answer(slack, command, ALICE)
+    row = await latest(slack)
+    plan = await op_message(slack, int(row.id or 0), lambda t: "10,000" in t)
+    shown = as_text(plan.text, plan.blocks)
+    assert "key=key-0" in shown and "error=schema" in shown and "0 already copied" in shown
+    assert "is running" in await clicked(slack, plan, ids.OPS_CONFIRM, ALICE)
+    await op_message(slack, int(row.id or 0), lambda t: "done" in t and "Copied 10,000 of 10,000" in t)
+
+    copies = await asyncio.to_thread(read_committed, kafka_bootstrap, names["target"], 10_000)
+    assert len(copies) == 10_000
+    sources = [dict(m.headers())["changeops-source"].decode() for m in copies]
+    assert len(set(sources)) == 10_000
+    for message in copies:
+        headers = dict(message.headers())
+        dlq, partition, offset = headers["changeops-source"].decode().rsplit("/", 2)
+        i = int(offset) * 3 + int(partition)
+        assert dlq == names["dlq"] and message.partition() == int(partition)
+        assert message.key() == f"key-{i}".encode() and message.value() == f"value-{i}".encode()
+        assert headers["error"] == (b"timeout" if i % 2 else b"schema") and headers["trace"] == f"t{i}".encode()
+        assert headers["changeops-replay-id"] == str(row.id).encode()
+        assert message.timestamp()[1] == int((start + timedelta(milliseconds=500) * i).timestamp() * 1000)
+    for p in range(3):
+        offsets = [int(dict(m.headers())["changeops-source"].decode().rsplit("/", 1)[1]) for m in copies if m.partition() == p]
+        assert offsets == sorted(offsets)  # the DLQ's order, partition by partition
+
+    assert "is posted" in await answer(slack, command, ALICE)
+    again = await latest(slack)
+    assert again.plan["count"] == 0 and again.plan["skipped"] == 10_000
+    await op_message(slack, int(again.id or 0), lambda t: "10,000 already copied by an earlier replay (skipped)" in t)
+    assert "is posted" in await answer(slack, f"{command} --filter error=timeout --again --dry-run", CAROL)
+    dry = await latest(slack)
+    assert dry.state == "dry-run" and dry.plan["count"] == 5_000 and dry.plan["filtered"] == 5_000
+    status = await answer(slack, "/ops status", BOB)
+    assert f"Replay #{row.id}" in status and "done" in status and "message" in status
+
+
+async def test_cancel_stops_a_running_replay_at_a_transaction_boundary(ops: tuple[SlackHarness, dict[str, str]], kafka_bootstrap: str) -> None:
+    slack, names = ops
+    await asyncio.to_thread(produce, kafka_bootstrap, names["dlq"], 3_000, NOW - timedelta(hours=1), timedelta(milliseconds=10))
+    assert "is posted" in await answer(slack, f"/replay {names['dlq']} --to {names['target']} --rate 300/s", CAROL)
+    row = await latest(slack)
+    plan = await op_message(slack, int(row.id or 0), lambda t: "3,000" in t)
+    await clicked(slack, plan, ids.OPS_CONFIRM, ALICE)
+    running = await op_message(slack, int(row.id or 0), lambda t: "Progress:" in t)
+    assert "cancelling" in await clicked(slack, running, ids.OPS_CANCEL, ALICE)
+    await op_message(slack, int(row.id or 0), lambda t: "Cancelled after" in t)
+    ended = await slack.bot.ops.get(int(row.id or 0))
+    assert ended.state == "cancelled" and 0 < ended.progress["copied"] < 3_000
+    copies = await asyncio.to_thread(read_committed, kafka_bootstrap, names["target"])
+    assert len(copies) == ended.progress["copied"]
+    assert sum(ended.progress["positions"].values()) == ended.progress["copied"]  # the DLQ was copied exactly up to there
+
+
+def cli(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "bot", *args], env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+async def test_a_replay_killed_mid_way_resumes_from_its_last_transaction_exactly_once(migrated_url: str, kafka_bootstrap: str) -> None:
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    dlq, target = new_topic(admin, "payments-dlq"), new_topic(admin, "payments.replay")
+    await asyncio.to_thread(produce, kafka_bootstrap, dlq, 10_000, NOW - timedelta(hours=2), timedelta(milliseconds=100))
+    env = {"DATABASE_URL": migrated_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap, "OPS_LEASE_SECONDS": "2"}
+    first = cli("replay", dlq, "--to", target, "--rate", "2500/s", "--yes", env=env)
+    group = None
+    for _ in range(600):  # until the first transactions are committed
+        await asyncio.sleep(0.05)
+        groups = [g.group_id for g in admin.list_consumer_groups().result(timeout=10).valid if g.group_id.startswith("changeops-replay-")]
+        offsets = {g: committed(kafka_bootstrap, g, dlq) for g in groups}
+        group = next((g for g, o in offsets.items() if sum(max(0, v) for v in o.values()) > 1_000), None)
+        if group:
+            break
+    first.send_signal(signal.SIGKILL)
+    _, said = await asyncio.to_thread(first.communicate)
+    assert group is not None, said
+    at_kill = sum(max(0, v) for v in committed(kafka_bootstrap, group, dlq).values())
+    assert at_kill < 10_000
+
+    second = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "replay", dlq, "--to", target, "--yes", "--format", "json"],
+                                     env={**os.environ, **env}, capture_output=True, text=True, timeout=180)
+    assert second.returncode == 0, second.stderr
+    outcome = json.loads(second.stdout)
+    assert outcome["state"] == "done" and outcome["progress"]["copied"] == 10_000
+    assert "resuming it from its last committed transaction" in second.stderr
+    copies = await asyncio.to_thread(read_committed, kafka_bootstrap, target, 10_000)
+    sources = sorted(dict(m.headers())["changeops-source"].decode() for m in copies)
+    assert len(sources) == 10_000 and len(set(sources)) == 10_000
+
+    status = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "ops", "status", "--format", "json"],
+                                     env={**os.environ, **env}, capture_output=True, text=True, timeout=60)
+    [listed] = [o for o in json.loads(status.stdout) if o["request"]["dlq"] == dlq]
+    assert listed["surface"] == "cli" and listed["state"] == "done"

@@ -1,0 +1,105 @@
+"""The oncall operations' arguments and plans, as pure functions: what is accepted, what is refused and why."""
+
+from __future__ import annotations
+
+import shlex
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from bot.domain.lineage.catalog import read_catalog
+from bot.domain.ops import (
+    BackfillRequest,
+    Copied,
+    Member,
+    OpsError,
+    ReplayRequest,
+    Span,
+    already_copied,
+    backfill_request,
+    plan_backfill,
+    progress_text,
+    refuse_active,
+    replay_request,
+)
+
+NOW = datetime(2026, 12, 2, 9, 0, tzinfo=UTC)
+
+
+def test_backfill_arguments_read_times_durations_offsets_and_partitions() -> None:
+    by_time = backfill_request(shlex.split("g orders --to-time 2026-12-02T08:00:00+01:00"), NOW)
+    assert by_time.to_time == datetime(2026, 12, 2, 7, 0, tzinfo=UTC)
+    assert backfill_request(shlex.split("g orders --by-duration 1h30m"), NOW).to_time == NOW - timedelta(minutes=90)
+    offsets = backfill_request(shlex.split("g orders --to-offsets=0:1200,1:980 --partitions 0,1"), NOW)
+    assert offsets.to_offsets == {0: 1200, 1: 980} and offsets.partitions == (0, 1)
+    assert BackfillRequest.from_json(offsets.as_json()) == offsets and BackfillRequest.from_json(by_time.as_json()) == by_time
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("g", "give the consumer group and the topic"),
+    ("g orders", "exactly one of"),
+    ("g orders --to-time tomorrow", "not an ISO 8601 time"),
+    ("g orders --to-time 2027-01-01T00:00Z", "in the future"),
+    ("g orders --by-duration 0m", "longer than zero"),
+    ("g orders --to-offsets 0:1,0:2", "partition 0 twice"),
+    ("g orders --to-offsets 0:1 --partitions 1", "leaves out"),
+    ("g orders --partitions a --by-duration 1h", "not a list of partition numbers"),
+    ("g 'bad topic' --by-duration 1h", "is not a topic name"),
+    ("g orders --by-duration 1h --by-duration 2h", "given twice"),
+    ("g orders --to-time", "needs a value"),
+])
+def test_bad_backfill_arguments_are_named(text: str, message: str) -> None:
+    with pytest.raises(OpsError, match=message):
+        backfill_request(shlex.split(text), NOW)
+
+
+def test_replay_arguments() -> None:
+    request, dry = replay_request(shlex.split('orders.dlq --to orders.replay --since 2026-12-01T00:00Z --limit 100 --filter "error=price out of range" '
+                                        "--rate 500/s --again --dry-run"), NOW)
+    assert dry and request.again and request.limit == 100 and request.rate == 500.0 and request.header == ("error", "price out of range")
+    assert ReplayRequest.from_json(request.as_json()) == request
+    for text, message in (("orders.dlq", "say where to"), ("orders.dlq --to orders.dlq", "into itself"),
+                          ("orders.dlq --to t --since 2026-12-02T00:00Z --until 2026-12-01T00:00Z", "not after"),
+                          ("orders.dlq --to t --limit 0", "not a number"), ("orders.dlq --to t --rate -5", "not a rate"),
+                          ("orders.dlq --to t --filter =x", "not header=value"), ("orders.dlq --to t --wat", "unknown option")):
+        with pytest.raises(OpsError, match=message):
+            replay_request(shlex.split(text), NOW)
+
+
+def test_a_backfill_plan_clamps_to_retention_and_refuses_past_the_end() -> None:
+    moves = plan_backfill(BackfillRequest("g", "t", to_offsets={0: 5, 1: 40}), [0, 1], {0: (10, 100), 1: (0, 50)}, {0: 100, 1: 50}, {})
+    assert [(m.partition, m.target, m.reread, m.clamped) for m in moves] == [(0, 10, 90, True), (1, 40, 10, False)]
+    by_time = plan_backfill(BackfillRequest("g", "t", NOW), [0, 1], {0: (0, 100), 1: (0, 50)}, {0: 100}, {0: 60, 1: -1})
+    assert [(m.target, m.committed, m.reread) for m in by_time] == [(60, 100, 40), (50, None, 0)]  # -1: every message is older
+    with pytest.raises(OpsError, match="past the end"):
+        plan_backfill(BackfillRequest("g", "t", to_offsets={0: 101}), [0], {0: (0, 100)}, {}, {})
+    with pytest.raises(OpsError, match="has no partition 3"):
+        plan_backfill(BackfillRequest("g", "t", NOW, partitions=(3,)), [0], {0: (0, 100)}, {}, {})
+
+
+def test_an_active_group_is_refused_naming_its_clients() -> None:
+    refuse_active("g", "EMPTY", [])
+    with pytest.raises(OpsError, match="2 connected clients .*tm-1 on /10.0.0.1"):
+        refuse_active("g", "STABLE", [Member("tm-1", "/10.0.0.1"), Member("tm-2", "/10.0.0.2")])
+
+
+def test_what_an_earlier_replay_copied_respects_its_span_and_filter() -> None:
+    earlier = [Copied(7, (Span(0, 10, 20),), ("error", "timeout"))]
+    assert already_copied(0, 15, [("error", b"timeout")], earlier) == 7
+    assert already_copied(0, 15, [("error", b"schema")], earlier) is None
+    assert already_copied(0, 20, [("error", b"timeout")], earlier) is None and already_copied(1, 15, [("error", b"timeout")], earlier) is None
+
+
+def test_progress_reads_like_a_person_would_say_it() -> None:
+    assert progress_text(1200, 10_000, 2.0) == "1,200 of 10,000 (12%) · 600/s · about 14 s left"
+    assert progress_text(6000, 10_000, 2.0, moved=1000) == "6,000 of 10,000 (60%) · 500/s · about 8 s left"
+
+
+def test_the_catalog_names_a_global_oncall_group_and_oncall_user_groups() -> None:
+    catalog, problems = read_catalog({"oncall": {"usergroup": "S0ONCALL", "members": ["U0000ALICE"]},
+                                      "teams": {"t": {"members": ["U0000ALICE"], "oncall_usergroup": "S0TONCALL"}}}, lambda _: None)  # type: ignore[arg-type, return-value]
+    assert problems == [] and catalog.oncall is not None and catalog.oncall.usergroup == "S0ONCALL"
+    assert catalog.teams["t"].oncall_usergroup == "S0TONCALL"
+    _, problems = read_catalog({"oncall": {"usergroup": "nope"}, "teams": {"t": {"members": ["U0000ALICE"], "oncall_usergroup": 5}}},
+                               lambda _: None)  # type: ignore[arg-type, return-value]
+    assert {p.place for p in problems} == {"oncall.usergroup", "teams.t.oncall_usergroup"}
