@@ -27,6 +27,7 @@ from bot.emulator.workspace import Message
 from bot.runtime import Bot
 from bot.services.operations import Actor
 from bot.slack import ids
+from bot.store.database import Database
 from bot.store.models import Operation
 from tests.conftest import SlackHarness, bot_config
 
@@ -368,3 +369,29 @@ async def test_a_replay_killed_mid_way_resumes_from_its_last_transaction_exactly
                                      env={**os.environ, **env}, capture_output=True, text=True, timeout=60)
     [listed] = [o for o in json.loads(status.stdout) if o["request"]["dlq"] == dlq]
     assert listed["surface"] == "cli" and listed["state"] == "done"
+
+
+async def test_a_replay_whose_bot_stops_is_resumed_by_the_next_bot_and_says_so(ops: tuple[SlackHarness, dict[str, str]],
+                                                                                migrated_url: str, kafka_bootstrap: str) -> None:
+    slack, names = ops
+    await asyncio.to_thread(produce, kafka_bootstrap, names["dlq"], 4_000, NOW - timedelta(hours=1), timedelta(milliseconds=10))
+    assert "is posted" in await answer(slack, f"/replay {names['dlq']} --to {names['target']} --rate 400/s", ALICE)
+    row = await latest(slack)
+    plan = await op_message(slack, int(row.id or 0), lambda t: "4,000" in t)
+    await clicked(slack, plan, ids.OPS_CONFIRM, ALICE)
+    await op_message(slack, int(row.id or 0), lambda t: "Progress:" in t)
+    await slack.bot.stop()  # mid-way: it stops at a transaction boundary and hands its lease back
+    db = Database(migrated_url)
+    async with db.session() as session:
+        left = await session.get(Operation, row.id)
+    await db.close()
+    assert left is not None and left.state == "running" and 0 < left.progress["copied"] < 4_000
+
+    slack.bot = Bot(bot_config(slack.emulator, migrated_url, KAFKA_BOOTSTRAP_SERVERS=kafka_bootstrap, OPS_LEASE_SECONDS="2"))
+    await slack.bot.start(0)
+    assert await slack.bot.ops.resume_orphans() == 1
+    done = await op_message(slack, int(row.id or 0), lambda t: "Copied 4,000 of 4,000" in t)
+    assert "Resumed by this bot from the last committed transaction" in await slack.ws.wait_for(
+        lambda: (lambda t: t if "Resumed" in t else None)(thread(slack, done)), timeout=30)
+    copies = await asyncio.to_thread(read_committed, kafka_bootstrap, names["target"], 4_000)
+    assert len({dict(m.headers())["changeops-source"] for m in copies}) == len(copies) == 4_000
