@@ -50,6 +50,7 @@ class Config:
     metrics_topic: str | None = None  # the Kafka topic of PipelineSample records (SLI samples)
     metrics_group: str = "changeops-sli"
     poll_seconds: float = 30.0  # how often the bot measures source lag and DLQ size itself
+    census_seconds: float = 300.0  # how often one replica takes the census of consumer groups
     ops_lease_seconds: float = 30.0  # a running replay's lease: another bot resumes it this long after its owner went quiet
 
     @property
@@ -99,6 +100,7 @@ class Config:
             metrics_group=_topic(env, "SLI_METRICS_GROUP") or "changeops-sli",
             poll_seconds=_seconds(env, "SLI_POLL_SECONDS", 30.0),
             ops_lease_seconds=_seconds(env, "OPS_LEASE_SECONDS", 30.0),
+            census_seconds=_seconds(env, "CENSUS_SECONDS", 300.0, most=86400),
         )
 
 
@@ -180,7 +182,7 @@ def _api_tokens(env: Mapping[str, str]) -> tuple[ApiToken, ...]:
     return tuple(tokens)
 
 
-def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
+def _seconds(env: Mapping[str, str], name: str, default: float, most: float = 600) -> float:
     value = _optional(env, name)
     if value is None:
         return default
@@ -188,8 +190,8 @@ def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
         seconds = float(value)
     except ValueError:
         seconds = -1.0
-    if not 0 < seconds <= 600:
-        raise ConfigError(f"{name} is malformed: {value!r} is not a number of seconds between 0 and 600")
+    if not 0 < seconds <= most:
+        raise ConfigError(f"{name} is malformed: {value!r} is not a number of seconds between 0 and {most:g}")
     return seconds
 
 

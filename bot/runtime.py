@@ -10,7 +10,7 @@ import logging
 import secrets
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from aiohttp import web
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -26,6 +26,7 @@ from bot.kafka.pollers import Pollers
 from bot.schema_registry import SchemaRegistry
 from bot.services import leases
 from bot.services.calendar import CalendarService
+from bot.services.census import CensusService
 from bot.services.deliveries import Deliveries
 from bot.services.lineage import LineageService
 from bot.services.operations import Operations
@@ -41,6 +42,7 @@ from bot.slack.inflight import Inflight
 from bot.slack.membership import SlackMembership
 from bot.slack.ops.actions import OpsActions
 from bot.slack.ops.delivery import OpsDelivery
+from bot.slack.readers import Readers
 from bot.slack.schema_commands import Services
 from bot.slack.sli.actions import AlertActions
 from bot.slack.sli.commands import SliCommands
@@ -72,12 +74,14 @@ class Bot:
         membership = SlackMembership(self.slack.client)
         self.schema_registry = SchemaRegistry(config.schema_registry_url) if config.schema_registry_url else None
         self.calendar = CalendarService(self.db, self.lineage, clock)
-        self.proposals = Proposals(self.db, self.registry, self.lineage, membership, self.outbox, self.calendar, clock, self.schema_registry)
+        self.owner = secrets.token_hex(8)
+        self.sli = SliService(self.db, self.lineage, self.outbox, clock, config.changes_channel)
+        self.census = CensusService(self.db, self.lineage, self.sli, config.kafka_bootstrap_servers, self.owner, clock)
+        self.proposals = Proposals(self.db, self.registry, self.lineage, membership, self.outbox, self.calendar, clock, self.schema_registry,
+                                   readers=self.census if config.kafka_bootstrap_servers else None)
         delivery = SlackDelivery(web_client(config.slack_bot_token, config.slack_api_url, retries=False), self.proposals,
                                  config.changes_channel)
-        self.sli = SliService(self.db, self.lineage, self.outbox, clock, config.changes_channel)
         alerts = SliDelivery(web_client(config.slack_bot_token, config.slack_api_url, retries=False), self.sli)
-        self.owner = secrets.token_hex(8)
         self.avro_registry = Registry(config.schema_registry_url) if config.schema_registry_url else None
         self.ops = Operations(self.db, self.lineage, self.sli, self.outbox, self.calendar, membership, config.kafka_bootstrap_servers,
                               self.avro_registry, self.owner, timedelta(seconds=config.ops_lease_seconds), clock)
@@ -87,7 +91,7 @@ class Bot:
         calendar = CalendarCommands(self.calendar, self.slack.client, membership, lambda: config.public_url or self.url)
         actions = AlertActions(SliCommands(self.sli, membership), self.proposals, self.calendar, self._dead_letters if config.kafka_bootstrap_servers else None)
         add_listeners(self.slack, Services(self.proposals, self.registry, self.slack.client), calendar, actions, OpsActions(self.ops, self.sli),
-                      self.proposals, self.outbox, self.inflight)
+                      Readers(self.census, self.proposals, self.registry, membership), self.proposals, self.outbox, self.inflight)
         self.web = build_web_app(self.slack, self.db, migrate.head(), config, self.lineage, self.proposals, self.sli, lambda: self.draining)
         self.scheduler = AsyncIOScheduler(timezone="UTC")
         self.scheduler.add_job(self.inflight.track(self.deliveries.prune), "interval", hours=1, kwargs={"older_than": timedelta(days=1)},
@@ -107,6 +111,9 @@ class Bot:
                                    coalesce=True, max_instances=1)
             self.scheduler.add_job(self.inflight.track(self.ops.follow), "interval", seconds=config.poll_seconds, id="follow-backfills",
                                    coalesce=True, max_instances=1)
+            self.scheduler.add_job(self.inflight.track(self.census.scheduled), "interval", seconds=config.census_seconds, id="census",
+                                   kwargs={"every": timedelta(seconds=config.census_seconds)}, coalesce=True, max_instances=1,
+                                   next_run_time=datetime.now(UTC))
         self._runner: web.AppRunner | None = None
         self._socket_mode: AsyncSocketModeHandler | None = None
         self.port: int | None = None

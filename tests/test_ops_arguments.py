@@ -11,7 +11,6 @@ from bot.domain.lineage.catalog import read_catalog
 from bot.domain.ops import (
     BackfillRequest,
     Copied,
-    Member,
     OpsError,
     ReplayRequest,
     Span,
@@ -22,6 +21,7 @@ from bot.domain.ops import (
     refuse_active,
     replay_request,
 )
+from bot.domain.readers import Member
 
 NOW = datetime(2026, 12, 2, 9, 0, tzinfo=UTC)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -11,13 +12,18 @@ from typing import Any
 import yaml
 
 from bot.cli.store import NotMigrated, with_database
+from bot.config import Config
 from bot.domain.avro.model import Schema
 from bot.domain.avro.parse import parse
 from bot.domain.lineage.catalog import Catalog, Problem, read_catalog
 from bot.domain.lineage.coverage import coverage
 from bot.domain.lineage.graph import Impact, LineageError
 from bot.domain.lineage.openlineage import LineageEvent, OpenLineageError, parse_event
+from bot.domain.readers import Activity, Census
+from bot.services.census import CensusError, CensusService
 from bot.services.lineage import LineageService
+from bot.services.outbox import Outbox
+from bot.services.sli import SliService
 from bot.store.database import Database
 from bot.store.models import aware
 
@@ -216,8 +222,50 @@ def run_impact(args: argparse.Namespace) -> int:
             raise CommandError(str(err)) from None
 
     impact, teams = _with_service(query)
-    print(json.dumps(impact.as_json(teams), indent=2, ensure_ascii=False) if args.format == "json" else impact_text(impact, teams))
+    census = census_of(impact.dataset.name) if impact.dataset.namespace.startswith("kafka://") else None
+    if args.format == "json":
+        answer = impact.as_json(teams)
+        if census is not None:
+            answer["consumer_groups"] = [r.as_json() for r in census.readers]
+        print(json.dumps(answer, indent=2, ensure_ascii=False))
+    else:
+        print(impact_text(impact, teams) + ("\nConsumer groups (the reader census):\n" + "\n".join(census_lines(census)) if census else ""))
     return 0
+
+
+def census_of(topic: str, refresh: bool = False) -> Census:
+    """The stored census of ``topic`` (taken afresh first with ``refresh``)."""
+    config = Config.from_env(os.environ, require_slack=False)
+
+    async def work(db: Database) -> Census:
+        lineage = LineageService(db)
+        census = CensusService(db, lineage, SliService(db, lineage, Outbox()), config.kafka_bootstrap_servers, "cli")
+        try:
+            if refresh:
+                await census.refresh()
+            return await census.census(topic)
+        except CensusError as err:
+            raise CommandError(str(err), USAGE_ERROR) from None
+
+    try:
+        return with_database(work)
+    except NotMigrated as err:
+        raise CommandError(str(err), USAGE_ERROR) from None
+
+
+def census_lines(census: Census) -> list[str]:
+    """The census for a terminal."""
+    age = f"census of {census.taken_at:%Y-%m-%d %H:%M} UTC" if census.taken_at else "no census has answered yet (bot consumers --refresh)"
+    lines = [f"{census.topic}: {len(census.reading)} group(s) read it ({age})" + (f"; the newest census failed: {census.failed}" if census.failed else "")]
+    for reader in census.readers:
+        r, declared = reader.reading, reader.declared
+        who = f"job {declared.job}" if declared and declared.job else "attributed" if declared else "NOT DECLARED"
+        team = f" ({declared.team})" if declared and declared.team else ""
+        clients = ", ".join(f"{m.client_id}@{m.host}" for m in r.members)
+        flag = "! " if declared is None and reader.activity in (Activity.ACTIVE, Activity.IDLE) else "  "
+        lines.append(f"{flag}{r.group:<40} {reader.activity.value:<8} {who}{team}" + (f"  [{clients}]" if clients else "")
+                     + (f"  last commit {r.last_commit:%Y-%m-%d %H:%M}" if r.last_commit else "") + (f"  lag {r.lag:,}" if r.lag is not None else ""))
+    return lines
 
 
 def impact_text(impact: Impact, teams: set[str]) -> str:

@@ -13,6 +13,8 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
+from bot.domain.readers import Member
+
 TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
 REPLAY_HEADER_ID, REPLAY_HEADER_SOURCE = "changeops-replay-id", "changeops-source"
 Headers = list[tuple[str, bytes | None]]
@@ -261,14 +263,6 @@ def partitions_of(text: str) -> list[int]:
 
 
 # --- backfill plans ---------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Member:
-    """A connected client of a consumer group."""
-
-    client_id: str
-    host: str
-
 
 @dataclass(frozen=True)
 class PartitionMove:

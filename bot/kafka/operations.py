@@ -32,7 +32,6 @@ from bot.domain.ops import (
     BackfillRequest,
     Copied,
     Headers,
-    Member,
     OpsError,
     PartitionMove,
     ReplayRequest,
@@ -41,6 +40,7 @@ from bot.domain.ops import (
     plan_backfill,
     refuse_active,
 )
+from bot.domain.readers import Member
 from bot.kafka.avro import Registry
 from bot.kafka.dead_letters import describe
 

@@ -289,6 +289,7 @@ def _fill(row: LineageJob, job: Job) -> None:
     row.outputs = [[d.namespace, d.name] for d in job.outputs]
     row.mappings = [[s.dataset.namespace, s.dataset.name, s.path, t.dataset.namespace, t.dataset.name, t.path] for s, t in job.mappings]
     row.unmapped_outputs = [[d.namespace, d.name] for d in job.unmapped_outputs]
+    row.consumer_groups = list(job.consumer_groups)
     row.digest = _digest(job)
 
 
@@ -299,14 +300,14 @@ def _job(row: LineageJob) -> Job:
         JobId(row.namespace, row.name), list(row.owners), row.channel,
         [DatasetId(*d) for d in row.inputs], [DatasetId(*d) for d in row.outputs],
         [(FieldRef(DatasetId(m[0], m[1]), m[2]), FieldRef(DatasetId(m[3], m[4]), m[5])) for m in row.mappings],
-        [DatasetId(*d) for d in row.unmapped_outputs], learned,
+        [DatasetId(*d) for d in row.unmapped_outputs], learned, list(row.consumer_groups or []),
     )
 
 
 def _digest(job: Job) -> str:
     content = [sorted(job.owners), [[d.namespace, d.name] for d in job.inputs], [[d.namespace, d.name] for d in job.outputs],
                sorted([s.dataset.namespace, s.dataset.name, s.path, t.dataset.namespace, t.dataset.name, t.path] for s, t in job.mappings),
-               [[d.namespace, d.name] for d in job.unmapped_outputs]]
+               [[d.namespace, d.name] for d in job.unmapped_outputs]] + ([sorted(job.consumer_groups)] if job.consumer_groups else [])
     return hashlib.sha256(json.dumps(content).encode()).hexdigest()
 
 

@@ -29,6 +29,7 @@ from bot.domain.compat.analysis import Analysis, analyse
 from bot.domain.compat.classify import Verdict
 from bot.domain.lineage.graph import LineageError
 from bot.domain.lineage.model import Team
+from bot.domain.readers import Census
 from bot.schema_registry import RegistrationError, SchemaRegistry
 from bot.services.audit import record as audit
 from bot.services.calendar import CalendarService
@@ -76,6 +77,7 @@ class Event(enum.StrEnum):
     HELD = "held"
     RELEASED = "released"
     RESCHEDULED = "rescheduled"
+    READER = "reader"  # someone said who answers for a consumer group nobody declared (or that it is retired)
 
 
 @dataclass
@@ -140,14 +142,27 @@ def state_words(state: State | str) -> str:
     return str(state).replace("_", " ")
 
 
+class Readers(Protocol):
+    """Who Kafka says reads a topic (the reader census)."""
+
+    async def census(self, topic: str) -> Census:
+        """The topic's readers as the last census saw them."""
+
+
+def topic_of(subject: Subject) -> str:
+    """The subject's topic: the catalog's word, else the TopicNameStrategy name."""
+    return subject.topic or subject.name.removesuffix("-value").removesuffix("-key")
+
+
 class Proposals:
     """The approval workflow."""
 
     def __init__(self, db: Database, registry: Registry, lineage: LineageService, membership: Membership, outbox: Outbox,
-                 calendar: CalendarService, clock: Callable[[], datetime] = utcnow, schema_registry: SchemaRegistry | None = None) -> None:
+                 calendar: CalendarService, clock: Callable[[], datetime] = utcnow, schema_registry: SchemaRegistry | None = None,
+                 readers: Readers | None = None) -> None:
         self.db, self.registry, self.lineage, self.calendar = db, registry, lineage, calendar
         self.membership, self.outbox, self.clock = membership, outbox, clock
-        self.schema_registry = schema_registry
+        self.schema_registry, self.readers = schema_registry, readers
 
     # --- proposing ------------------------------------------------------------------------------
 
@@ -187,6 +202,12 @@ class Proposals:
         teams = await self.lineage.teams()
         impact, nobody_knows = await self._impact(subject_name, verdict, checked.analysis.label, teams)
         to_ask = list(impact.get("owners", []))
+        if self.readers is not None:
+            census = await self.readers.census(topic_of(subject))
+            impact["consumer_groups"] = census.as_json()
+            for reader in census.reading:  # a team that answers for a group nobody declared reads the whole topic: asked
+                if reader.declared is not None and reader.declared.source == "attributed" and reader.declared.team not in to_ask:
+                    to_ask.append(str(reader.declared.team))
         policy = Policy.from_json(subject.policy)
         if verdict.level in policy.acknowledge and (nobody_knows or impact.get("unowned")):
             # unknown is not safe: someone accountable answers for the readers nobody can be asked for
@@ -413,6 +434,36 @@ class Proposals:
                 raise ProposalError(f"#{proposal_id} cannot be extended (it is not pending, or was extended once already)")
             audit(session, user, surface, "extended", "proposal", str(proposal_id), {"reason": reason.strip()})
             self._notice(session, proposal_id, Event.EXTENDED, user, detail=reason.strip())
+            await session.commit()
+        self.outbox.wake()
+        return await self.view(proposal_id)
+
+    async def reader_said(self, proposal_id: int, group: str, team: str | None, user: str, surface: str = "slack") -> ProposalView:
+        """A consumer group on the card was attributed to ``team`` (asked from now on, if the proposal still waits) or retired
+        (``team`` None): the card shows it, the thread says it, the team is told."""
+        async with self.db.session() as session:
+            proposal = await session.get(Proposal, proposal_id)
+            if proposal is None:
+                raise ProposalError(f"there is no proposal #{proposal_id}")
+            impact = dict(proposal.impact)
+            census = dict(impact.get("consumer_groups") or {})
+            groups = [dict(g) for g in census.get("groups", [])]
+            for entry in groups:
+                if entry["group"] == group:
+                    entry.update({"team": team, "declared_in": "attributed"} if team else {"state": "retired"})
+            census["groups"] = groups
+            impact["consumer_groups"] = census
+            teams = list(proposal.teams)
+            asked = team is not None and proposal.state == State.PENDING.value and team not in teams
+            moved = await session.exec(update(Proposal).where(col(Proposal.id) == proposal_id, col(Proposal.state) == proposal.state)
+                                       .values(impact=impact, teams=teams + [team] if asked and team else teams))
+            if not getattr(moved, "rowcount", 0):
+                raise ProposalError(f"#{proposal_id} changed meanwhile; nothing changed")
+            detail = (f"attributed consumer group `{group}` to {team}" + (": the team is now asked" if asked else "")) if team \
+                else f"marked consumer group `{group}` as retired"
+            audit(session, user, surface, "reader attributed" if team else "reader retired", "proposal", str(proposal_id),
+                  {"group": group, "team": team})
+            self._notice(session, proposal_id, Event.READER, user, [team] if asked and team else [], detail=detail)
             await session.commit()
         self.outbox.wake()
         return await self.view(proposal_id)

@@ -6,6 +6,7 @@ under 3,000 characters, and long lists end with "... and N more" (the CLI and th
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from bot.domain.approvals import UNOWNED, Decision, State
@@ -20,6 +21,7 @@ STATE_TEXT = {
 }
 MAX_SECTIONS_PER_PART = 3
 MAX_ITEMS = 40
+MAX_UNDECLARED = 5  # undeclared groups shown with a menu each (the rest counted)
 
 
 def card(view: ProposalView, *, team: str | None = None, clashes: list[str] | None = None) -> Reply:
@@ -56,6 +58,9 @@ def card(view: ProposalView, *, team: str | None = None, clashes: list[str] | No
                         [f"• `{escape(j['name'])}` ({escape(j['namespace'])}) · learned from {escape(j.get('learned', 'catalog'))}"
                          + (f" · named owner{'s' if len(j['owners']) > 1 else ''} not in the catalog: {escape(', '.join(j['owners']))}" if j["owners"] else "")
                          for j in p.impact["unowned"]])
+    if p.impact.get("consumer_groups"):
+        blocks += readers_part(view.id, p.impact["consumer_groups"], not (p.backward and p.forward),
+                               pending=view.state is State.PENDING and team is None)
     if p.teams:
         blocks += _part("*Teams asked*", [_team_line(view, t) for t in p.teams])
     if p.notes:
@@ -67,6 +72,50 @@ def card(view: ProposalView, *, team: str | None = None, clashes: list[str] | No
             {"type": "button", "action_id": ids.REVISE, "style": "primary", "text": {"type": "plain_text", "text": "Revise"}, "value": str(view.id)}]})
     blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": f"ChangeOps · proposal #{view.id} · `/schema status {view.id}`"}]})
     return Reply(f"{escape(title)}: {STATE_TEXT[view.state]}", blocks)
+
+
+def readers_part(proposal_id: int, census: dict[str, Any], breaks: bool, pending: bool) -> list[dict[str, Any]]:
+    """"Kafka says N groups read `orders`": the declared readers, the undeclared ones (each with a menu to attribute it to a
+    team or mark it retired while the proposal waits), the stale ones; the census's age or failure."""
+    groups = census.get("groups", [])
+    reading = [g for g in groups if g["state"] in ("active", "idle")]
+    undeclared = [g for g in reading if not g.get("team") and not g.get("declared_by")]
+    taken = census.get("taken_at")
+    age = f"census of {_when(datetime.fromisoformat(taken))}" if taken else "no census has answered yet"
+    lines = [f"_{age}_" + (f" · :warning: the newest census failed ({escape(census['failed'][:200])}): these are the readers it last saw"
+                           if census.get("failed") else "")]
+    if breaks and undeclared:
+        lines.append(f":rotating_light: This change breaks reads, and {len(undeclared)} group{'s' if len(undeclared) != 1 else ''} nobody "
+                     "declared read the topic: find who runs them before approving.")
+    for g in reading:
+        if g in undeclared:
+            continue
+        who = f"job `{escape(g['declared_by'])}`" if g.get("declared_by") else "attributed"
+        lines.append(f"• `{escape(g['group'])}` — {who}{' (' + escape(g['team']) + ')' if g.get('team') else ''} · {g['state']}")
+    for g in groups:
+        if g["state"] == "stale":
+            lines.append(f"• `{escape(g['group'])}` — stale: idle, last commit {_last(g)}, older than the topic keeps data")
+        elif g["state"] == "retired":
+            lines.append(f"• `{escape(g['group'])}` — retired")
+    blocks = _part(f"*Kafka says {len(reading)} group{'s' if len(reading) != 1 else ''} read `{escape(census.get('topic', '?'))}`*", lines)
+    for g in undeclared[:MAX_UNDECLARED]:
+        clients = ", ".join(escape(m["client_id"]) for m in g.get("members", [])[:5])
+        text = (f":warning: `{escape(g['group'])}` — *not declared* · {g['state']}" + (f" ({clients})" if clients else "")
+                + f" · last commit {_last(g)}" + (f" · lag {g['lag']:,}" if g.get("lag") is not None else ""))
+        block = section(text)
+        if pending:
+            value = f"{proposal_id}|{g['group']}"[:150]
+            block["accessory"] = {"type": "overflow", "action_id": ids.READER_MENU, "options": [
+                {"text": {"type": "plain_text", "text": "Attribute to a team…"}, "value": f"attribute|{value}"},
+                {"text": {"type": "plain_text", "text": "Mark as retired"}, "value": f"retire|{value}"}]}
+        blocks.append(block)
+    if len(undeclared) > MAX_UNDECLARED:
+        blocks.append(section(f"… and {len(undeclared) - MAX_UNDECLARED} more undeclared groups (`/schema consumers` lists them all)"))
+    return blocks
+
+
+def _last(group: dict[str, Any]) -> str:
+    return _when(datetime.fromisoformat(group["last_commit"])) if group.get("last_commit") else "unknown"
 
 
 def _part(title: str, lines: list[str]) -> list[dict[str, Any]]:

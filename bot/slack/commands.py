@@ -13,6 +13,7 @@ from bot.domain.compat.rules import CATALOGUE
 from bot.slack import ids
 from bot.slack.calendar_commands import CalendarCommands
 from bot.slack.ops.commands import OpsCommands
+from bot.slack.readers import Readers
 from bot.slack.render import Reply
 from bot.slack.request import CommandRequest
 from bot.slack.schema_commands import Services
@@ -77,7 +78,7 @@ class Router:
             await respond(**reply.respond())
 
 
-def schema_router(services: Services) -> Router:
+def schema_router(services: Services, readers: Readers) -> Router:
     """``/schema``: every subcommand the bot offers."""
     router = Router(ids.SCHEMA_COMMAND)
     for sub in (
@@ -89,6 +90,7 @@ def schema_router(services: Services) -> Router:
         Subcommand("withdraw", "withdraw ID", "take back your proposal", services.withdraw),
         Subcommand("extend", "extend ID REASON", "move your proposal's deadline once", services.extend),
         Subcommand("claim", "claim JOB TEAM", "claim a job nobody owns for your team (proposals then ask it)", services.claim),
+        Subcommand("consumers", "consumers SUBJECT", "every consumer group Kafka says reads its topic, declared or not", readers.consumers),
         Subcommand("rules", "rules", "the rules a schema change is classified by", lambda _r: _answer(rules_reply()), in_ack=True),
     ):
         router.add(sub)
@@ -154,10 +156,10 @@ def ops_routers(ops: OpsCommands) -> dict[str, Router]:
     return {ids.BACKFILL_COMMAND: backfill, ids.REPLAY_COMMAND: replay, ids.OPS_COMMAND: status}
 
 
-def register(app: AsyncApp, services: Services, calendar: CalendarCommands, sli: SliCommands, ops: OpsCommands,
+def register(app: AsyncApp, services: Services, calendar: CalendarCommands, sli: SliCommands, ops: OpsCommands, readers: Readers,
              track: Callable[[Any], Any]) -> dict[str, Router]:
     """Attach every slash command to the app; returns the routers (App Home lists their help)."""
-    routers = {ids.SCHEMA_COMMAND: schema_router(services), ids.CALENDAR_COMMAND: calendar_router(calendar), ids.SLI_COMMAND: sli_router(sli),
+    routers = {ids.SCHEMA_COMMAND: schema_router(services, readers), ids.CALENDAR_COMMAND: calendar_router(calendar), ids.SLI_COMMAND: sli_router(sli),
                **ops_routers(ops)}
     assert tuple(routers) == ids.SLASH_COMMANDS
     for name, router in routers.items():

@@ -153,6 +153,10 @@ class SlackDelivery:
             dm(view.proposal.proposer, Reply.text(self._outcome(view, payload.get("version"))))
         elif event is Event.RESCHEDULED:
             note(f"{mention(actor)} moved the planned window to {escape(detail)}")
+        elif event is Event.READER:
+            note(f"{mention(actor)} {escape(detail)}")
+            await self._team_dms(view, teams, "Kafka says a consumer group your team answers for reads this topic, so your team is asked "
+                                              "to acknowledge this schema change.", dm)
         return Expand(rows)
 
     async def _team_dms(self, view: ProposalView, teams: list[str], intro: str, dm: Any) -> None:

@@ -178,6 +178,7 @@ class LineageJob(SQLModel, table=True):
     outputs: list[list[str]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     mappings: list[list[str]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     unmapped_outputs: list[list[str]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    consumer_groups: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False, default=list))
     source: str = Field(max_length=16)
     event_time: datetime | None = _when(nullable=True)
     digest: str = Field(default="", max_length=64)
@@ -375,3 +376,46 @@ class Operation(SQLModel, table=True):
     calendar_entry: int | None = None
     created_at: datetime = _when(nullable=False, default=utcnow, index=True)
     updated_at: datetime = _when(nullable=False, default=utcnow)
+
+
+class TopicReader(SQLModel, table=True):
+    """A consumer group that reads a topic, as the last census saw it (kept across restarts)."""
+
+    __tablename__ = "topic_readers"
+    __table_args__ = (UniqueConstraint("topic", "group_id", name="uq_topic_readers_topic_group"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    topic: str = Field(max_length=255, index=True)
+    group_id: str = Field(max_length=255, index=True)
+    state: str = Field(max_length=32)
+    members: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    committed: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    lag: int | None = Field(default=None, sa_type=BigInteger)
+    retention_ms: int | None = Field(default=None, sa_type=BigInteger)  # how long the topic keeps data (None: forever)
+    first_seen: datetime = _when(nullable=False)
+    last_moved: datetime | None = _when(nullable=True)  # when its committed offsets last moved, as the census saw it
+    seen_at: datetime = _when(nullable=False)
+
+
+class CensusRun(SQLModel, table=True):
+    """One census of the cluster's consumer groups: when, whether it answered, how many groups read watched topics."""
+
+    __tablename__ = "census_runs"
+
+    id: int | None = Field(default=None, primary_key=True)
+    at: datetime = _when(nullable=False, index=True)
+    ok: bool = True
+    error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    groups: int = 0
+
+
+class GroupAttribution(SQLModel, table=True):
+    """What people said of a consumer group nobody declared: the team that answers for it, or that it is retired."""
+
+    __tablename__ = "group_attributions"
+
+    group_id: str = Field(max_length=255, primary_key=True)
+    team: str | None = Field(default=None, max_length=255)
+    retired: bool = False
+    by_user: str = Field(max_length=64)
+    at: datetime = _when(nullable=False)

@@ -1,4 +1,5 @@
-"""Oncall operations (backfills and DLQ replays), the teams' oncall user groups, catalog-wide settings.
+"""Oncall operations (backfills and DLQ replays), the teams' oncall user groups, catalog-wide settings; the census of
+consumer groups (topic readers, census runs, attributions) and the consumer groups jobs declare.
 
 Revision ID: 0010
 Revises: 0009
@@ -52,9 +53,56 @@ def upgrade() -> None:
     )
     with op.batch_alter_table('teams') as batch:
         batch.add_column(sa.Column('oncall_usergroup', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=True))
+    with op.batch_alter_table('lineage_jobs') as batch:
+        batch.add_column(sa.Column('consumer_groups', sa.JSON(), nullable=False, server_default='[]'))
+    op.create_table(
+        'topic_readers',
+        sa.Column('id', sa.Integer(), nullable=False),
+        sa.Column('topic', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=False),
+        sa.Column('group_id', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=False),
+        sa.Column('state', sqlmodel.sql.sqltypes.AutoString(length=32), nullable=False),
+        sa.Column('members', sa.JSON(), nullable=False),
+        sa.Column('committed', sa.JSON(), nullable=False),
+        sa.Column('lag', sa.BigInteger(), nullable=True),
+        sa.Column('retention_ms', sa.BigInteger(), nullable=True),
+        sa.Column('first_seen', sa.DateTime(timezone=True), nullable=False),
+        sa.Column('last_moved', sa.DateTime(timezone=True), nullable=True),
+        sa.Column('seen_at', sa.DateTime(timezone=True), nullable=False),
+        sa.PrimaryKeyConstraint('id'),
+        sa.UniqueConstraint('topic', 'group_id', name='uq_topic_readers_topic_group'),
+    )
+    op.create_index('ix_topic_readers_topic', 'topic_readers', ['topic'])
+    op.create_index('ix_topic_readers_group_id', 'topic_readers', ['group_id'])
+    op.create_table(
+        'census_runs',
+        sa.Column('id', sa.Integer(), nullable=False),
+        sa.Column('at', sa.DateTime(timezone=True), nullable=False),
+        sa.Column('ok', sa.Boolean(), nullable=False),
+        sa.Column('error', sa.Text(), nullable=True),
+        sa.Column('groups', sa.Integer(), nullable=False),
+        sa.PrimaryKeyConstraint('id'),
+    )
+    op.create_index('ix_census_runs_at', 'census_runs', ['at'])
+    op.create_table(
+        'group_attributions',
+        sa.Column('group_id', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=False),
+        sa.Column('team', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=True),
+        sa.Column('retired', sa.Boolean(), nullable=False),
+        sa.Column('by_user', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+        sa.Column('at', sa.DateTime(timezone=True), nullable=False),
+        sa.PrimaryKeyConstraint('group_id'),
+    )
 
 
 def downgrade() -> None:
+    op.drop_table('group_attributions')
+    op.drop_index('ix_census_runs_at', 'census_runs')
+    op.drop_table('census_runs')
+    op.drop_index('ix_topic_readers_group_id', 'topic_readers')
+    op.drop_index('ix_topic_readers_topic', 'topic_readers')
+    op.drop_table('topic_readers')
+    with op.batch_alter_table('lineage_jobs') as batch:
+        batch.drop_column('consumer_groups')
     with op.batch_alter_table('teams') as batch:
         batch.drop_column('oncall_usergroup')
     op.drop_table('catalog_settings')

@@ -17,7 +17,7 @@ from bot.domain.approvals import Policy
 from bot.domain.avro.model import Schema
 from bot.domain.avro.paths import field_paths
 from bot.domain.calendar import CalendarError, ChangeHours, Freeze, Scope
-from bot.domain.lineage.model import Dataset, DatasetId, FieldRef, Job, JobId, Team
+from bot.domain.lineage.model import GROUP, Dataset, DatasetId, FieldRef, Job, JobId, Team
 from bot.domain.sli.pipeline import Pipeline, PipelineError, Sli, apply_override, span
 
 DEFAULT_KAFKA_NAMESPACE = "kafka://kafka:9092"
@@ -347,7 +347,19 @@ class _Reader:
             job.mappings = self.mappings(raw.get("mappings", {}), inputs, outputs, f"{place}.mappings")
             targets = {target.dataset for _, target in job.mappings}
             job.unmapped_outputs = [d for d in job.outputs if d not in targets]
+            job.consumer_groups = self.groups(raw, place)
             self.catalog.jobs.append(job)
+
+    def groups(self, raw: dict[str, Any], place: str) -> list[str]:
+        """``consumer_groups``: the Kafka consumer groups a job reads with."""
+        groups = raw.get("consumer_groups", [])
+        if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
+            self.problem(f"{place}.consumer_groups", "expected a list of Kafka consumer group names")
+            return []
+        for group in groups:
+            if not GROUP.fullmatch(group):
+                self.problem(f"{place}.consumer_groups", f"{group!r} is not a Kafka consumer group name (letters, digits, . _ -)")
+        return list(groups)
 
     # --- references -----------------------------------------------------------------------------
 

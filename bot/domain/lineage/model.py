@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -16,6 +17,9 @@ class DatasetId(NamedTuple):
 
     def __str__(self) -> str:
         return self.name
+
+
+GROUP = re.compile(r"[A-Za-z0-9._-]{1,249}")  # a Kafka consumer group name
 
 
 class JobId(NamedTuple):
@@ -74,6 +78,7 @@ class Job:
     mappings: list[tuple[FieldRef, FieldRef]] = field(default_factory=list)  # (input field, output field)
     unmapped_outputs: list[DatasetId] = field(default_factory=list)
     learned: str = "catalog"  # how the bot knows of it: "catalog", or "OpenLineage event of <time>"
+    consumer_groups: list[str] = field(default_factory=list)  # the Kafka consumer groups it reads with
 
     @property
     def black_box(self) -> bool:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from bot.domain.lineage.model import Dataset, DatasetId, FieldRef, Job, JobId
+from bot.domain.lineage.model import GROUP, Dataset, DatasetId, FieldRef, Job, JobId
 
 EVENT_TYPES = {"START", "RUNNING", "COMPLETE", "ABORT", "FAIL", "OTHER"}
 
@@ -58,7 +58,7 @@ def parse_event(value: Any) -> LineageEvent:
     if not isinstance(raw_job, dict):
         raise OpenLineageError("job: required object is missing")
     job_id = JobId(_string(raw_job, "namespace", "job"), _string(raw_job, "name", "job"))
-    job = Job(job_id, owners=_owners(_facets(raw_job, "job"), "job"))
+    job = Job(job_id, owners=_owners(_facets(raw_job, "job"), "job"), consumer_groups=_groups(_facets(raw_job, "job")))
     datasets: dict[DatasetId, Dataset] = {}
     mapped: set[DatasetId] = set()
     for side in ("inputs", "outputs"):
@@ -79,6 +79,8 @@ def parse_event(value: Any) -> LineageEvent:
             if owners:
                 dataset.owners = owners
             (job.inputs if side == "inputs" else job.outputs).append(ident)
+            if side == "inputs":
+                job.consumer_groups += [g for g in _groups(facets) if g not in job.consumer_groups]
             if side == "outputs" and "columnLineage" in facets:
                 job.mappings += _column_lineage(facets["columnLineage"], ident, f"{place}.facets.columnLineage")
                 mapped.add(ident)
@@ -125,6 +127,20 @@ def _owners(facets: dict[str, Any], place: str) -> list[str]:
     if not isinstance(owners, list) or not all(isinstance(o, dict) and isinstance(o.get("name"), str) for o in owners):
         raise OpenLineageError(f"{place}.facets.ownership.owners: expected an array of {{name, type}}")
     return [owner_name(o["name"]) for o in owners]
+
+
+def _groups(facets: dict[str, Any]) -> list[str]:
+    """Kafka consumer groups a facet names (``consumerGroup`` or ``consumerGroups``, in any facet of the job or of a
+    Kafka input, as integrations send them); names that cannot be groups are ignored."""
+    found: list[str] = []
+    for facet in facets.values():
+        if not isinstance(facet, dict):
+            continue
+        many = facet.get("consumerGroups")
+        for value in [facet.get("consumerGroup"), *(many if isinstance(many, list) else [])]:
+            if isinstance(value, str) and GROUP.fullmatch(value) and value not in found:
+                found.append(value)
+    return found
 
 
 def owner_name(name: str) -> str:

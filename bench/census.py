@@ -1,0 +1,114 @@
+"""The reader census of 2,000 consumer groups on a 12-partition topic against the naive way, in the same run.
+
+The baseline lists the groups and asks each one's committed offsets one request after the other. The census
+(bot.kafka.census) describes groups in batches and keeps 64 offset requests in flight, then asks end offsets
+and retention; through the service it also stores every reader (SQLite) while a ticker on the event loop
+measures the longest stall (the census must not block the loop). Uses $KAFKA_BOOTSTRAP_SERVERS, or starts a
+broker with scripts/kafka.sh. Groups are created by committing offsets for them with the Admin API.
+
+Run: .venv/bin/python bench/census.py [--groups 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from _kafka import broker, stop_broker
+from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from bot.kafka.census import one_by_one, take
+from bot.services.census import CensusService
+from bot.services.lineage import LineageService
+from bot.services.outbox import Outbox
+from bot.services.sli import SliService
+from bot.store import migrate
+from bot.store.database import Database
+
+PARTITIONS = 12
+
+
+def seed(admin: AdminClient, bootstrap: str, groups: int) -> str:
+    topic = f"bench-census-{uuid.uuid4().hex[:8]}"
+    admin.create_topics([NewTopic(topic, num_partitions=PARTITIONS, replication_factor=1)])[topic].result(timeout=30)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(PARTITIONS * 100):
+        producer.produce(topic, b"x", partition=i % PARTITIONS)
+    producer.flush(30)
+    pending = []
+    for number in range(groups):
+        group = f"{topic}-reader-{number}"
+        offsets = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p, number % 100) for p in range(PARTITIONS)])
+        pending.append(admin.alter_consumer_group_offsets([offsets])[group])
+        if len(pending) >= 100:
+            for future in pending:
+                future.result(timeout=30)
+            pending.clear()
+    for future in pending:
+        future.result(timeout=30)
+    return topic
+
+
+async def through_the_service(bootstrap: str) -> tuple[float, float]:
+    """Seconds for a stored census, and the longest event-loop stall meanwhile (seconds)."""
+    folder = tempfile.mkdtemp(prefix="bench-census-")
+    url = f"sqlite:///{Path(folder) / 'changeops.db'}"
+    migrate.upgrade(url)
+    db = Database(url)
+    lineage = LineageService(db)
+    census = CensusService(db, lineage, SliService(db, lineage, Outbox()), bootstrap, "bench")
+    worst = 0.0
+    running = True
+
+    async def ticker() -> None:
+        nonlocal worst
+        while running:
+            before = time.perf_counter()
+            await asyncio.sleep(0.01)
+            worst = max(worst, time.perf_counter() - before - 0.01)
+
+    tick = asyncio.create_task(ticker())
+    began = time.perf_counter()
+    try:
+        assert await census.refresh()
+        return time.perf_counter() - began, worst
+    finally:
+        running = False
+        await tick
+        await db.close()
+
+
+def main(groups: int, bootstrap: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topic = seed(admin, bootstrap, groups)
+    began = time.perf_counter()
+    naive = one_by_one(admin)
+    baseline = time.perf_counter() - began
+    began = time.perf_counter()
+    snapshot = take(admin, [topic])
+    census = time.perf_counter() - began
+    readers = [g for g in snapshot.groups if topic in g.topics()]
+    assert len(readers) == groups, f"the census found {len(readers)} of {groups} groups"
+    assert sum(1 for offsets in naive.values() if any(t == topic for t, _ in offsets)) == groups
+    stored, stall = asyncio.run(through_the_service(bootstrap))
+    print(f"groups on {topic}: {groups:,} ({len(naive):,} on the cluster); {PARTITIONS} partitions")
+    print(f"baseline, committed offsets one group after the other: {baseline:6.2f} s")
+    print(f"census (batched describes, 64 offset requests in flight, end offsets, retention): {census:6.2f} s")
+    print(f"census through the service, stored in SQLite: {stored:6.2f} s; longest event-loop stall meanwhile {stall * 1000:.0f} ms")
+    print(f"ratio census/baseline: {census / baseline:.2f} (lower is better); speed-up {baseline / census:.1f}x")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--groups", type=int, default=2000)
+    args = parser.parse_args()
+    address, started_in = broker()
+    try:
+        main(args.groups, address)
+    finally:
+        stop_broker(started_in)

@@ -1,0 +1,177 @@
+"""The reader census: which consumer groups really read each topic, kept in the database (so it survives
+restarts), refreshed on a schedule by one replica at a time (a lease) and on demand, and judged against the
+groups people declared (catalog jobs and pipelines, OpenLineage, attributions made in Slack).
+
+A census that fails (a slow or absent broker) leaves the last one in place; its age and the failure are
+shown wherever the readers are."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from confluent_kafka.admin import AdminClient
+from sqlalchemy import bindparam, delete, insert, update
+from sqlalchemy import select as rows_of
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import col, select
+
+from bot.domain.readers import Census, Declared, Member, Reading, judge
+from bot.kafka.census import CensusFailed, Snapshot, take
+from bot.services import leases
+from bot.services.audit import record as audit
+from bot.services.lineage import LineageService
+from bot.services.sli import SliService
+from bot.store.database import Database
+from bot.store.models import CensusRun, GroupAttribution, TopicReader, aware, utcnow
+
+log = logging.getLogger(__name__)
+CHUNK = 500  # rows per bulk statement
+
+
+class CensusError(ValueError):
+    """A request about readers that cannot be served; the message is for people."""
+
+
+def _changes(snapshot: Snapshot, stored: list[tuple[Any, ...]], now: datetime) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[int]]:
+    """The rows to insert, the rows to update (by ``row_id``), the ids to delete: a reader's ``last_moved`` moves when its
+    committed offsets did."""
+    known = {(topic, group): (row_id, committed, last_moved) for row_id, topic, group, committed, last_moved in stored}
+    inserts, updates, seen = [], [], set()
+    for group in snapshot.groups:
+        for topic in group.topics():
+            seen.add((topic, group.group))
+            committed = {str(p): o for (t, p), o in sorted(group.committed.items()) if t == topic}
+            members = [{"client_id": c, "host": h} for c, h, parts in group.members if any(t == topic for t, _ in parts)]
+            lag = sum(max(0, snapshot.ends[(topic, int(p))] - o) for p, o in committed.items() if (topic, int(p)) in snapshot.ends) \
+                if committed else None
+            values = {"state": group.state, "members": members, "committed": committed, "lag": lag,
+                      "retention_ms": snapshot.retention_ms.get(topic), "seen_at": now}
+            before = known.get((topic, group.group))
+            if before is None:
+                inserts.append({**values, "topic": topic, "group_id": group.group, "first_seen": now, "last_moved": now if committed else None})
+            else:
+                row_id, old, last_moved = before
+                updates.append({**values, "row_id": row_id, "last_moved": now if committed and committed != old else last_moved})
+    gone = [row_id for key, (row_id, _, _) in known.items() if key not in seen]
+    return inserts, updates, gone
+
+
+class CensusService:
+    """Takes, stores and answers the census."""
+
+    def __init__(self, db: Database, lineage: LineageService, sli: SliService, bootstrap: str | None, owner: str,
+                 clock: Callable[[], datetime] = utcnow) -> None:
+        self.db, self.lineage, self.sli, self.bootstrap, self.owner, self.clock = db, lineage, sli, bootstrap, owner, clock
+        self._admin: AdminClient | None = None
+        self._writing = asyncio.Lock()
+
+    # --- taking it ------------------------------------------------------------------------------
+
+    async def scheduled(self, every: timedelta) -> bool:
+        """The periodic census, by whichever replica holds the lease; False when another one does."""
+        if not await leases.hold(self.db, "census", self.owner, every * 2, self.clock()):
+            return False
+        return await self.refresh()
+
+    async def refresh(self) -> bool:
+        """Take a census now and store it; False (and the failure recorded) when the cluster did not answer."""
+        if not self.bootstrap:
+            raise CensusError("Kafka is not configured for this bot: set KAFKA_BOOTSTRAP_SERVERS")
+        if self._admin is None:
+            self._admin = AdminClient({"bootstrap.servers": self.bootstrap, "client.id": "changeops-census"})
+        admin = self._admin
+        try:
+            snapshot = await asyncio.to_thread(take, admin)
+        except Exception as err:  # a CensusFailed, or whatever else the client raised: the last census stays, the failure is shown
+            reason = str(err) if isinstance(err, CensusFailed) else f"{type(err).__name__}: {err}"
+            log.warning("reader census failed: %s", reason)
+            async with self.db.session() as session:
+                session.add(CensusRun(at=self.clock(), ok=False, error=reason[:1000]))
+                await session.commit()
+            return False
+        async with self._writing:
+            try:
+                await self._store(snapshot)
+            except IntegrityError:  # another replica (or a terminal) stored a census at the same moment: on top of theirs
+                await self._store(snapshot)
+        return True
+
+    async def _store(self, snapshot: Snapshot) -> None:
+        """Upsert every (topic, group) reading and drop those no longer seen: the rows are worked out in a worker thread and
+        written in bulk statements of ``CHUNK`` rows, so a census of thousands of groups never holds the event loop."""
+        now = self.clock()
+        table = TopicReader.__table__  # type: ignore[attr-defined]
+        async with self.db.session() as session:
+            connection = await session.connection()
+            stored = (await connection.execute(rows_of(table.c.id, table.c.topic, table.c.group_id, table.c.committed, table.c.last_moved))).all()
+            inserts, updates, gone = await asyncio.to_thread(_changes, snapshot, [tuple(r) for r in stored], now)
+            for start in range(0, len(inserts), CHUNK):
+                await connection.execute(insert(table), inserts[start:start + CHUNK])
+            statement = update(table).where(table.c.id == bindparam("row_id")).values(
+                {name: bindparam(name) for name in ("state", "members", "committed", "lag", "retention_ms", "last_moved", "seen_at")})
+            for start in range(0, len(updates), CHUNK):
+                await connection.execute(statement, updates[start:start + CHUNK])
+            for start in range(0, len(gone), CHUNK):
+                await connection.execute(delete(table).where(table.c.id.in_(gone[start:start + CHUNK])))
+            session.add(CensusRun(at=now, ok=True, groups=len(snapshot.groups)))
+            await session.exec(delete(CensusRun).where(col(CensusRun.at) < now - timedelta(days=30)))
+            await session.commit()
+
+    def close(self) -> None:
+        """Release the admin client."""
+        self._admin = None
+
+    # --- answering ------------------------------------------------------------------------------
+
+    async def declared(self) -> dict[str, Declared]:
+        """Every group someone declared: catalog and OpenLineage jobs (with their teams), pipelines' source groups, and
+        groups attributed to a team in Slack."""
+        found: dict[str, Declared] = {}
+        for row in await self.attributions():
+            if row.team:
+                found[row.group_id] = Declared(None, row.team, "attributed")
+        for pipeline in (await self.sli.pipelines()).values():
+            if pipeline.group:
+                found[pipeline.group] = Declared(pipeline.jobs[0] if pipeline.jobs else f"pipeline {pipeline.name}", pipeline.owner, "pipeline")
+        graph = await self.lineage.graph()
+        for job in graph.jobs.values():
+            for group in job.consumer_groups:
+                found[group] = Declared(job.id.name, job.owners[0] if job.owners else None,
+                                        "catalog" if job.learned == "catalog" else "openlineage")
+        return found
+
+    async def attributions(self) -> list[GroupAttribution]:
+        """What people said of undeclared groups."""
+        async with self.db.session() as session:
+            return list((await session.exec(select(GroupAttribution))).all())
+
+    async def census(self, topic: str) -> Census:
+        """The readers of ``topic`` as the last census saw them, judged; with the census's age and the newest failure."""
+        async with self.db.session() as session:
+            rows = list((await session.exec(select(TopicReader).where(col(TopicReader.topic) == topic))).all())
+            last_ok = (await session.exec(select(CensusRun).where(col(CensusRun.ok)).order_by(col(CensusRun.at).desc()).limit(1))).first()
+            newest = (await session.exec(select(CensusRun).order_by(col(CensusRun.at).desc()).limit(1))).first()
+        retired = {a.group_id for a in await self.attributions() if a.retired}
+        retention = next((timedelta(milliseconds=r.retention_ms) for r in rows if r.retention_ms is not None), None)
+        readings = [Reading(r.group_id, r.topic, r.state, tuple(Member(m["client_id"], m["host"]) for m in r.members), r.lag,
+                            aware(r.last_moved) if r.last_moved else None, aware(r.first_seen)) for r in rows]
+        failed = newest.error if newest is not None and not newest.ok else None
+        return Census(topic, judge(readings, await self.declared(), retired, retention, self.clock()),
+                      aware(last_ok.at) if last_ok else None, failed)
+
+    async def attribute(self, group: str, team: str | None, user: str, surface: str) -> GroupAttribution:
+        """Record that ``team`` answers for ``group`` (or, ``team`` None, that the group is retired); audited."""
+        if team is not None and team not in await self.lineage.teams():
+            raise CensusError(f"there is no team {team!r} in the catalog")
+        async with self.db.session() as session:
+            row = await session.get(GroupAttribution, group) or GroupAttribution(group_id=group, by_user=user, at=self.clock())
+            row.team, row.retired, row.by_user, row.at = team, team is None, user, self.clock()
+            session.add(row)
+            audit(session, user, surface, "attributed" if team else "retired", "consumer_group", group[:64], {"team": team})
+            await session.commit()
+            await session.refresh(row)
+        return row
