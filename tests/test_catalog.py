@@ -12,7 +12,10 @@ import yaml
 from bot.cli import main
 from bot.domain.avro.parse import parse
 from bot.domain.lineage.catalog import read_catalog
+from bot.services.census import CensusService
 from bot.services.lineage import LineageService
+from bot.services.outbox import Outbox
+from bot.services.sli import SliService
 from bot.store.database import Database
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "catalog.yaml"
@@ -124,3 +127,31 @@ def test_cli_refuses_an_unmigrated_database(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'fresh.db'}")
     assert main(["catalog", "load", str(EXAMPLE)]) == 2
     assert "run `bot migrate` first" in capsys.readouterr().err
+
+
+async def test_the_export_is_the_loaded_catalog_with_attributed_and_retired_consumer_groups(migrated_url: str, tmp_path: Path) -> None:
+    data = yaml.safe_load(EXAMPLE.read_text())
+    data["freezes"] = [{"name": "new year", "start": "2026-12-31T00:00:00Z", "end": "2027-01-02T00:00:00Z"}]
+    data["freezes"][0]["start"] = yaml.safe_load("2026-12-31T00:00:00Z")  # YAML reads unquoted times as datetimes
+    catalog, problems = read_catalog(data, lambda path: parse((EXAMPLE.parent / path).read_text()))
+    assert problems == []
+    db = Database(migrated_url)
+    try:
+        lineage = LineageService(db)
+        await lineage.load_catalog(catalog)
+        census = CensusService(db, lineage, SliService(db, lineage, Outbox()), None, "test")
+        await census.attribute("fraud-scorer", "growth-team", "U0000ALICE", "slack")
+        await census.attribute("old-report", None, "U0000ALICE", "slack")
+        exported = await census.exported()
+        assert exported["teams"]["growth-team"]["consumer_groups"] == ["fraud-scorer"]
+        assert exported["retired_consumer_groups"] == ["old-report"]
+        assert exported["jobs"][0]["consumer_groups"] == ["enrich-orders"]
+        again, problems = read_catalog(yaml.safe_load(yaml.safe_dump(exported)), lambda path: parse((EXAMPLE.parent / path).read_text()))
+        assert problems == []
+        assert again.teams["growth-team"].consumer_groups == ["fraud-scorer"] and again.retired_groups == ["old-report"]
+        await lineage.load_catalog(again)  # loaded back, the groups stay declared and retired without the attributions
+        declared = await census.declared()
+        assert declared["fraud-scorer"].team == "growth-team" and declared["enrich-orders"].job == "enrich-orders"
+        assert (await lineage.setting("retired_groups"))["groups"] == ["old-report"]
+    finally:
+        await db.close()

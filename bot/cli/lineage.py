@@ -57,6 +57,9 @@ def add_parsers(sub: Any) -> None:
     covered.add_argument("--format", choices=("text", "json"), default="text")
     covered.set_defaults(run=command(run_coverage))
 
+    export = catalog.add_parser("export", help="the loaded catalog as YAML, with the consumer groups attributed or retired since")
+    export.add_argument("--output", help="write it to this file (default: standard output)")
+    export.set_defaults(run=command(run_export))
     impact = sub.add_parser("impact", help="what is downstream of some fields of a dataset or subject")
     impact.add_argument("dataset", help="a dataset name or a catalog subject")
     impact.add_argument("--fields", help="comma-separated field paths (a,b.c); default: the whole dataset")
@@ -119,6 +122,30 @@ def run_validate(args: argparse.Namespace) -> int:
     for warning in catalog.warnings:
         print(f"{args.file}: warning: {warning}", file=sys.stderr)
     print(f"{args.file}: OK — {_summary(catalog)}")
+    return 0
+
+
+def run_export(args: argparse.Namespace) -> int:
+    """``bot catalog export [--output FILE]``: the loaded catalog, with the consumer groups attributed or retired in Slack."""
+    config = Config.from_env(os.environ, require_slack=False)
+
+    async def work(db: Database) -> dict[str, Any]:
+        lineage = LineageService(db)
+        try:
+            return await CensusService(db, lineage, SliService(db, lineage, Outbox()), config.kafka_bootstrap_servers, "cli").exported()
+        except CensusError as err:
+            raise CommandError(str(err)) from None
+
+    try:
+        document = with_database(work)
+    except NotMigrated as err:
+        raise CommandError(str(err), USAGE_ERROR) from None
+    text = yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+        print(f"{args.output}: written (schema files are named as in the loaded catalog, relative to it)")
+    else:
+        sys.stdout.write(text)
     return 0
 
 

@@ -8,6 +8,7 @@ shown wherever the readers are."""
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -23,7 +24,7 @@ from bot.domain.readers import Census, Declared, Member, Reading, judge
 from bot.kafka.census import CensusFailed, Snapshot, take
 from bot.services import leases
 from bot.services.audit import record as audit
-from bot.services.lineage import LineageService
+from bot.services.lineage import DOCUMENT, RETIRED_GROUPS, LineageService
 from bot.services.sli import SliService
 from bot.store.database import Database
 from bot.store.models import CensusRun, GroupAttribution, TopicReader, aware, utcnow
@@ -134,6 +135,9 @@ class CensusService:
         for row in await self.attributions():
             if row.team:
                 found[row.group_id] = Declared(None, row.team, "attributed")
+        for team in (await self.lineage.teams()).values():
+            for group in team.consumer_groups:
+                found[group] = Declared(None, team.name, "catalog")
         for pipeline in (await self.sli.pipelines()).values():
             if pipeline.group:
                 found[pipeline.group] = Declared(pipeline.jobs[0] if pipeline.jobs else f"pipeline {pipeline.name}", pipeline.owner, "pipeline")
@@ -155,13 +159,33 @@ class CensusService:
             rows = list((await session.exec(select(TopicReader).where(col(TopicReader.topic) == topic))).all())
             last_ok = (await session.exec(select(CensusRun).where(col(CensusRun.ok)).order_by(col(CensusRun.at).desc()).limit(1))).first()
             newest = (await session.exec(select(CensusRun).order_by(col(CensusRun.at).desc()).limit(1))).first()
-        retired = {a.group_id for a in await self.attributions() if a.retired}
+        retired = {a.group_id for a in await self.attributions() if a.retired} | set(
+            (await self.lineage.setting(RETIRED_GROUPS)).get("groups") or [])
         retention = next((timedelta(milliseconds=r.retention_ms) for r in rows if r.retention_ms is not None), None)
         readings = [Reading(r.group_id, r.topic, r.state, tuple(Member(m["client_id"], m["host"]) for m in r.members), r.lag,
                             aware(r.last_moved) if r.last_moved else None, aware(r.first_seen)) for r in rows]
         failed = newest.error if newest is not None and not newest.ok else None
         return Census(topic, judge(readings, await self.declared(), retired, retention, self.clock()),
                       aware(last_ok.at) if last_ok else None, failed)
+
+    async def exported(self) -> dict[str, Any]:
+        """The catalog as loaded, with what people said since: attributed groups under their team's ``consumer_groups``,
+        retired ones in ``retired_consumer_groups`` (load it back and they stay declared)."""
+        document = copy.deepcopy(await self.lineage.setting(DOCUMENT))
+        if not document:
+            raise CensusError("no catalog is loaded: `bot catalog load FILE` first")
+        teams = document.setdefault("teams", {})
+        retired = list(document.get("retired_consumer_groups") or [])
+        for row in sorted(await self.attributions(), key=lambda a: a.group_id):
+            if row.team and isinstance(teams.get(row.team), dict):
+                groups = teams[row.team].setdefault("consumer_groups", [])
+                if row.group_id not in groups:
+                    groups.append(row.group_id)
+            elif row.retired and row.group_id not in retired:
+                retired.append(row.group_id)
+        if retired:
+            document["retired_consumer_groups"] = retired
+        return document
 
     async def attribute(self, group: str, team: str | None, user: str, surface: str) -> GroupAttribution:
         """Record that ``team`` answers for ``group`` (or, ``team`` None, that the group is retired); audited."""

@@ -7,6 +7,7 @@ import hashlib
 import json
 from collections.abc import Iterable
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
@@ -40,7 +41,7 @@ CATALOG, OPENLINEAGE = "catalog", "openlineage"
 CLAIMED = "claimed_by"  # an observation that records a claim of ownership from Slack
 
 
-GLOBAL_ONCALL = "oncall"
+GLOBAL_ONCALL, RETIRED_GROUPS, DOCUMENT = "oncall", "retired_groups", "document"  # catalog-wide settings
 
 
 class LineageService:
@@ -62,10 +63,16 @@ class LineageService:
             await session.flush()
             for team in catalog.teams.values():
                 session.add(TeamRow(name=team.name, usergroup=team.usergroup, members=team.members, oncall=team.oncall,
-                                    oncall_usergroup=team.oncall_usergroup, channel=team.channel, change_hours=team.change_hours))
+                                    oncall_usergroup=team.oncall_usergroup, consumer_groups=team.consumer_groups, channel=team.channel,
+                                    change_hours=team.change_hours))
             oncall = await session.get(CatalogSetting, GLOBAL_ONCALL) or CatalogSetting(name=GLOBAL_ONCALL)
             oncall.value = {"usergroup": catalog.oncall.usergroup, "members": catalog.oncall.members} if catalog.oncall else {}
             session.add(oncall)
+            document = json.loads(json.dumps(catalog.document, default=_as_text))  # YAML's dates become ISO 8601 text
+            for name, value in ((RETIRED_GROUPS, {"groups": catalog.retired_groups}), (DOCUMENT, document)):
+                setting = await session.get(CatalogSetting, name) or CatalogSetting(name=name)
+                setting.value = value
+                session.add(setting)
             for entry in catalog.subjects.values():
                 subject = (await session.exec(select(Subject).where(Subject.name == entry.name))).first() or Subject(name=entry.name)
                 subject.topic, subject.namespace, subject.owner_team = entry.topic, entry.namespace, entry.owner
@@ -239,17 +246,22 @@ class LineageService:
         """The catalog's teams."""
         async with self.db.session() as session:
             rows = (await session.exec(select(TeamRow))).all()
-        return {r.name: Team(r.name, r.usergroup, list(r.members), list(r.oncall), r.channel, r.change_hours, r.oncall_usergroup)
-                for r in rows}
+        return {r.name: Team(r.name, r.usergroup, list(r.members), list(r.oncall), r.channel, r.change_hours, r.oncall_usergroup,
+                             list(r.consumer_groups or [])) for r in rows}
+
+    async def setting(self, name: str) -> dict[str, Any]:
+        """A catalog-wide setting (``RETIRED_GROUPS``, ``DOCUMENT``...): {} when the catalog has none."""
+        async with self.db.session() as session:
+            row = await session.get(CatalogSetting, name)
+        return dict(row.value) if row is not None else {}
 
     async def global_oncall(self) -> Team | None:
         """The catalog's global oncall group (``oncall:``), if it declares one."""
-        async with self.db.session() as session:
-            row = await session.get(CatalogSetting, GLOBAL_ONCALL)
-        if row is None or not row.value:
+        value = await self.setting(GLOBAL_ONCALL)
+        if not value:
             return None
-        members = list(row.value.get("members") or [])
-        return Team("oncall", row.value.get("usergroup"), members, members)
+        members = list(value.get("members") or [])
+        return Team("oncall", value.get("usergroup"), members, members)
 
 
 async def _replace_freezes(session: AsyncSession, freezes: Iterable[Freeze]) -> None:
@@ -281,6 +293,11 @@ async def _latest_schemas(session: AsyncSession) -> dict[str, list[str]]:
                                .order_by(col(SchemaVersion.version)))).all()
     newest = {name: text for name, text, _ in rows}  # ordered by version: the last one wins
     return {name: field_paths(parse(text)) for name, text in newest.items()}
+
+
+def _as_text(value: object) -> str:
+    isoformat = getattr(value, "isoformat", None)
+    return str(isoformat()) if callable(isoformat) else str(value)
 
 
 def _fill(row: LineageJob, job: Job) -> None:

@@ -143,6 +143,7 @@ class TeamRow(SQLModel, table=True):
     members: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     oncall: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     oncall_usergroup: str | None = Field(default=None, max_length=64)
+    consumer_groups: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False, default=list))
     channel: str | None = Field(default=None, max_length=64)
     change_hours: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
 

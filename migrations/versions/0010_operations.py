@@ -53,6 +53,7 @@ def upgrade() -> None:
     )
     with op.batch_alter_table('teams') as batch:
         batch.add_column(sa.Column('oncall_usergroup', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=True))
+        batch.add_column(sa.Column('consumer_groups', sa.JSON(), nullable=False, server_default='[]'))
     with op.batch_alter_table('lineage_jobs') as batch:
         batch.add_column(sa.Column('consumer_groups', sa.JSON(), nullable=False, server_default='[]'))
     op.create_table(
@@ -104,6 +105,7 @@ def downgrade() -> None:
     with op.batch_alter_table('lineage_jobs') as batch:
         batch.drop_column('consumer_groups')
     with op.batch_alter_table('teams') as batch:
+        batch.drop_column('consumer_groups')
         batch.drop_column('oncall_usergroup')
     op.drop_table('catalog_settings')
     op.drop_index('ix_operations_created_at', 'operations')

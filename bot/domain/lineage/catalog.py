@@ -69,6 +69,8 @@ class Catalog:
     freezes: list[Freeze] = field(default_factory=list)
     pipelines: list[Pipeline] = field(default_factory=list)
     oncall: Team | None = None  # the global oncall group: may run backfills and replays of any pipeline
+    retired_groups: list[str] = field(default_factory=list)  # consumer groups that no longer read anything
+    document: dict[str, Any] = field(default_factory=dict)  # the catalog as written (``bot catalog export`` starts from it)
     warnings: list[Problem] = field(default_factory=list)  # worth fixing, but the catalog is usable
 
 
@@ -81,6 +83,7 @@ def read_catalog(data: Any, load_schema: SchemaLoader) -> tuple[Catalog, list[Pr
     if not isinstance(data, dict):
         return Catalog(), [Problem("catalog", "expected a mapping with teams, subjects, datasets and jobs")]
     reader.read(data)
+    reader.catalog.document = data
     return reader.catalog, reader.problems
 
 
@@ -95,16 +98,17 @@ class _Reader:
 
     def read(self, data: dict[str, Any]) -> None:
         unknown = set(data) - {"version", "kafka_namespace", "teams", "subjects", "datasets", "jobs", "freezes", "pipelines",
-                                 "oncall"}
+                                 "oncall", "retired_consumer_groups"}
         for key in sorted(unknown):
             self.problem(key, "unknown section (expected version, kafka_namespace, oncall, teams, subjects, datasets, jobs, freezes, "
-                              "pipelines)")
+                              "pipelines, retired_consumer_groups)")
         kafka = data.get("kafka_namespace", DEFAULT_KAFKA_NAMESPACE)
         if not isinstance(kafka, str) or "://" not in kafka:
             self.problem("kafka_namespace", "expected a namespace such as kafka://broker:9092")
             kafka = DEFAULT_KAFKA_NAMESPACE
         self.teams(_mapping(self, data, "teams"))
         self.global_oncall(data.get("oncall"))
+        self.catalog.retired_groups = self.groups(data, "retired_consumer_groups", "retired_consumer_groups")
         self.subjects(_mapping(self, data, "subjects"), kafka)
         self.datasets(_sequence(self, data, "datasets"))
         self.jobs(_sequence(self, data, "jobs"))
@@ -248,6 +252,7 @@ class _Reader:
                 except CalendarError as err:
                     self.problem(f"{place}.change_hours", str(err))
             team.oncall_usergroup = raw.get("oncall_usergroup")
+            team.consumer_groups = self.groups(raw, "consumer_groups", f"{place}.consumer_groups")
             for key in ("usergroup", "oncall_usergroup"):
                 if raw.get(key) is not None and not (isinstance(raw[key], str) and USERGROUP.match(raw[key])):
                     self.problem(f"{place}.{key}", f"{raw[key]!r} is not a Slack user group id (S...)")
@@ -347,18 +352,18 @@ class _Reader:
             job.mappings = self.mappings(raw.get("mappings", {}), inputs, outputs, f"{place}.mappings")
             targets = {target.dataset for _, target in job.mappings}
             job.unmapped_outputs = [d for d in job.outputs if d not in targets]
-            job.consumer_groups = self.groups(raw, place)
+            job.consumer_groups = self.groups(raw, "consumer_groups", f"{place}.consumer_groups")
             self.catalog.jobs.append(job)
 
-    def groups(self, raw: dict[str, Any], place: str) -> list[str]:
-        """``consumer_groups``: the Kafka consumer groups a job reads with."""
-        groups = raw.get("consumer_groups", [])
+    def groups(self, raw: dict[str, Any], key: str, place: str) -> list[str]:
+        """A list of Kafka consumer group names (a job's, a team's, the retired ones)."""
+        groups = raw.get(key) or []
         if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
-            self.problem(f"{place}.consumer_groups", "expected a list of Kafka consumer group names")
+            self.problem(place, "expected a list of Kafka consumer group names")
             return []
         for group in groups:
             if not GROUP.fullmatch(group):
-                self.problem(f"{place}.consumer_groups", f"{group!r} is not a Kafka consumer group name (letters, digits, . _ -)")
+                self.problem(place, f"{group!r} is not a Kafka consumer group name (letters, digits, . _ -)")
         return list(groups)
 
     # --- references -----------------------------------------------------------------------------

@@ -53,6 +53,7 @@ class Team:
     channel: str | None = None
     change_hours: dict[str, Any] | None = None  # {days, start, end, timezone}: when the team makes changes
     oncall_usergroup: str | None = None  # the Slack user group of whoever is oncall now (``oncall`` is its fallback)
+    consumer_groups: list[str] = field(default_factory=list)  # Kafka consumer groups the team answers for (no job named)
 
 
 @dataclass(slots=True)
