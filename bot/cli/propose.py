@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
-DEFAULT_URL = "http://127.0.0.1:3000"
+from bot.cli.api import Unreachable, call
 
 
 def add_parser(sub: Any) -> None:
@@ -31,10 +28,6 @@ def add_parser(sub: Any) -> None:
 
 def run_propose(args: argparse.Namespace) -> int:
     """Send the proposal; print the level, the state and the teams asked."""
-    token = os.environ.get("CHANGEOPS_API_TOKEN", "").strip()
-    if not token:
-        print("bot propose: CHANGEOPS_API_TOKEN is not set: give the bot's API token", file=sys.stderr)
-        return 2
     try:
         schema = sys.stdin.read() if args.file == "-" else Path(args.file).read_text(encoding="utf-8")
     except OSError as err:
@@ -42,19 +35,14 @@ def run_propose(args: argparse.Namespace) -> int:
         return 2
     body = {"subject": args.subject, "schema": schema, "notes": args.notes, "proposer": args.proposer,
             "window_start": args.window_start, "window_hours": args.window_hours, "revision_of": args.revision_of}
-    url = os.environ.get("CHANGEOPS_URL", DEFAULT_URL).rstrip("/") + "/api/v1/proposals"
-    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
-                                     headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"})
     try:
-        with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 (the operator's own bot)
-            answer = json.loads(response.read())
-    except urllib.error.HTTPError as err:
-        detail = json.loads(err.read() or b"{}")
-        print(f"bot propose: {detail.get('error', err.reason)}", file=sys.stderr)
-        return 1
-    except urllib.error.URLError as err:
-        print(f"bot propose: cannot reach the bot at {url}: {err.reason}", file=sys.stderr)
+        status, answer = call("/api/v1/proposals", body)
+    except Unreachable as err:
+        print(f"bot propose: {err}", file=sys.stderr)
         return 2
+    if status >= 400:
+        print(f"bot propose: {answer.get('error', status)}", file=sys.stderr)
+        return 1
     if args.format == "json":
         print(json.dumps(answer, ensure_ascii=False))
     else:

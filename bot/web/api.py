@@ -24,6 +24,7 @@ from bot.domain.lineage.catalog import moment
 from bot.domain.lineage.openlineage import OpenLineageError, parse_event
 from bot.domain.sli.samples import SampleError, checked, latest_believed
 from bot.services.calendar import CalendarService
+from bot.services.gate import Gate, GateError
 from bot.services.lineage import LineageService
 from bot.services.proposals import ProposalError, Proposals, ProposalView
 from bot.services.sli import SliService
@@ -186,6 +187,19 @@ def add_routes(app: web.Application, tokens: Sequence[ApiToken], lineage: Lineag
             raise BadRequest(str(err), str(err).split(":", 1)[0] if ":" in str(err) else None) from None
         return web.json_response(await calendar.listed(number), status=201)
 
+    gate = Gate(proposals.db, proposals.registry)
+
+    async def post_check(request: web.Request, _token: ApiToken) -> web.StreamResponse:
+        body = await read_json(request)
+        if isinstance(body, dict) and "schema" in body and "type" not in body:  # the Schema Registry's form: {"schema": "..."}
+            body = body["schema"]
+        text = body if isinstance(body, str) else json.dumps(body)
+        try:
+            return web.json_response(await gate.check(request.match_info["subject"], text))
+        except GateError as err:
+            return web.json_response({"error": str(err)}, status=err.status)
+
+    app.router.add_post("/api/v1/subjects/{subject}/check", guarded(tokens, "proposals:read", post_check))
     app.router.add_get("/api/v1/calendar", guarded(tokens, "calendar:read", get_calendar))
     app.router.add_post("/api/v1/calendar", guarded(tokens, "calendar:write", post_calendar))
     app.router.add_post("/api/v1/proposals", guarded(tokens, "proposals:write", post_proposal))

@@ -38,3 +38,14 @@ def analyse(history: Sequence[str], proposed: str, mode: str) -> Analysis:
         return Analysis(None, error=str(err))
     verdict = classify([parse(text) for text in history], new, Mode.parse(mode))
     return Analysis(verdict, new.label, json.dumps(new.normal, separators=(",", ":")), fingerprint(new))
+
+
+def fingerprints(texts: Sequence[str]) -> list[str | None]:
+    """The fingerprint of each schema text (None for one that does not parse): to match a schema to proposals."""
+    found: list[str | None] = []
+    for text in texts:
+        try:
+            found.append(fingerprint(parse(text)))
+        except SchemaError:
+            found.append(None)
+    return found

@@ -1,0 +1,36 @@
+"""Calling the running bot's HTTP API from a command (``bot propose``, ``bot gate``): the token from
+$CHANGEOPS_API_TOKEN, the address from ``--url`` or $CHANGEOPS_URL."""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.request
+from typing import Any
+
+DEFAULT_URL = "http://127.0.0.1:3000"
+
+
+class Unreachable(Exception):
+    """No token, or the bot could not be reached: a usage problem (exit 2); the message says which."""
+
+
+def call(path: str, body: Any, url: str | None = None) -> tuple[int, Any]:
+    """POST ``body`` as JSON to ``path``; the HTTP status and the decoded answer (errors included)."""
+    token = os.environ.get("CHANGEOPS_API_TOKEN", "").strip()
+    if not token:
+        raise Unreachable("CHANGEOPS_API_TOKEN is not set: give the bot's API token")
+    base = (url or os.environ.get("CHANGEOPS_URL") or DEFAULT_URL).rstrip("/")
+    request = urllib.request.Request(base + path, data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:  # noqa: S310 (the operator's own bot)
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as err:
+        try:
+            return err.code, json.loads(err.read() or b"{}")
+        except json.JSONDecodeError:
+            return err.code, {"error": str(err.reason)}
+    except urllib.error.URLError as err:
+        raise Unreachable(f"cannot reach the bot at {base}: {err.reason}") from None

@@ -1,0 +1,69 @@
+"""The deploy gate: is this exact schema an approved version of the subject? A schema that was not approved does
+not exist. Approved means identical in every attribute (docs, defaults, aliases, custom properties), not just
+in Parsing Canonical Form; otherwise the proposal that carries it (pending or rejected), or nothing, with its
+classification against the current version."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlmodel import col, select
+
+from bot.domain.approvals import State
+from bot.domain.compat.analysis import analyse, fingerprints
+from bot.services.registry import Registry
+from bot.store.database import Database
+from bot.store.models import Proposal, SchemaVersion, Subject
+from bot.workers import off_loop
+
+APPROVED, PENDING, REJECTED, UNKNOWN = "approved", "pending", "rejected", "unknown"
+STATUS_OF = {State.PENDING.value: PENDING, State.REJECTED.value: REJECTED, State.CHANGES_REQUESTED.value: REJECTED}
+
+
+class GateError(ValueError):
+    """A question the gate cannot answer (an unknown subject, not a schema); ``status`` is the HTTP status."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class Gate:
+    """Answers deploy pipelines."""
+
+    def __init__(self, db: Database, registry: Registry) -> None:
+        self.db, self.registry = db, registry
+
+    async def check(self, subject_name: str, schema_text: str) -> dict[str, Any]:
+        """``{"subject", "status", "proposal", "proposal_state", "version", "level", "changes"}``."""
+        subject = await self.registry.subject(subject_name)
+        if subject is None:
+            raise GateError(f"there is no subject {subject_name!r}: nothing is approved for it", 404)
+        history = await self.registry.history(subject_name)
+        analysis = await off_loop(analyse, [v.schema_text for v in history], schema_text, subject.compatibility)
+        if analysis.error is not None or analysis.verdict is None:
+            raise GateError(f"not a valid Avro schema: {analysis.error}")
+        answer: dict[str, Any] = {"subject": subject_name, "status": UNKNOWN, "proposal": None, "proposal_state": None, "version": None,
+                                  "level": str(analysis.verdict.level), "changes": [f.as_json() for f in analysis.verdict.findings]}
+        match = next((v for v in reversed(history) if v.fingerprint == analysis.fingerprint), None)
+        if match is not None:
+            approved_by = await self._proposal_of(subject, match.number)
+            newest = match.number == history[-1].number  # an older approved version is classified against the newest
+            return {**answer, "status": APPROVED, "version": match.number, "proposal": approved_by,
+                    "proposal_state": State.APPROVED.value if approved_by else None,
+                    "level": "safe" if newest else answer["level"], "changes": [] if newest else answer["changes"]}
+        async with self.db.session() as session:
+            proposals = list((await session.exec(select(Proposal).where(col(Proposal.subject_id) == subject.id, col(Proposal.state) != State.APPROVED.value)
+                                                 .order_by(col(Proposal.id).desc()).limit(200))).all())
+        prints = await off_loop(fingerprints, [p.schema_text for p in proposals])
+        for carrier, print_ in zip(proposals, prints, strict=True):
+            if print_ == analysis.fingerprint:
+                return {**answer, "status": STATUS_OF.get(carrier.state, UNKNOWN), "proposal": carrier.id, "proposal_state": carrier.state,
+                        "level": carrier.level, "changes": carrier.findings}
+        return answer
+
+    async def _proposal_of(self, subject: Subject, version: int) -> int | None:
+        async with self.db.session() as session:
+            row = (await session.exec(select(SchemaVersion).where(col(SchemaVersion.subject_id) == subject.id,
+                                                                 col(SchemaVersion.version) == version))).first()
+        return row.proposal_id if row is not None else None
