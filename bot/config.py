@@ -51,6 +51,7 @@ class Config:
     metrics_group: str = "changeops-sli"
     poll_seconds: float = 30.0  # how often the bot measures source lag and DLQ size itself
     census_seconds: float = 300.0  # how often one replica takes the census of consumer groups
+    watch_seconds: float = 300.0  # how often one replica looks for schema changes made around the bot
     ops_lease_seconds: float = 30.0  # a running replay's lease: another bot resumes it this long after its owner went quiet
 
     @property
@@ -101,6 +102,7 @@ class Config:
             poll_seconds=_seconds(env, "SLI_POLL_SECONDS", 30.0),
             ops_lease_seconds=_seconds(env, "OPS_LEASE_SECONDS", 30.0),
             census_seconds=_seconds(env, "CENSUS_SECONDS", 300.0, most=86400),
+            watch_seconds=_seconds(env, "WATCH_SECONDS", 300.0, most=86400),
         )
 
 

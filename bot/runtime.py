@@ -30,6 +30,7 @@ from bot.services.census import CensusService
 from bot.services.deliveries import Deliveries
 from bot.services.lineage import LineageService
 from bot.services.operations import Operations
+from bot.services.out_of_band import OutOfBand
 from bot.services.outbox import Dispatcher, Outbox
 from bot.services.proposals import REGISTER, Proposals
 from bot.services.registry import Registry as SubjectRegistry
@@ -42,6 +43,8 @@ from bot.slack.inflight import Inflight
 from bot.slack.membership import SlackMembership
 from bot.slack.ops.actions import OpsActions
 from bot.slack.ops.delivery import OpsDelivery
+from bot.slack.out_of_band import OutOfBandSlack
+from bot.slack.out_of_band import register as register_out_of_band
 from bot.slack.readers import Readers
 from bot.slack.schema_commands import Services
 from bot.slack.sli.actions import AlertActions
@@ -86,12 +89,17 @@ class Bot:
         self.ops = Operations(self.db, self.lineage, self.sli, self.outbox, self.calendar, membership, config.kafka_bootstrap_servers,
                               self.avro_registry, self.owner, timedelta(seconds=config.ops_lease_seconds), clock)
         operations = OpsDelivery(web_client(config.slack_bot_token, config.slack_api_url, retries=False), self.ops)
+        self.watcher = OutOfBand(self.db, self.lineage, self.registry, self.proposals, self.outbox, config.schema_registry_url,
+                                 config.kafka_bootstrap_servers, self.owner, config.changes_channel, clock)
+        out_of_band = OutOfBandSlack(web_client(config.slack_bot_token, config.slack_api_url, retries=False), self.watcher, membership)
         self.dispatcher = Dispatcher(self.db, self.outbox, {**delivery.handlers(), **alerts.handlers(), **operations.handlers(),
-                                                            REGISTER: self.proposals.register}, coalesce=frozenset({SLI_EVENT}))
+                                                            **out_of_band.handlers(), REGISTER: self.proposals.register},
+                                     coalesce=frozenset({SLI_EVENT}))
         calendar = CalendarCommands(self.calendar, self.slack.client, membership, lambda: config.public_url or self.url)
         actions = AlertActions(SliCommands(self.sli, membership), self.proposals, self.calendar, self._dead_letters if config.kafka_bootstrap_servers else None)
         add_listeners(self.slack, Services(self.proposals, self.registry, self.slack.client), calendar, actions, OpsActions(self.ops, self.sli),
                       Readers(self.census, self.proposals, self.registry, membership), self.proposals, self.outbox, self.inflight)
+        register_out_of_band(self.slack, out_of_band, self.inflight.track)
         self.web = build_web_app(self.slack, self.db, migrate.head(), config, self.lineage, self.proposals, self.sli, lambda: self.draining)
         self.scheduler = AsyncIOScheduler(timezone="UTC")
         self.scheduler.add_job(self.inflight.track(self.deliveries.prune), "interval", hours=1, kwargs={"older_than": timedelta(days=1)},
@@ -114,6 +122,9 @@ class Bot:
             self.scheduler.add_job(self.inflight.track(self.census.scheduled), "interval", seconds=config.census_seconds, id="census",
                                    kwargs={"every": timedelta(seconds=config.census_seconds)}, coalesce=True, max_instances=1,
                                    next_run_time=datetime.now(UTC))
+        if config.schema_registry_url or config.kafka_bootstrap_servers:
+            self.scheduler.add_job(self.inflight.track(self.watcher.scheduled), "interval", seconds=config.watch_seconds, id="out-of-band",
+                                   kwargs={"every": timedelta(seconds=config.watch_seconds)}, coalesce=True, max_instances=1)
         self._runner: web.AppRunner | None = None
         self._socket_mode: AsyncSocketModeHandler | None = None
         self.port: int | None = None
@@ -172,6 +183,7 @@ class Bot:
             await self.schema_registry.close()
         if self.avro_registry is not None:
             self.avro_registry.close()
+        self.watcher.close()
         await self.deliveries.db.close()
         await self.db.close()
         log.info("ChangeOps stopped")

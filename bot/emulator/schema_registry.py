@@ -1,7 +1,8 @@
 """A Confluent-compatible Schema Registry, emulated over real HTTP (the part the bot uses).
 
 ``POST /subjects/{subject}/versions`` registers (an identical schema keeps its id and version),
-``GET /subjects/{subject}/versions`` lists versions, ``GET /schemas/ids/{id}`` returns a schema.
+``GET /subjects`` lists subjects, ``GET /subjects/{subject}/versions`` lists versions,
+``GET /subjects/{subject}/versions/{version}`` (or ``latest``) returns one, ``GET /schemas/ids/{id}`` returns a schema.
 ``refuse(subject, status, code, message)`` makes the next registration fail the way a registry does
 (409 for an incompatible schema, 422 for an invalid one).
 """
@@ -32,7 +33,9 @@ class SchemaRegistryEmulator:
         """The aiohttp application to serve."""
         app = web.Application()
         app.router.add_post("/subjects/{subject}/versions", self._register)
+        app.router.add_get("/subjects", self._subjects)
         app.router.add_get("/subjects/{subject}/versions", self._versions)
+        app.router.add_get("/subjects/{subject}/versions/{version}", self._version)
         app.router.add_get("/schemas/ids/{id}", self._schema)
         return app
 
@@ -60,6 +63,20 @@ class SchemaRegistryEmulator:
         if subject not in self.subjects:
             return _json({"error_code": 40401, "message": f"Subject '{subject}' not found."}, 404)
         return _json(list(range(1, len(self.subjects[subject]) + 1)))
+
+    async def _subjects(self, _request: web.Request) -> web.Response:
+        return _json(sorted(self.subjects))
+
+    async def _version(self, request: web.Request) -> web.Response:
+        subject, version = request.match_info["subject"], request.match_info["version"]
+        ids = self.subjects.get(subject)
+        if not ids:
+            return _json({"error_code": 40401, "message": f"Subject '{subject}' not found."}, 404)
+        number = len(ids) if version in ("latest", "-1") else int(version) if version.isdigit() else 0
+        if not 1 <= number <= len(ids):
+            return _json({"error_code": 40402, "message": f"Version {version} not found."}, 404)
+        ident = ids[number - 1]
+        return _json({"subject": subject, "version": number, "id": ident, "schema": self.schemas[ident]})
 
     async def _schema(self, request: web.Request) -> web.Response:
         ident = int(request.match_info["id"])

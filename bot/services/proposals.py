@@ -247,6 +247,12 @@ class Proposals:
         self.outbox.wake()
         return await self.view(proposal.id)
 
+    async def impact_of(self, subject_name: str, analysis: Analysis) -> dict[str, Any]:
+        """Who a classified schema of the subject reaches, as a proposal's impact (without proposing it)."""
+        assert analysis.verdict is not None
+        impact, _ = await self._impact(subject_name, analysis.verdict, analysis.label, await self.lineage.teams())
+        return impact
+
     async def _impact(self, subject: str, verdict: Verdict, label: str, teams: dict[str, Team]) -> tuple[dict[str, Any], bool]:
         """Who is affected: every consumer of the topic when reads fail (Avro fails the whole record), else the
         field-level closure of the drifting fields; ``owners`` are the known teams to ask, ``unowned`` the

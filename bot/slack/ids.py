@@ -66,3 +66,6 @@ TOPIC_BLOCK, TOPIC_ACTION = "topic", "topic"
 SINCE_BLOCK, SINCE_ACTION = "since", "since"
 TARGET_BLOCK, TARGET_ACTION = "target", "target"
 OPTIONS_BLOCK, OPTIONS_ACTION = "options", "options"
+
+OOB_PROPOSE = "oob_propose"
+OOB_ACK = "oob_acknowledge"

@@ -420,3 +420,27 @@ class GroupAttribution(SQLModel, table=True):
     retired: bool = False
     by_user: str = Field(max_length=64)
     at: datetime = _when(nullable=False)
+
+
+class ObservedSchema(SQLModel, table=True):
+    """A schema seen outside the bot — a registry version, or a schema id producers use on a topic — and whether an
+    approved proposal accounts for it; an unaccounted one is alerted once, and may be acknowledged as known."""
+
+    __tablename__ = "observed_schemas"
+    __table_args__ = (UniqueConstraint("subject", "source", "schema_id", "version", name="uq_observed_schemas_identity"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    subject: str = Field(max_length=255, index=True)
+    source: str = Field(max_length=16)  # "registry" or "kafka"
+    schema_id: int = -1  # the registry's id (-1: unknown)
+    version: int = -1  # the registry's version (-1: seen on the topic, not as a version)
+    fingerprint: str | None = Field(default=None, max_length=64)
+    accounted: bool = False
+    level: str | None = Field(default=None, max_length=16)
+    detail: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    seen_at: datetime = _when(nullable=False)
+    acknowledged_by: str | None = Field(default=None, max_length=64)
+    proposal_id: int | None = None  # the retroactive proposal opened for it
+    channel: str | None = Field(default=None, max_length=64)
+    message_channel: str | None = Field(default=None, max_length=64)
+    message_ts: str | None = Field(default=None, max_length=32)

@@ -1,5 +1,6 @@
 """Oncall operations (backfills and DLQ replays), the teams' oncall user groups, catalog-wide settings; the census of
-consumer groups (topic readers, census runs, attributions) and the consumer groups jobs declare.
+consumer groups (topic readers, census runs, attributions) and the consumer groups jobs declare; schemas seen outside the
+bot (registry versions, schema ids on topics).
 
 Revision ID: 0010
 Revises: 0009
@@ -85,6 +86,27 @@ def upgrade() -> None:
     )
     op.create_index('ix_census_runs_at', 'census_runs', ['at'])
     op.create_table(
+        'observed_schemas',
+        sa.Column('id', sa.Integer(), nullable=False),
+        sa.Column('subject', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=False),
+        sa.Column('source', sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
+        sa.Column('schema_id', sa.Integer(), nullable=False),
+        sa.Column('version', sa.Integer(), nullable=False),
+        sa.Column('fingerprint', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=True),
+        sa.Column('accounted', sa.Boolean(), nullable=False),
+        sa.Column('level', sqlmodel.sql.sqltypes.AutoString(length=16), nullable=True),
+        sa.Column('detail', sa.JSON(), nullable=False),
+        sa.Column('seen_at', sa.DateTime(timezone=True), nullable=False),
+        sa.Column('acknowledged_by', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=True),
+        sa.Column('proposal_id', sa.Integer(), nullable=True),
+        sa.Column('channel', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=True),
+        sa.Column('message_channel', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=True),
+        sa.Column('message_ts', sqlmodel.sql.sqltypes.AutoString(length=32), nullable=True),
+        sa.PrimaryKeyConstraint('id'),
+        sa.UniqueConstraint('subject', 'source', 'schema_id', 'version', name='uq_observed_schemas_identity'),
+    )
+    op.create_index('ix_observed_schemas_subject', 'observed_schemas', ['subject'])
+    op.create_table(
         'group_attributions',
         sa.Column('group_id', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=False),
         sa.Column('team', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=True),
@@ -97,6 +119,8 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_table('group_attributions')
+    op.drop_index('ix_observed_schemas_subject', 'observed_schemas')
+    op.drop_table('observed_schemas')
     op.drop_index('ix_census_runs_at', 'census_runs')
     op.drop_table('census_runs')
     op.drop_index('ix_topic_readers_group_id', 'topic_readers')
