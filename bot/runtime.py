@@ -28,6 +28,7 @@ from bot.services import leases
 from bot.services.calendar import CalendarService
 from bot.services.census import CensusService
 from bot.services.deliveries import Deliveries
+from bot.services.health import HealthService
 from bot.services.lineage import LineageService
 from bot.services.operations import Operations
 from bot.services.out_of_band import OutOfBand
@@ -39,6 +40,7 @@ from bot.slack.app import add_listeners, create_app
 from bot.slack.calendar_commands import CalendarCommands
 from bot.slack.client import web_client
 from bot.slack.delivery import SlackDelivery
+from bot.slack.health import HealthSlack
 from bot.slack.inflight import Inflight
 from bot.slack.membership import SlackMembership
 from bot.slack.ops.actions import OpsActions
@@ -92,13 +94,17 @@ class Bot:
         self.watcher = OutOfBand(self.db, self.lineage, self.registry, self.proposals, self.outbox, config.schema_registry_url,
                                  config.kafka_bootstrap_servers, self.owner, config.changes_channel, clock)
         out_of_band = OutOfBandSlack(web_client(config.slack_bot_token, config.slack_api_url, retries=False), self.watcher, membership)
+        self.health = HealthService(self.db, self.lineage, self.sli, self.census, self.outbox, bool(config.schema_registry_url),
+                                    bool(config.kafka_bootstrap_servers), config.changes_channel, clock)
+        health = HealthSlack(web_client(config.slack_bot_token, config.slack_api_url, retries=False), self.health)
         self.dispatcher = Dispatcher(self.db, self.outbox, {**delivery.handlers(), **alerts.handlers(), **operations.handlers(),
-                                                            **out_of_band.handlers(), REGISTER: self.proposals.register},
+                                                            **out_of_band.handlers(), **health.handlers(), REGISTER: self.proposals.register},
                                      coalesce=frozenset({SLI_EVENT}))
         calendar = CalendarCommands(self.calendar, self.slack.client, membership, lambda: config.public_url or self.url)
         actions = AlertActions(SliCommands(self.sli, membership), self.proposals, self.calendar, self._dead_letters if config.kafka_bootstrap_servers else None)
         add_listeners(self.slack, Services(self.proposals, self.registry, self.slack.client), calendar, actions, OpsActions(self.ops, self.sli),
-                      Readers(self.census, self.proposals, self.registry, membership), self.proposals, self.outbox, self.inflight)
+                      Readers(self.census, self.proposals, self.registry, membership), HealthSlack(self.slack.client, self.health), self.proposals,
+                      self.outbox, self.inflight)
         register_out_of_band(self.slack, out_of_band, self.inflight.track)
         self.web = build_web_app(self.slack, self.db, migrate.head(), config, self.lineage, self.proposals, self.sli, lambda: self.draining)
         self.scheduler = AsyncIOScheduler(timezone="UTC")
@@ -110,6 +116,7 @@ class Bot:
                                coalesce=True, max_instances=1)
         self.scheduler.add_job(self.inflight.track(self.sli.sweep), "interval", seconds=SLI_SWEEP_SECONDS, id="sweep-sli",
                                coalesce=True, max_instances=1)
+        self.scheduler.add_job(self.inflight.track(self.health.monthly), "interval", hours=1, id="health-report", coalesce=True, max_instances=1)
         self.pollers: Pollers | None = None
         self.metrics: MetricsConsumer | None = None
         if config.kafka_bootstrap_servers:

@@ -15,6 +15,7 @@ from bot.cli import calendar as calendar_cli
 from bot.cli import classify as classify_cli
 from bot.cli import consumers as consumers_cli
 from bot.cli import gate as gate_cli
+from bot.cli import health as health_cli
 from bot.cli import lineage as lineage_cli
 from bot.cli import ops as ops_cli
 from bot.cli import propose as propose_cli
@@ -66,6 +67,7 @@ def _parser() -> argparse.ArgumentParser:
     ops_cli.add_parsers(sub)
     consumers_cli.add_parser(sub)
     gate_cli.add_parser(sub)
+    health_cli.add_parser(sub)
     return parser
 
 

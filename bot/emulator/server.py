@@ -53,6 +53,7 @@ class Emulator:
     def __init__(self, workspace: Workspace) -> None:
         self.ws = workspace
         self.base_url = ""
+        self.pending_uploads: dict[str, tuple[str, int]] = {}  # files.getUploadURLExternal handed out, bytes not yet posted
         self.sockets: list[web.WebSocketResponse] = []
         self._tickets: set[str] = set()
         self._acks: dict[str, asyncio.Future[Any]] = {}
@@ -65,6 +66,8 @@ class Emulator:
             "chat.delete": self.chat_delete,
             "chat.postEphemeral": self.chat_post_ephemeral,
             "chat.getPermalink": self.chat_get_permalink,
+            "files.getUploadURLExternal": self.files_get_upload_url_external,
+            "files.completeUploadExternal": self.files_complete_upload_external,
             "conversations.open": self.conversations_open,
             "conversations.info": self.conversations_info,
             "users.info": self.users_info,
@@ -82,6 +85,7 @@ class Emulator:
         app.router.add_route("*", "/api/{method}", self._api)
         app.router.add_post("/_responses/{key}", self._response_url)
         app.router.add_get("/_files/{id}/{rest:.*}", self._file)
+        app.router.add_post("/_uploads/{id}", self._upload)
         app.router.add_get("/_socket", self._socket)
         return app
 
@@ -146,6 +150,18 @@ class Emulator:
         if stored is None:
             return web.Response(status=404, text="file_not_found")
         return web.Response(body=stored[1], content_type="application/octet-stream")
+
+    async def _upload(self, request: web.Request) -> web.Response:
+        """Step 2 of files.uploadV2: the bytes, posted to the URL step 1 handed out (no token: the URL is the secret)."""
+        file_id = request.match_info["id"]
+        if file_id not in self.pending_uploads:
+            return web.Response(status=404, text="upload_not_found")
+        name, length = self.pending_uploads[file_id]
+        body = await request.read()
+        if len(body) != length:
+            return web.Response(status=400, text=f"expected {length} bytes, got {len(body)}")
+        self.ws.files[file_id] = (name, body)
+        return web.Response(text=f"OK - {len(body)}")
 
     # --- plumbing -------------------------------------------------------------------------------
 
@@ -301,6 +317,40 @@ class Emulator:
         if self.ws.find_message(channel, ts) is None:
             raise SlackError("message_not_found")
         return {"channel": channel, "permalink": f"https://changeops-emulator.slack.com/archives/{channel}/p{ts.replace('.', '')}"}
+
+    async def files_get_upload_url_external(self, args: Args) -> Args:
+        """Step 1 of files.uploadV2: a URL to post the bytes to, and the file's id."""
+        filename, length = str(args.get("filename") or ""), str(args.get("length") or "")
+        if not filename or not length.isdigit() or int(length) <= 0:
+            raise SlackError("invalid_arguments")
+        file_id = self.ws.new_id("F")
+        self.pending_uploads[file_id] = (filename, int(length))
+        return {"upload_url": f"{self.base_url}/_uploads/{file_id}", "file_id": file_id}
+
+    async def files_complete_upload_external(self, args: Args) -> Args:
+        """Step 3 of files.uploadV2: share the uploaded files in a channel (or a thread), with a comment."""
+        try:
+            listed = json.loads(args["files"]) if isinstance(args.get("files"), str) else args.get("files")
+        except json.JSONDecodeError:
+            raise SlackError("invalid_arguments") from None
+        if not isinstance(listed, list) or not listed:
+            raise SlackError("invalid_arguments")
+        shared = []
+        for item in listed:
+            file_id = item.get("id") if isinstance(item, dict) else None
+            if file_id not in self.ws.files:
+                raise SlackError("file_not_found")
+            name, content = self.ws.files[file_id]
+            shared.append({"id": file_id, "name": name, "title": item.get("title") or name, "size": len(content),
+                           "filetype": name.rpartition(".")[2], "url_private": f"{self.base_url}/_files/{file_id}/{name}"})
+        if args.get("channel_id"):
+            channel = self._channel({"channel": args["channel_id"]})
+            thread_ts = args.get("thread_ts") or None
+            if thread_ts and self.ws.find_message(channel, thread_ts) is None:
+                raise SlackError("thread_not_found")
+            self.ws.messages.append(Message(channel, self.ws.next_ts(), BOT_USER_ID, str(args.get("initial_comment") or ""), [], thread_ts,
+                                            BOT_ID, files=shared))
+        return {"files": shared}
 
     async def conversations_open(self, args: Args) -> Args:
         users = [u for u in str(args.get("users", "")).split(",") if u]

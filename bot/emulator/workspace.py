@@ -31,10 +31,13 @@ class Message:
     thread_ts: str | None = None
     bot_id: str | None = None
     edited: bool = False
+    files: list[dict[str, Any]] = field(default_factory=list)  # files shared with it (files.completeUploadExternal)
 
     def as_json(self) -> dict[str, Any]:
         """The message as the Web API shows it."""
         data: dict[str, Any] = {"type": "message", "ts": self.ts, "user": self.user, "text": self.text, "blocks": self.blocks}
+        if self.files:
+            data["files"] = self.files
         if self.bot_id:
             data["bot_id"] = self.bot_id
         if self.thread_ts:

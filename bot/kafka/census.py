@@ -50,7 +50,7 @@ class Snapshot:
 
 def _result(future: Future[object], what: str) -> object:
     try:
-        return future.result(timeout=TIMEOUT)
+        return future.result(timeout=TIMEOUT + 5)  # the request times out first, with its own error
     except KafkaException as err:
         raise CensusFailed(f"{what}: {err.args[0] if err.args else err}") from None
     except TimeoutError:
@@ -61,6 +61,8 @@ def take(admin: AdminClient, topics: Iterable[str] | None = None) -> Snapshot:
     """Census every consumer group (``topics``: keep only readers of these; None: of any topic)."""
     wanted = set(topics) if topics is not None else None
     listed = _result(admin.list_consumer_groups(request_timeout=TIMEOUT), "listing consumer groups")
+    if listed.errors:  # type: ignore[attr-defined]  # a broker that did not answer: a partial list would drop its groups
+        raise CensusFailed(f"listing consumer groups: {listed.errors[0]}")  # type: ignore[attr-defined]
     listings = [g for g in listed.valid if not g.group_id.startswith(OWN_PREFIX)]  # type: ignore[attr-defined]
     groups = {g.group_id: GroupSeen(g.group_id, getattr(g.state, "name", str(g.state))) for g in listings}
     ids = sorted(groups)

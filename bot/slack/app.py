@@ -14,6 +14,7 @@ from bot.services.proposals import Proposals
 from bot.slack import calendar_commands, commands, home, ops, proposing, readers, sli
 from bot.slack.calendar_commands import CalendarCommands
 from bot.slack.client import web_client
+from bot.slack.health import HealthSlack
 from bot.slack.inflight import Inflight
 from bot.slack.middleware import once_per_delivery
 from bot.slack.ops.actions import OpsActions
@@ -44,9 +45,10 @@ def create_app(config: Config, deliveries: Deliveries, inflight: Inflight) -> As
 
 
 def add_listeners(app: AsyncApp, services: Services, calendar: CalendarCommands, alerts: AlertActions, operations: OpsActions,
-                  consumers: Readers, proposals: Proposals, outbox: Outbox, inflight: Inflight) -> None:
+                  consumers: Readers, health: HealthSlack, proposals: Proposals, outbox: Outbox, inflight: Inflight) -> None:
     """Every slash command, action, view and event, each counted while it runs."""
-    routers = commands.register(app, services, calendar, alerts.commands, OpsCommands(operations.ops, app.client), consumers, inflight.track)
+    routers = commands.register(app, services, calendar, alerts.commands, OpsCommands(operations.ops, app.client), consumers, health,
+                                inflight.track)
     readers.register(app, consumers, inflight.track)
     sli.register(app, alerts, inflight.track)
     ops.register(app, operations, inflight.track)

@@ -12,6 +12,7 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from bot.domain.compat.rules import CATALOGUE
 from bot.slack import ids
 from bot.slack.calendar_commands import CalendarCommands
+from bot.slack.health import HealthSlack
 from bot.slack.ops.commands import OpsCommands
 from bot.slack.readers import Readers
 from bot.slack.render import Reply
@@ -78,7 +79,7 @@ class Router:
             await respond(**reply.respond())
 
 
-def schema_router(services: Services, readers: Readers) -> Router:
+def schema_router(services: Services, readers: Readers, health: HealthSlack) -> Router:
     """``/schema``: every subcommand the bot offers."""
     router = Router(ids.SCHEMA_COMMAND)
     for sub in (
@@ -91,6 +92,8 @@ def schema_router(services: Services, readers: Readers) -> Router:
         Subcommand("extend", "extend ID REASON", "move your proposal's deadline once", services.extend),
         Subcommand("claim", "claim JOB TEAM", "claim a job nobody owns for your team (proposals then ask it)", services.claim),
         Subcommand("consumers", "consumers SUBJECT", "every consumer group Kafka says reads its topic, declared or not", readers.consumers),
+        Subcommand("health", "health [TEAM]", "the metadata health report of this month so far (overall and per team, or one team)",
+                   health.command),
         Subcommand("rules", "rules", "the rules a schema change is classified by", lambda _r: _answer(rules_reply()), in_ack=True),
     ):
         router.add(sub)
@@ -157,9 +160,9 @@ def ops_routers(ops: OpsCommands) -> dict[str, Router]:
 
 
 def register(app: AsyncApp, services: Services, calendar: CalendarCommands, sli: SliCommands, ops: OpsCommands, readers: Readers,
-             track: Callable[[Any], Any]) -> dict[str, Router]:
+             health: HealthSlack, track: Callable[[Any], Any]) -> dict[str, Router]:
     """Attach every slash command to the app; returns the routers (App Home lists their help)."""
-    routers = {ids.SCHEMA_COMMAND: schema_router(services, readers), ids.CALENDAR_COMMAND: calendar_router(calendar), ids.SLI_COMMAND: sli_router(sli),
+    routers = {ids.SCHEMA_COMMAND: schema_router(services, readers, health), ids.CALENDAR_COMMAND: calendar_router(calendar), ids.SLI_COMMAND: sli_router(sli),
                **ops_routers(ops)}
     assert tuple(routers) == ids.SLASH_COMMANDS
     for name, router in routers.items():

@@ -444,3 +444,14 @@ class ObservedSchema(SQLModel, table=True):
     channel: str | None = Field(default=None, max_length=64)
     message_channel: str | None = Field(default=None, max_length=64)
     message_ts: str | None = Field(default=None, max_length=32)
+
+
+class HealthReport(SQLModel, table=True):
+    """The metadata health report of one month (``YYYY-MM``): its figures, kept for next month's trends; the row is
+    the claim that it was posted."""
+
+    __tablename__ = "health_reports"
+
+    month: str = Field(max_length=7, primary_key=True)
+    figures: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    created_at: datetime = _when(nullable=False)

@@ -1,6 +1,6 @@
 """Oncall operations (backfills and DLQ replays), the teams' oncall user groups, catalog-wide settings; the census of
 consumer groups (topic readers, census runs, attributions) and the consumer groups jobs declare; schemas seen outside the
-bot (registry versions, schema ids on topics).
+bot (registry versions, schema ids on topics); the monthly health reports.
 
 Revision ID: 0010
 Revises: 0009
@@ -107,6 +107,13 @@ def upgrade() -> None:
     )
     op.create_index('ix_observed_schemas_subject', 'observed_schemas', ['subject'])
     op.create_table(
+        'health_reports',
+        sa.Column('month', sqlmodel.sql.sqltypes.AutoString(length=7), nullable=False),
+        sa.Column('figures', sa.JSON(), nullable=False),
+        sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
+        sa.PrimaryKeyConstraint('month'),
+    )
+    op.create_table(
         'group_attributions',
         sa.Column('group_id', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=False),
         sa.Column('team', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=True),
@@ -118,6 +125,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.drop_table('health_reports')
     op.drop_table('group_attributions')
     op.drop_index('ix_observed_schemas_subject', 'observed_schemas')
     op.drop_table('observed_schemas')

@@ -1,0 +1,73 @@
+"""``bot health report``: the metadata health report of a month (this month so far by default), as text, JSON or CSV
+(one row per team and figure)."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import sys
+from typing import Any
+
+from bot.cli.lineage import USAGE_ERROR, CommandError, command
+from bot.cli.store import NotMigrated, with_database
+from bot.config import Config
+from bot.domain.health import OVERALL, describe, month_of
+from bot.services.census import CensusService
+from bot.services.health import HealthService
+from bot.services.lineage import LineageService
+from bot.services.outbox import Outbox
+from bot.services.sli import SliService
+from bot.store.database import Database
+from bot.store.models import utcnow
+
+FIGURES = ("undeclared_readers_total", "undeclared_readers_trend", "registered_share", "black_box_share", "black_box_trend", "proposals", "out_of_band", "through_proposals_share", "expired",
+           "approved_late", "median_hours_to_acknowledge", "sli_episodes", "median_minutes_to_acknowledge_sli")
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``health``."""
+    health = sub.add_parser("health", help="the monthly metadata health report").add_subparsers(metavar="ACTION")
+    report = health.add_parser("report", help="a month's report (default: this month so far)")
+    report.add_argument("--month", help="YYYY-MM")
+    report.add_argument("--format", choices=("text", "json", "csv"), default="text")
+    report.set_defaults(run=command(run_report))
+
+
+def run_report(args: argparse.Namespace) -> int:
+    """Print the report."""
+    try:
+        month = month_of(args.month) if args.month else month_of(utcnow().strftime("%Y-%m"))
+    except ValueError as err:
+        raise CommandError(str(err), USAGE_ERROR) from None
+    config = Config.from_env(os.environ, require_slack=False)
+
+    async def work(db: Database) -> dict[str, Any]:
+        lineage = LineageService(db)
+        sli = SliService(db, lineage, Outbox())
+        census = CensusService(db, lineage, sli, config.kafka_bootstrap_servers, "cli")
+        return await HealthService(db, lineage, sli, census, Outbox(), bool(config.schema_registry_url), bool(config.kafka_bootstrap_servers),
+                                   config.changes_channel, utcnow).compute(month)
+
+    try:
+        figures = with_database(work)
+    except NotMigrated as err:
+        raise CommandError(str(err), USAGE_ERROR) from None
+    if args.format == "json":
+        print(json.dumps(figures, indent=2, ensure_ascii=False))
+    elif args.format == "csv":
+        writer = csv.writer(sys.stdout)
+        writer.writerow(["month", "team", "figure", "value"])
+        for team, values in [(OVERALL, figures[OVERALL]), *figures["teams"].items()]:
+            for name in FIGURES:
+                writer.writerow([figures["month"], team, name, "" if values[name] is None else values[name]])
+            writer.writerow([figures["month"], team, "retire_candidates", len(values["retire_candidates"])])
+            writer.writerow([figures["month"], team, "pipelines_missing_sli", len(values["pipelines_missing_sli"])])
+    else:
+        for team, values in [("Overall", figures[OVERALL]), *figures["teams"].items()]:
+            print(f"{team} — {figures['month']}")
+            print("\n".join("  " + text.replace("`", "") for _, text in describe(values)))
+        for missing in figures["unmeasured"]:
+            print(f"not measured: {missing}")
+    return 0

@@ -1,0 +1,165 @@
+"""The monthly metadata health report, as figures: per team and overall, how healthy the metadata is and how it
+moved since last month. Pure: what the store and the cluster know comes in as data; what could not be measured
+is named, never guessed."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+STALE_AFTER = timedelta(days=183)  # no change for about six months: a candidate to retire
+OVERALL = "overall"
+
+
+@dataclass(frozen=True)
+class SubjectFacts:
+    """One subject: its team, topic, when it last changed, whether the registry has it, who reads it."""
+
+    name: str
+    team: str | None
+    topic: str
+    last_change: datetime | None
+    registered: bool | None  # None: the registry was not asked
+    readers: int | None  # jobs in the lineage plus groups Kafka says read it (None: nothing known)
+    undeclared: int | None = None  # groups Kafka says read it that nobody declared (None: no census)
+
+
+@dataclass(frozen=True)
+class ProposalFacts:
+    """One proposal of the month: its team (the subject's owner), state, times, and its acknowledgements' times."""
+
+    team: str | None
+    state: str
+    created: datetime
+    decided: datetime | None
+    deadline: datetime | None
+    acknowledged: tuple[datetime, ...] = ()
+
+
+@dataclass(frozen=True)
+class EpisodeFacts:
+    """One SLI episode of the month."""
+
+    team: str | None
+    started: datetime
+    acknowledged: datetime | None
+
+
+@dataclass
+class Facts:
+    """Everything the report is computed from."""
+
+    month: date  # its first day
+    subjects: list[SubjectFacts] = field(default_factory=list)
+    jobs: list[tuple[str | None, bool]] = field(default_factory=list)  # (owning team, black box)
+    proposals: list[ProposalFacts] = field(default_factory=list)
+    out_of_band: list[str | None] = field(default_factory=list)  # the team of each change detected out of band this month
+    pipelines_missing: list[tuple[str, str]] = field(default_factory=list)  # (team, pipeline) missing a mandatory SLI
+    episodes: list[EpisodeFacts] = field(default_factory=list)
+    teams: list[str] = field(default_factory=list)
+    unmeasured: list[str] = field(default_factory=list)  # what could not be measured, and why
+    previous: dict[str, Any] | None = None  # last month's report, for trends
+
+
+def month_of(text: str) -> date:
+    """``2026-11`` -> 2026-11-01; ValueError for anything else."""
+    try:
+        year, month = (int(part) for part in text.split("-"))
+        return date(year, month, 1)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a month such as 2026-11") from None
+
+
+def first_working_day(month: date) -> date:
+    """The month's first Monday-to-Friday."""
+    day = month
+    while day.weekday() >= 5:
+        day += timedelta(days=1)
+    return day
+
+
+def report(facts: Facts) -> dict[str, Any]:
+    """The report: ``{"month", "teams": {team: figures}, "overall": figures, "unmeasured": [...]}``."""
+    teams = {team: _figures(facts, team) for team in sorted(set(facts.teams))}
+    return {"month": facts.month.strftime("%Y-%m"), "teams": teams, "overall": _figures(facts, None), "unmeasured": list(facts.unmeasured)}
+
+
+def _figures(facts: Facts, team: str | None) -> dict[str, Any]:
+    def mine(owner: str | None) -> bool:
+        return team is None or owner == team
+
+    month_end = (facts.month.replace(day=28) + timedelta(days=4)).replace(day=1)
+    end = datetime(month_end.year, month_end.month, 1, tzinfo=UTC)
+    subjects = [s for s in facts.subjects if mine(s.team)]
+    retire = [{"subject": s.name, "topic": s.topic, "why": "no consumer"} for s in subjects if s.readers == 0]
+    retire += [{"subject": s.name, "topic": s.topic, "why": "no change for six months"} for s in subjects
+               if s.readers != 0 and s.last_change is not None and end - s.last_change > STALE_AFTER]
+    registered = [s.registered for s in subjects if s.registered is not None]
+    jobs = [black for owner, black in facts.jobs if mine(owner)]
+    proposals = [p for p in facts.proposals if mine(p.team)]
+    detected = [t for t in facts.out_of_band if mine(t)]
+    waits = [(a - p.created).total_seconds() / 3600 for p in proposals for a in p.acknowledged]
+    episodes = [e for e in facts.episodes if mine(e.team)]
+    acked = [(e.acknowledged - e.started).total_seconds() / 60 for e in episodes if e.acknowledged is not None]
+    black_share = _share(sum(jobs), len(jobs))
+    previous = (facts.previous or {}).get("teams", {}).get(team) if team else (facts.previous or {}).get(OVERALL)
+    before = previous.get("black_box_share") if previous else None
+    undeclared = {s.topic: s.undeclared for s in subjects if s.undeclared}
+    counted = [s.undeclared for s in subjects if s.undeclared is not None]
+    total = sum(counted) if counted else None
+    before_total = previous.get("undeclared_readers_total") if previous else None
+    return {
+        "retire_candidates": retire,
+        "undeclared_readers": undeclared, "undeclared_readers_total": total,
+        "undeclared_readers_trend": total - before_total if total is not None and before_total is not None else None,
+        "registered_share": _share(sum(registered), len(registered)) if registered else None,
+        "black_box_share": black_share,
+        "black_box_trend": round(black_share - before, 4) if black_share is not None and before is not None else None,
+        "proposals": len(proposals), "out_of_band": len(detected),
+        "through_proposals_share": _share(len(proposals), len(proposals) + len(detected)),
+        "expired": sum(1 for p in proposals if p.state == "expired"),
+        "approved_late": sum(1 for p in proposals if p.state == "approved" and p.decided and p.deadline and p.decided > p.deadline),
+        "median_hours_to_acknowledge": round(statistics.median(waits), 2) if waits else None,
+        "pipelines_missing_sli": sorted(name for owner, name in facts.pipelines_missing if mine(owner)),
+        "sli_episodes": len(episodes),
+        "median_minutes_to_acknowledge_sli": round(statistics.median(acked), 2) if acked else None,
+    }
+
+
+def _share(part: int, whole: int) -> float | None:
+    return round(part / whole, 4) if whole else None
+
+
+def percent(value: float | None) -> str:
+    """``0.25`` -> ``25%``; unknown -> ``n/a``."""
+    return "n/a" if value is None else f"{value * 100:.0f}%"
+
+
+def _moved(change: float | None, unit: str) -> str:
+    if change is None:
+        return ""
+    return f" ({'up' if change > 0 else 'down' if change < 0 else 'unchanged'}{f' {abs(change):g}{unit}' if change else ''} since last month)"
+
+
+def describe(figures: dict[str, Any]) -> list[tuple[str, str]]:
+    """One team's (or the overall) figures as sentences, each with the emoji code Slack shows before it."""
+    retire = figures["retire_candidates"]
+    trend = figures.get("black_box_trend")
+    moved = _moved(round(trend * 100) if trend is not None else None, " pts")
+    hours, minutes = figures["median_hours_to_acknowledge"], figures["median_minutes_to_acknowledge_sli"]
+    return [
+        (":wastebasket:", f"Candidates to retire: {len(retire)}" + (": " + ", ".join(f"`{r['subject']}` ({r['why']})" for r in retire[:10]) if retire else "")),
+        (":label:", f"Topics with a registered schema: {percent(figures['registered_share'])}"),
+        (":detective:", "Consumer groups nobody declared: " + ("n/a" if figures.get("undeclared_readers_total") is None else
+                         f"{figures['undeclared_readers_total']}" + _moved(figures.get("undeclared_readers_trend"), "")
+                         + "".join(f"; `{topic}`: {count}" for topic, count in sorted(figures["undeclared_readers"].items())[:10]))),
+        (":black_large_square:", f"Lineage through black boxes: {percent(figures['black_box_share'])}{moved}"),
+        (":memo:", f"Changes through proposals: {figures['proposals']} of {figures['proposals'] + figures['out_of_band']} "
+                   f"({percent(figures['through_proposals_share'])}); {figures['out_of_band']} detected out of band"),
+        (":hourglass:", f"Proposals expired: {figures['expired']}; approved late: {figures['approved_late']}; median time to acknowledge: "
+                        + (f"{hours:g} h" if hours is not None else "n/a")),
+        (":bar_chart:", "Pipelines missing a mandatory SLI: " + (", ".join(figures["pipelines_missing_sli"]) or "none")),
+        (":rotating_light:", f"SLI episodes: {figures['sli_episodes']}; median time to acknowledge: " + (f"{minutes:g} min" if minutes is not None else "n/a")),
+    ]
