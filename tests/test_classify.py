@@ -204,3 +204,17 @@ def test_schema_values_and_strings() -> None:
     assert parse_value('{"type": "map", "values": "int"}').root.type == "map"
     with pytest.raises(SchemaError, match="empty schema"):
         parse_value("  ")
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ({"type": "array", "items": "boolean"}, {"type": "bytes", "logicalType": "decimal", "precision": 4, "scale": 2}),
+    ({"type": "int", "logicalType": "time-millis"}, {"type": "record", "name": "T", "fields": []}),
+    ({"type": "fixed", "name": "F", "size": 8, "logicalType": "decimal", "precision": 8}, {"type": "string", "logicalType": "uuid"}),
+])
+def test_a_change_to_another_kind_of_type_is_only_a_type_change_whatever_the_logical_types(old: Any, new: Any) -> None:
+    before = parse(json.dumps({"type": "record", "name": "R", "fields": [{"name": "f", "type": old}]}))
+    after = parse(json.dumps({"type": "record", "name": "R", "fields": [{"name": "f", "type": new}]}))
+    verdict = classify([before], after, Mode.NONE)
+    assert [f.rule for f in verdict.findings] == ["TYPE_CHANGED"] and str(verdict.level) == "compatible"
+    promoted = classify([parse('{"type": "int", "logicalType": "date"}')], parse('{"type": "long", "logicalType": "timestamp-millis"}'), Mode.NONE)
+    assert {f.rule for f in promoted.findings} == {"TYPE_PROMOTED", "LOGICAL_TYPE_CHANGED"}  # the types resolve: meaning still counts

@@ -54,10 +54,10 @@ class _Walker:
         if old.type != new.type:
             if old.type not in NAMED and new.type not in NAMED:
                 rule = type_change_rule(old.type, new.type)
-                if rule != "TYPE_CHANGED":
+                if rule != "TYPE_CHANGED":  # the physical types resolve (a promotion or a swap): a logical type still means something
                     detail = SWAP_DETAIL.get(rule, {}).get((old.type, new.type), "")
-                    found.append(("", rule, old.describe(), new.describe(), detail))
-            return found + _logical(old, new)
+                    return [("", rule, old.describe(), new.describe(), detail), *_logical(old, new)]
+            return found  # another kind entirely: the type change says it all, a logical type's rules do not apply
         found += _logical(old, new)
         if old.type in NAMED:
             found += _named(old, new)
