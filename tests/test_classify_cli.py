@@ -112,3 +112,16 @@ def test_as_a_process_with_stdin(files: tuple[str, str]) -> None:
     result = subprocess.run([sys.executable, "-m", "bot", "classify", files[0], "-", "--format", "json"],
                             input=json.dumps(NEW), capture_output=True, text=True, timeout=60)
     assert result.returncode == 0 and json.loads(result.stdout)["level"] == "breaking"
+
+
+def test_classify_on_files_and_version_load_neither_slack_nor_the_database_nor_kafka(tmp_path: Path) -> None:
+    old, new = tmp_path / "old.avsc", tmp_path / "new.avsc"
+    old.write_text('{"type": "record", "name": "R", "fields": [{"name": "a", "type": "int"}]}')
+    new.write_text('{"type": "record", "name": "R", "fields": [{"name": "a", "type": "long"}]}')
+    heavy = ["slack_bolt", "slack_sdk", "sqlalchemy", "sqlmodel", "alembic", "confluent_kafka", "networkx", "aiohttp", "yaml", "matplotlib"]
+    for args in (["classify", str(old), str(new)], ["--version"]):
+        probe = ("import sys, contextlib, io\nfrom bot.cli import main\nwith contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
+                 f"    main({args!r})\nprint(sorted({{m.split('.')[0] for m in sys.modules}} & set({heavy!r})))")
+        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == "[]", (args, done.stdout)

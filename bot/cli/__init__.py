@@ -1,9 +1,11 @@
-"""The ``bot`` command line."""
+"""The ``bot`` command line. A subcommand's module is imported only when it is asked for (all of them for help), so
+``bot classify`` on files starts without the database, Slack or Kafka clients."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import logging
 import os
 import signal
@@ -11,22 +13,20 @@ import sys
 from collections.abc import Sequence
 
 from bot import __version__
-from bot.cli import calendar as calendar_cli
-from bot.cli import classify as classify_cli
-from bot.cli import consumers as consumers_cli
-from bot.cli import gate as gate_cli
-from bot.cli import health as health_cli
-from bot.cli import lineage as lineage_cli
-from bot.cli import ops as ops_cli
-from bot.cli import propose as propose_cli
-from bot.cli import sli as sli_cli
 from bot.config import Config, ConfigError
 from bot.logs import configure
+
+MODULES = {  # subcommand -> the module whose add_parsers registers it
+    "classify": "classify", "subject": "classify", "rules": "classify", "calendar": "calendar", "catalog": "lineage", "lineage": "lineage",
+    "impact": "lineage", "propose": "propose", "sli": "sli", "backfill": "ops", "replay": "ops", "ops": "ops", "consumers": "consumers",
+    "gate": "gate", "health": "health",
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``bot`` console script; returns the exit code."""
-    parser = _parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = _parser(argv)
     args = parser.parse_args(argv)
     if not getattr(args, "run", None):
         parser.print_help()
@@ -40,7 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bot", description="ChangeOps: schema changes without surprises; safe hands on Kafka.")
     parser.add_argument("--version", action="version", version=f"changeops {__version__}")
     sub = parser.add_subparsers(metavar="COMMAND")
@@ -59,15 +59,11 @@ def _parser() -> argparse.ArgumentParser:
     playground.add_argument("--no-prompt", action="store_true", help="serve only; do not read commands from the terminal")
     playground.set_defaults(run=_playground)
 
-    classify_cli.add_parsers(sub)
-    calendar_cli.add_parsers(sub)
-    lineage_cli.add_parsers(sub)
-    propose_cli.add_parser(sub)
-    sli_cli.add_parsers(sub)
-    ops_cli.add_parsers(sub)
-    consumers_cli.add_parser(sub)
-    gate_cli.add_parser(sub)
-    health_cli.add_parser(sub)
+    asked = next((word for word in argv if not word.startswith("-")), None)
+    wanted = [MODULES[asked]] if asked in MODULES else [] if asked is None and "--version" in argv else list(dict.fromkeys(MODULES.values()))
+    # (help, no command or a typo: every subcommand, so help lists them all)
+    for name in wanted:
+        importlib.import_module(f"bot.cli.{name}").add_parsers(sub)
     return parser
 
 

@@ -8,7 +8,7 @@ import os
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bot.cli.lineage import USAGE_ERROR, CommandError, command
+from bot.cli.errors import USAGE_ERROR, CommandError, command
 from bot.cli.store import NotMigrated, with_database
 from bot.domain.calendar import CalendarError, Kind, Scope
 from bot.domain.lineage.catalog import moment

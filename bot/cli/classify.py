@@ -7,16 +7,18 @@ import contextlib
 import json
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from bot.cli.store import NotMigrated, with_database
 from bot.domain.avro.parse import SchemaError, parse, parse_value
 from bot.domain.compat.classify import Mode, Verdict, classify
 from bot.domain.compat.report import as_json, as_text, rules_json, rules_text
 from bot.domain.compat.rules import Level
-from bot.services.registry import Registry, Version
-from bot.store.database import Database
-from bot.store.models import Subject
+
+if TYPE_CHECKING:
+    from bot.services.registry import Version
+    from bot.store.database import Database
+    from bot.store.models import Subject
 
 USAGE_ERROR = 2
 FAILED_GATE = 1
@@ -90,6 +92,8 @@ def _classify_subject(args: argparse.Namespace, mode: Mode | None, fail_on: Leve
         print(f"bot classify: {args.schemas[0]}: invalid schema: {err}", file=sys.stderr)
         return FAILED_GATE if fail_on is not None else USAGE_ERROR
 
+    from bot.services.registry import Registry  # the database: only for --subject
+
     async def stored(db: Database) -> tuple[Subject | None, list[Version]]:
         registry = Registry(db)
         return await registry.subject(args.subject), await registry.history(args.subject)
@@ -104,6 +108,8 @@ def _classify_subject(args: argparse.Namespace, mode: Mode | None, fail_on: Leve
 
 def run_versions(args: argparse.Namespace) -> int:
     """``bot subject versions SUBJECT``."""
+    from bot.services.registry import Registry
+
     try:
         history = with_database(lambda db: Registry(db).history(args.subject))
     except NotMigrated as err:
@@ -124,6 +130,8 @@ def run_import_versions(args: argparse.Namespace) -> int:
     except (UsageError, SchemaError) as err:
         print(f"bot subject: {err}; nothing was stored", file=sys.stderr)
         return FAILED_GATE
+
+    from bot.services.registry import Registry
 
     async def store(db: Database) -> list[int]:
         registry = Registry(db)

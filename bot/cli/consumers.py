@@ -7,10 +7,11 @@ import argparse
 import json
 from typing import Any
 
-from bot.cli.lineage import census_lines, census_of, command
+from bot.cli.errors import command
+from bot.cli.lineage import census_lines, census_of
 
 
-def add_parser(sub: Any) -> None:
+def add_parsers(sub: Any) -> None:
     """Register ``consumers``."""
     consumers = sub.add_parser("consumers", help="the consumer groups Kafka says read a topic, declared or not")
     consumers.add_argument("topic")

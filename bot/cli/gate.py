@@ -16,7 +16,7 @@ VERDICT = {"approved": "approved as version {version}", "pending": "waiting for 
            "rejected": "not approved: proposal #{proposal} was {proposal_state}", "unknown": "not approved: no proposal carries this schema"}
 
 
-def add_parser(sub: Any) -> None:
+def add_parsers(sub: Any) -> None:
     """Register ``gate``."""
     gate = sub.add_parser("gate", help="exit 0 only when this exact schema is an approved version of the subject (deploy gate)",
                           description="Reads $CHANGEOPS_API_TOKEN (a token with proposals:read) and $CHANGEOPS_URL.")

@@ -10,7 +10,7 @@ import os
 import sys
 from typing import Any
 
-from bot.cli.lineage import USAGE_ERROR, CommandError, command
+from bot.cli.errors import USAGE_ERROR, CommandError, command
 from bot.cli.store import NotMigrated, with_database
 from bot.config import Config
 from bot.domain.health import OVERALL, describe, month_of
@@ -26,7 +26,7 @@ FIGURES = ("undeclared_readers_total", "undeclared_readers_trend", "registered_s
            "approved_late", "median_hours_to_acknowledge", "sli_episodes", "median_minutes_to_acknowledge_sli")
 
 
-def add_parser(sub: Any) -> None:
+def add_parsers(sub: Any) -> None:
     """Register ``health``."""
     health = sub.add_parser("health", help="the monthly metadata health report").add_subparsers(metavar="ACTION")
     report = health.add_parser("report", help="a month's report (default: this month so far)")

@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from bot.cli.errors import USAGE_ERROR, CommandError, command
 from bot.cli.store import NotMigrated, with_database
 from bot.config import Config
 from bot.domain.avro.model import Schema
@@ -26,17 +27,6 @@ from bot.services.outbox import Outbox
 from bot.services.sli import SliService
 from bot.store.database import Database
 from bot.store.models import aware
-
-BAD_INPUT = 1
-USAGE_ERROR = 2
-
-
-class CommandError(Exception):
-    """A message for the user and the exit code to leave with."""
-
-    def __init__(self, message: str, code: int = BAD_INPUT) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 def add_parsers(sub: Any) -> None:
@@ -66,19 +56,6 @@ def add_parsers(sub: Any) -> None:
     impact.add_argument("--namespace", help="the dataset's namespace, when its name is not unique")
     impact.add_argument("--format", choices=("text", "json"), default="text")
     impact.set_defaults(run=command(run_impact))
-
-
-def command(handler: Any) -> Any:
-    """A CLI handler whose CommandError becomes one line on stderr and its exit code."""
-
-    def run(args: argparse.Namespace) -> int:
-        try:
-            return int(handler(args))
-        except CommandError as err:
-            print(f"bot: {err}", file=sys.stderr)
-            return err.code
-
-    return run
 
 
 # --- catalog ------------------------------------------------------------------------------------

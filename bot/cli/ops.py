@@ -16,7 +16,7 @@ import sys
 from datetime import timedelta
 from typing import Any
 
-from bot.cli.lineage import USAGE_ERROR, CommandError, command
+from bot.cli.errors import USAGE_ERROR, CommandError, command
 from bot.cli.store import NotMigrated, with_database
 from bot.config import Config
 from bot.domain.ops import BackfillRequest, OpKind, OpsError, OpState, ReplayRequest, backfill_request, replay_request

@@ -11,7 +11,7 @@ from typing import Any
 from bot.cli.api import Unreachable, call
 
 
-def add_parser(sub: Any) -> None:
+def add_parsers(sub: Any) -> None:
     """Register ``propose``."""
     propose = sub.add_parser("propose", help="propose a schema change through the running bot (HTTP API)",
                              description="Reads $CHANGEOPS_API_TOKEN and $CHANGEOPS_URL (default http://127.0.0.1:3000).")

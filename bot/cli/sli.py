@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from bot.cli.lineage import USAGE_ERROR, CommandError, command
+from bot.cli.errors import USAGE_ERROR, CommandError, command
 from bot.cli.store import NotMigrated, with_database
 from bot.services.lineage import LineageService
 from bot.services.outbox import Outbox

@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from bot.config import Config
-from bot.store import migrate
-from bot.store.database import Database
+
+if TYPE_CHECKING:
+    from bot.store.database import Database
 
 T = TypeVar("T")
 
@@ -20,6 +21,9 @@ class NotMigrated(Exception):
 
 def with_database(work: Callable[[Database], Awaitable[T]]) -> T:
     """Open the database, run ``work``, close it; NotMigrated when it is not at the newest migration."""
+    from bot.store import migrate  # Alembic and SQLAlchemy: only for the commands that use the database
+    from bot.store.database import Database
+
     config = Config.from_env(os.environ, require_slack=False)
     if migrate.current(config.database_url) != migrate.head():
         raise NotMigrated("the database at DATABASE_URL is not migrated: run `bot migrate` first")
