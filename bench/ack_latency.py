@@ -141,4 +141,6 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
+    if "--smoke" in sys.argv[1:]:  # tiny sizes, to check that it runs
+        REQUESTS, IN_FLIGHT = 12, 4
     asyncio.run(main())

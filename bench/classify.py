@@ -14,6 +14,7 @@ import io
 import json
 import random
 import statistics
+import sys
 import time
 from typing import Any
 
@@ -61,29 +62,31 @@ def median_seconds(run: Any, repeat: int) -> float:
     return statistics.median(samples)
 
 
-def main() -> None:
-    old_json = wide_schema()
+def main(smoke: bool = False) -> None:
+    old_json = wide_schema(2, 10) if smoke else wide_schema()
     new_json = evolve(old_json)
     old, new = parse(old_json), parse(new_json)
-    ours = median_seconds(lambda: classify([old], new, Mode.FULL), 15)
+    ours = median_seconds(lambda: classify([old], new, Mode.FULL), 1 if smoke else 15)
     old_ref, new_ref = avro.schema.parse(json.dumps(old_json)), avro.schema.parse(json.dumps(new_json))
 
     def reference() -> None:
         ReaderWriterCompatibilityChecker().get_compatibility(new_ref, old_ref)
         ReaderWriterCompatibilityChecker().get_compatibility(old_ref, new_ref)
 
-    theirs = median_seconds(reference, 5)
-    parse_time = median_seconds(lambda: (parse(old_json), parse(new_json)), 5)
+    theirs = median_seconds(reference, 1 if smoke else 5)
+    parse_time = median_seconds(lambda: (parse(old_json), parse(new_json)), 1 if smoke else 5)
     verdict = classify([old], new, Mode.FULL)
-    print(f"2,000-field pair: classify {ours * 1000:.1f} ms (both directions, all rules, {len(verdict.findings)} findings); "
+    fields = sum(len(f["type"]["fields"]) + 1 for f in old_json["fields"])
+    print(f"{fields:,}-field pair: classify {ours * 1000:.1f} ms (both directions, all rules, {len(verdict.findings)} findings); "
           f"Avro checker {theirs * 1000:.1f} ms (two resolution checks); ratio {theirs / ours:.1f}x faster")
     print(f"  parsing both schemas: {parse_time * 1000:.1f} ms")
 
     small_old = {"type": "record", "name": "Event", "fields": [
         {"name": "id", "type": "string"}, {"name": "at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
         {"name": "amount", "type": "int"}, {"name": "tags", "type": {"type": "array", "items": "string"}}]}
+    count = 50 if smoke else 10_000
     lines = []
-    for i in range(10_000):
+    for i in range(count):
         new_small = copy.deepcopy(small_old)
         new_small["fields"][2]["type"] = ["int", "long", "double", "string"][i % 4]
         if i % 3 == 0:
@@ -93,9 +96,9 @@ def main() -> None:
     started = time.perf_counter()
     classify_pairs(source, sink, Mode.FULL, None)
     elapsed = time.perf_counter() - started
-    assert sink.getvalue().count("\n") == 10_000
-    print(f"--pairs: 10,000 small pairs in {elapsed:.2f} s = {10_000 / elapsed:,.0f} pairs/s")
+    assert sink.getvalue().count("\n") == count
+    print(f"--pairs: {count:,} small pairs in {elapsed:.2f} s = {count / elapsed:,.0f} pairs/s")
 
 
 if __name__ == "__main__":
-    main()
+    main(smoke="--smoke" in sys.argv[1:])  # --smoke: tiny sizes, to check that it runs

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 import statistics
+import sys
 import time
 import tracemalloc
 from collections import deque
@@ -95,4 +96,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    if "--smoke" in sys.argv[1:]:  # tiny sizes, to check that it runs
+        DATASETS, JOBS, QUERIES = 400, 400, 5
     main()
