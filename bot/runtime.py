@@ -46,7 +46,6 @@ from bot.slack.membership import SlackMembership
 from bot.slack.ops.actions import OpsActions
 from bot.slack.ops.delivery import OpsDelivery
 from bot.slack.out_of_band import OutOfBandSlack
-from bot.slack.out_of_band import register as register_out_of_band
 from bot.slack.readers import Readers
 from bot.slack.schema_commands import Services
 from bot.slack.sli.actions import AlertActions
@@ -103,9 +102,8 @@ class Bot:
         calendar = CalendarCommands(self.calendar, self.slack.client, membership, lambda: config.public_url or self.url)
         actions = AlertActions(SliCommands(self.sli, membership), self.proposals, self.calendar, self._dead_letters if config.kafka_bootstrap_servers else None)
         add_listeners(self.slack, Services(self.proposals, self.registry, self.slack.client), calendar, actions, OpsActions(self.ops, self.sli),
-                      Readers(self.census, self.proposals, self.registry, membership), HealthSlack(self.slack.client, self.health), self.proposals,
-                      self.outbox, self.inflight)
-        register_out_of_band(self.slack, out_of_band, self.inflight.track)
+                      Readers(self.census, self.proposals, self.registry, membership), HealthSlack(self.slack.client, self.health), out_of_band,
+                      self.proposals, self.outbox, self.inflight)
         self.web = build_web_app(self.slack, self.db, migrate.head(), config, self.lineage, self.proposals, self.sli, lambda: self.draining)
         self.scheduler = AsyncIOScheduler(timezone="UTC")
         self.scheduler.add_job(self.inflight.track(self.deliveries.prune), "interval", hours=1, kwargs={"older_than": timedelta(days=1)},

@@ -155,18 +155,26 @@ class CensusService:
 
     async def census(self, topic: str) -> Census:
         """The readers of ``topic`` as the last census saw them, judged; with the census's age and the newest failure."""
+        return (await self.censuses([topic]))[topic]
+
+    async def censuses(self, topics: list[str]) -> dict[str, Census]:
+        """``census`` for many topics at once: the declarations, the retired groups and the census runs are read once."""
         async with self.db.session() as session:
-            rows = list((await session.exec(select(TopicReader).where(col(TopicReader.topic) == topic))).all())
+            rows = list((await session.exec(select(TopicReader).where(col(TopicReader.topic).in_(topics)))).all())
             last_ok = (await session.exec(select(CensusRun).where(col(CensusRun.ok)).order_by(col(CensusRun.at).desc()).limit(1))).first()
             newest = (await session.exec(select(CensusRun).order_by(col(CensusRun.at).desc()).limit(1))).first()
         retired = {a.group_id for a in await self.attributions() if a.retired} | set(
             (await self.lineage.setting(RETIRED_GROUPS)).get("groups") or [])
-        retention = next((timedelta(milliseconds=r.retention_ms) for r in rows if r.retention_ms is not None), None)
-        readings = [Reading(r.group_id, r.topic, r.state, tuple(Member(m["client_id"], m["host"]) for m in r.members), r.lag,
-                            aware(r.last_moved) if r.last_moved else None, aware(r.first_seen)) for r in rows]
+        declared, now = await self.declared(), self.clock()
         failed = newest.error if newest is not None and not newest.ok else None
-        return Census(topic, judge(readings, await self.declared(), retired, retention, self.clock()),
-                      aware(last_ok.at) if last_ok else None, failed)
+        found = {}
+        for topic in topics:
+            mine = [r for r in rows if r.topic == topic]
+            retention = next((timedelta(milliseconds=r.retention_ms) for r in mine if r.retention_ms is not None), None)
+            readings = [Reading(r.group_id, r.topic, r.state, tuple(Member(m["client_id"], m["host"]) for m in r.members), r.lag,
+                                aware(r.last_moved) if r.last_moved else None, aware(r.first_seen)) for r in mine]
+            found[topic] = Census(topic, judge(readings, declared, retired, retention, now), aware(last_ok.at) if last_ok else None, failed)
+        return found
 
     async def exported(self) -> dict[str, Any]:
         """The catalog as loaded, with what people said since: attributed groups under their team's ``consumer_groups``,

@@ -77,6 +77,7 @@ class HealthService:
                      if r.value.get("down")]
             previous = await session.get(HealthReport, previous_month(month).strftime("%Y-%m"))
         owner = {s.id: s.owner_team for s in subjects}
+        censuses = await self.census.censuses([topic_of(s) for s in subjects]) if self.kafka_configured else {}
         for subject in subjects:
             mine = [v for v in versions if v.subject_id == subject.id]
             try:
@@ -84,7 +85,7 @@ class HealthService:
                 jobs = sum(1 for job in graph.jobs.values() if dataset in job.inputs)
             except LineageError:
                 jobs = 0
-            census = await self.census.census(topic_of(subject)) if self.kafka_configured else None
+            census = censuses.get(topic_of(subject))
             groups = len(census.reading) if census else 0
             facts.subjects.append(SubjectFacts(subject.name, subject.owner_team, topic_of(subject),
                                                max((aware(v.created_at) for v in mine), default=None),

@@ -11,7 +11,7 @@ from bot.config import Config
 from bot.services.deliveries import Deliveries
 from bot.services.outbox import Outbox
 from bot.services.proposals import Proposals
-from bot.slack import calendar_commands, commands, home, ops, proposing, readers, sli
+from bot.slack import calendar_commands, commands, home, ops, out_of_band, proposing, readers, sli
 from bot.slack.calendar_commands import CalendarCommands
 from bot.slack.client import web_client
 from bot.slack.health import HealthSlack
@@ -19,6 +19,7 @@ from bot.slack.inflight import Inflight
 from bot.slack.middleware import once_per_delivery
 from bot.slack.ops.actions import OpsActions
 from bot.slack.ops.commands import OpsCommands
+from bot.slack.out_of_band import OutOfBandSlack
 from bot.slack.readers import Readers
 from bot.slack.schema_commands import Services
 from bot.slack.sli.actions import AlertActions
@@ -45,11 +46,13 @@ def create_app(config: Config, deliveries: Deliveries, inflight: Inflight) -> As
 
 
 def add_listeners(app: AsyncApp, services: Services, calendar: CalendarCommands, alerts: AlertActions, operations: OpsActions,
-                  consumers: Readers, health: HealthSlack, proposals: Proposals, outbox: Outbox, inflight: Inflight) -> None:
+                  consumers: Readers, health: HealthSlack, watcher: OutOfBandSlack, proposals: Proposals, outbox: Outbox,
+                  inflight: Inflight) -> None:
     """Every slash command, action, view and event, each counted while it runs."""
     routers = commands.register(app, services, calendar, alerts.commands, OpsCommands(operations.ops, app.client), consumers, health,
                                 inflight.track)
     readers.register(app, consumers, inflight.track)
+    out_of_band.register(app, watcher, inflight.track)
     sli.register(app, alerts, inflight.track)
     ops.register(app, operations, inflight.track)
     calendar_commands.register(app, calendar, inflight.track)
