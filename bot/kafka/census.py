@@ -76,8 +76,11 @@ def take(admin: AdminClient, topics: Iterable[str] | None = None) -> Snapshot:
         while len(pending) > limit:
             group, future = pending.pop(0)
             answer = _result(future, f"committed offsets of {group}")
-            groups[group].committed = {(tp.topic, tp.partition): tp.offset for tp in answer.topic_partitions or []  # type: ignore[attr-defined]
-                                       if tp.offset >= 0}
+            partitions = answer.topic_partitions or []  # type: ignore[attr-defined]
+            failed = next((tp.error for tp in partitions if tp.error is not None), None)
+            if failed is not None:  # a coordinator still loading, say: a group silently left out would look like no reader
+                raise CensusFailed(f"committed offsets of {group}: {failed}")
+            groups[group].committed = {(tp.topic, tp.partition): tp.offset for tp in partitions if tp.offset >= 0}
     for group in ids:
         pending.append((group, admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)], request_timeout=TIMEOUT)[group]))
         drain(IN_FLIGHT)
