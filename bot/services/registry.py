@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from sqlalchemy import update
@@ -12,7 +11,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from bot.domain.avro.model import Schema
 from bot.domain.avro.parse import parse
-from bot.domain.compat.analysis import fingerprint
+from bot.domain.compat.analysis import stored_form
 from bot.services.lineage import bump_revision
 from bot.store.database import Database
 from bot.store.models import SchemaVersion, Subject
@@ -67,8 +66,7 @@ class Registry:
         Writers of one subject take turns (the subject row is locked on PostgreSQL; SQLite has one writer),
         and a collision (two writers creating a new subject) is retried.
         """
-        text = json.dumps(schema.normal, separators=(",", ":"))
-        digest = fingerprint(schema)
+        text, digest = stored_form(schema)
         for _ in range(5):
             async with self.db.session() as session:
                 try:

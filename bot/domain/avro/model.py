@@ -87,11 +87,12 @@ class Field:
 
 @dataclass(eq=False, slots=True)
 class Schema:
-    """A parsed schema: its root node, its named types, and the normalised JSON used for identity."""
+    """A parsed schema: its root node, its named types, and (when asked for) the parts another parse may
+    take over (see ``parse``). Its JSON for identity and storage is ``normal_form(schema)``."""
 
     root: Node
     names: dict[str, Node]
-    normal: Any
+    parts: Any = None
 
     @property
     def label(self) -> str:

@@ -11,7 +11,10 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from bot.domain.avro.model import NAMED, NO_DEFAULT, PRIMITIVES, Field, Node, Schema
 
@@ -56,45 +59,86 @@ def load_json(text: str | bytes) -> Any:
     if not text.strip():
         raise SchemaError("", "empty schema")
     try:
-        return json.loads(text)
+        return decode_json(text)
     except json.JSONDecodeError as err:
         raise SchemaError(f"line {err.lineno} column {err.colno}", f"malformed JSON: {err.msg}") from None
     except RecursionError:
         raise SchemaError("", f"nesting deeper than {MAX_DEPTH} levels") from None
 
 
-def parse(source: Any) -> Schema:
-    """Parse schema JSON text, or an already-decoded JSON value, into a ``Schema``."""
+def decode_json(text: str | bytes) -> Any:
+    """``json.loads``, three times faster: orjson decodes, and what it refuses (NaN, integers beyond 64
+    bits, lone surrogates, deep nesting, malformed text) goes to ``json`` for the same value or error."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+
+
+def parse(source: Any, *, like: Schema | None = None, keep_parts: bool = False) -> Schema:
+    """Parse schema JSON text, or an already-decoded JSON value, into a ``Schema``.
+
+    ``like``: a schema parsed with ``keep_parts`` (typically the other side of a comparison); each field
+    whose JSON equals a self-contained field of it, in the same record at the same depth, is taken over
+    instead of parsed again. The result is the same; the two schemas then share those fields, which
+    the classifier passes over at once (a shared field cannot have changed).
+    """
     value = load_json(source) if isinstance(source, str | bytes) else source
-    return _Parser().schema(value)
+    return _Parser(like.parts if like is not None else None, keep_parts).schema(value)
 
 
-def parse_value(value: Any) -> Schema:
+def parse_value(value: Any, *, like: Schema | None = None, keep_parts: bool = False) -> Schema:
     """Parse a JSON value that is a schema, or a string holding schema text (or naming a type)."""
     if isinstance(value, str):
         if not value.strip():
             raise SchemaError("", "empty schema")
         try:
-            value = json.loads(value)
+            value = decode_json(value)
         except json.JSONDecodeError:
             if value.lstrip()[:1] in ("{", "[", '"'):
                 return parse(value)
         except RecursionError:
             raise SchemaError("", f"nesting deeper than {MAX_DEPTH} levels") from None
-    return _Parser().schema(value)
+    return _Parser(like.parts if like is not None else None, keep_parts).schema(value)
+
+
+# The named types a field defines, and the names it looks up with the types found (all its own): where it is
+# taken over, none of these names may exist yet.
+_Naming = tuple[tuple[Node, ...], tuple[tuple[str, Node], ...]]
+
+
+@dataclass(slots=True)
+class _Kept:
+    """A parsed record's fields, as another parse may take them over."""
+
+    raws: dict[str, Any]  # field name: its JSON
+    fields: dict[str, Field]
+    depth: int
+    unsafe: set[str]  # fields not to take: JSON equality would not tell 1 from 1.0 or true, or they look up outer names
+    naming: dict[str, _Naming]  # fields that define or look up named types of their own
+
+
+_Parts = tuple[dict[str | None, _Kept], dict[tuple[Any, ...], Node]]  # records by full name, small types
+_NOTHING_KEPT = _Kept({}, {}, -1, set(), {})
 
 
 class _Parser:
-    def __init__(self) -> None:
+    def __init__(self, like: _Parts | None, keep: bool) -> None:
         self.names: dict[str, Node] = {}
+        self.like: dict[str | None, _Kept] | None = like[0] if like is not None else None
+        self.keep: dict[str | None, _Kept] | None = {} if keep else None
+        self.defined: list[Node] = []  # named types in the order of definition
+        self.referenced: list[tuple[str, Node]] = []  # (name looked up, type found), when keeping parts
+        self.exotic = False  # a number or boolean was met, where JSON equality does not tell 1 from 1.0 or true
+        self.shapes: dict[tuple[Any, ...], Node] = dict(like[1]) if like is not None else {}  # small anonymous types
 
     def schema(self, value: Any) -> Schema:
-        root, normal = self.node(value, "", "", 0)
-        return Schema(root, self.names, normal)
+        root = self.node(value, "", "", 0)
+        return Schema(root, self.names, (self.keep, self.shapes) if self.keep is not None else None)
 
     # --- types ----------------------------------------------------------------------------------
 
-    def node(self, value: Any, namespace: str, place: str, depth: int) -> tuple[Node, Any]:
+    def node(self, value: Any, namespace: str, place: str, depth: int) -> Node:
         if depth > MAX_DEPTH:
             raise SchemaError(place, f"nesting deeper than {MAX_DEPTH} levels")
         if isinstance(value, str):
@@ -115,104 +159,175 @@ class _Parser:
         if kind == "fixed":
             return self.fixed(value, namespace, place)
         if kind in PRIMITIVES:
-            node, normal = Node(kind), {"type": kind}
+            node = Node(kind)
         elif kind == "array":
             if "items" not in value:
                 raise SchemaError(place, "an array needs \"items\"")
-            items, items_normal = self.node(value["items"], namespace, f"{place}[]", depth + 1)
-            node, normal = Node("array", items=items), {"type": "array", "items": items_normal}
+            node = Node("array", items=self.node(value["items"], namespace, f"{place}[]", depth + 1))
         elif kind == "map":
             if "values" not in value:
                 raise SchemaError(place, "a map needs \"values\"")
-            values, values_normal = self.node(value["values"], namespace, f"{place}{{}}", depth + 1)
-            node, normal = Node("map", values=values), {"type": "map", "values": values_normal}
+            node = Node("map", values=self.node(value["values"], namespace, f"{place}{{}}", depth + 1))
         else:
-            ref, _ = self.reference(kind, namespace, place)
-            return ref, _normal_ref(ref)
-        self.annotate(node, value, normal)
-        if kind in PRIMITIVES and len(normal) == 1:
-            return PLAIN[kind], kind
-        return node, normal
+            return self.reference(kind, namespace, place)
+        self.annotate(node, value)
+        if kind in PRIMITIVES and not node.props and not node.logical:
+            return PLAIN[kind]
+        return node
 
-    def reference(self, name: str, namespace: str, place: str) -> tuple[Node, Any]:
+    def reference(self, name: str, namespace: str, place: str) -> Node:
         if name in PRIMITIVES:
-            return PLAIN[name], name
+            return PLAIN[name]
         if name in ("record", "enum", "fixed", "array", "map", "error"):
             raise SchemaError(place, f"\"{name}\" needs the object form, e.g. {{\"type\": \"{name}\", ...}}")
         full = name if "." in name or not namespace else f"{namespace}.{name}"
         node = self.names.get(full) or self.names.get(name)
         if node is None:
             raise SchemaError(place, f"unknown type \"{name}\" (named types must be defined before they are used)")
-        return node, _normal_ref(node)
+        if self.keep is not None:
+            self.referenced += ((full, node), (name, node))
+        return node
 
-    def union(self, value: list[Any], namespace: str, place: str, depth: int) -> tuple[Node, Any]:
+    def union(self, value: list[Any], namespace: str, place: str, depth: int) -> Node:
         branches: list[Node] = []
-        normals: list[Any] = []
         seen: set[str] = set()
         for i, item in enumerate(value):
             if isinstance(item, list):
                 raise SchemaError(place, f"union branch {i} is itself a union; unions may not contain unions")
-            branch, normal = self.node(item, namespace, place, depth + 1)
+            branch = self.node(item, namespace, place, depth + 1)
             key = branch.name if branch.type in NAMED else branch.type
             assert key is not None
             if key in seen:
                 raise SchemaError(place, f"union has two branches of type {key}; only named types may repeat, with different names")
             seen.add(key)
             branches.append(branch)
-            normals.append(normal)
-        return Node("union", branches=branches), normals
+        return Node("union", branches=branches)
 
-    def record(self, value: dict[str, Any], namespace: str, place: str, depth: int) -> tuple[Node, Any]:
-        node, normal = self.named(value, "record", namespace, place)
+    def record(self, value: dict[str, Any], namespace: str, place: str, depth: int) -> Node:
+        node = self.named(value, "record", namespace, place)
         place = place or node.short_name
         fields = value.get("fields")
         if not isinstance(fields, list):
             raise SchemaError(place, "a record needs \"fields\", an array")
-        normal_fields: list[Any] = []
+        by_name, by_alias, record_name, add = node.by_name, node.by_alias, node.name, node.fields.append
+        kept = self.like.get(record_name) if self.like is not None else None
+        if kept is None or kept.depth != depth:
+            kept = _NOTHING_KEPT
+        old_raw, old_field, old_unsafe, old_naming = kept.raws.get, kept.fields, kept.unsafe, kept.naming
+        unsafe: set[str] | None = set() if self.keep is not None else None
+        naming: dict[str, _Naming] = {}
         for i, raw in enumerate(fields):
             if not isinstance(raw, dict):
                 raise SchemaError(f"{place}.fields[{i}]", "a field is an object with \"name\" and \"type\"")
             name = raw.get("name")
-            if not isinstance(name, str) or not NAME.match(name):
+            if type(name) is not str:
                 raise SchemaError(f"{place}.fields[{i}]", f"invalid field name {json.dumps(name)} (must match [A-Za-z_][A-Za-z0-9_]*)")
-            at = f"{place}.{name}"
-            if name in node.by_name:
-                raise SchemaError(at, f"duplicate field name \"{name}\"")
-            if "type" not in raw:
-                raise SchemaError(at, "a field needs \"type\"")
-            ftype, ftype_normal = self.node(raw["type"], node.namespace, at, depth + 1)
-            aliases = _string_list(raw.get("aliases", []), at, "aliases")
-            doc = _optional_string(raw, "doc", at)
-            order = raw.get("order", "ascending")
-            if order not in ("ascending", "descending", "ignore"):
-                raise SchemaError(at, f"\"order\" must be ascending, descending or ignore, not {json.dumps(order)}")
-            default = raw.get("default", NO_DEFAULT)
-            if default is not NO_DEFAULT:
-                problem = default_problem(ftype, default)
-                if problem:
-                    raise SchemaError(at, f"default {_short(default)} is not valid for {ftype.describe()}: {problem}")
-            props = {k: v for k, v in raw.items() if k not in FIELD_KEYS}
-            field = Field(name, ftype, default, frozenset(aliases), doc, order, props)
-            node.fields.append(field)
-            node.by_name[name] = field
-            for alias in aliases:
-                node.by_alias.setdefault(alias, field)
-            entry: dict[str, Any] = {"name": name, "type": ftype_normal, **props}
-            if default is not NO_DEFAULT:
-                entry["default"] = default
-            if aliases:
-                entry["aliases"] = sorted(aliases)
-            if doc is not None:
-                entry["doc"] = doc
-            if order != "ascending":
-                entry["order"] = order
-            normal_fields.append(entry)
-        normal["fields"] = normal_fields
-        self.annotate(node, value, normal)
-        return node, normal
+            if name in by_name:
+                raise SchemaError(f"{place}.{name}", f"duplicate field name \"{name}\"")
+            old = old_raw(name)
+            if (old is not None and (old is raw or old == raw) and name not in old_unsafe
+                    and (name not in old_naming or self.take(old_naming[name], naming, name))):
+                field = old_field[name]  # equal JSON in the same place: the same field
+            else:
+                if not NAME.match(name):
+                    raise SchemaError(f"{place}.fields[{i}]", f"invalid field name {json.dumps(name)} (must match [A-Za-z_][A-Za-z0-9_]*)")
+                field = self.field(raw, name, node, place, depth, unsafe, naming)
+            add(field)
+            by_name[name] = field
+            if field.aliases:
+                for alias in field.aliases:
+                    by_alias.setdefault(alias, field)
+        if self.keep is not None and unsafe is not None:
+            self.keep[record_name] = _Kept(dict(zip(by_name, fields, strict=True)), by_name, depth, unsafe, naming)
+        self.annotate(node, value)
+        return node
 
-    def enum(self, value: dict[str, Any], namespace: str, place: str) -> tuple[Node, Any]:
-        node, normal = self.named(value, "enum", namespace, place)
+    def field(self, raw: dict[str, Any], name: str, record: Node, place: str, depth: int,
+              unsafe: set[str] | None, naming: dict[str, _Naming]) -> Field:
+        """One field, its name already checked; when keeping parts, noted in ``unsafe`` or ``naming`` if
+        another parse may not simply take it over."""
+        kind = raw.get("type")
+        ftype = PLAIN.get(kind) if type(kind) is str else None
+        if len(raw) == 2 and depth + 2 <= MAX_DEPTH:  # the common cases: name and a primitive or a small type seen before
+            if ftype is not None:
+                return Field(name, ftype)
+            try:
+                known = self.shapes.get(tuple(kind.items()) if type(kind) is dict else tuple(kind) if type(kind) is list else None)  # type: ignore[arg-type]
+            except TypeError:  # holds a list or an object: not a small type
+                known = None
+            if known is not None:
+                return Field(name, known)
+        if unsafe is None:
+            return self.full_field(raw, name, kind, ftype, record, place, depth)
+        defined, referenced, exotic = len(self.defined), len(self.referenced), self.exotic
+        self.exotic = False
+        field = self.full_field(raw, name, kind, ftype, record, place, depth)
+        if self.exotic:
+            unsafe.add(name)
+        elif len(self.defined) != defined or len(self.referenced) != referenced:
+            inside = self.defined[defined:]
+            own = {id(n) for n in inside}
+            refs = self.referenced[referenced:]
+            if all(id(node) in own for _, node in refs):
+                naming[name] = (tuple(inside), tuple(refs))
+            else:
+                unsafe.add(name)
+        self.exotic = self.exotic or exotic
+        return field
+
+    def full_field(self, raw: dict[str, Any], name: str, kind: Any, ftype: Node | None, record: Node, place: str,
+                   depth: int) -> Field:
+        if ftype is None:
+            if "type" not in raw:
+                raise SchemaError(f"{place}.{name}", "a field needs \"type\"")
+            try:  # a small anonymous type seen before (only those are stored) is the same type
+                shape = tuple(kind.items()) if type(kind) is dict else tuple(kind) if type(kind) is list else None
+                ftype = self.shapes.get(shape) if shape is not None and depth + 2 <= MAX_DEPTH else None
+            except TypeError:  # holds a list or an object: not a small type
+                shape = ftype = None
+            if ftype is None:
+                ftype = self.node(kind, record.namespace, f"{place}.{name}", depth + 1)
+                if shape is not None and _small(kind):
+                    self.shapes[shape] = ftype
+        if len(raw) == 2:  # name and type only
+            return Field(name, ftype)
+        aliases = raw.get("aliases")
+        if aliases is not None:
+            aliases = _string_list(aliases, f"{place}.{name}", "aliases")
+        doc = raw.get("doc")
+        if doc is not None and type(doc) is not str:
+            raise SchemaError(f"{place}.{name}", "\"doc\" must be a string")
+        order = raw.get("order", "ascending")
+        if order not in ("ascending", "descending", "ignore"):
+            raise SchemaError(f"{place}.{name}", f"\"order\" must be ascending, descending or ignore, not {json.dumps(order)}")
+        default = raw.get("default", NO_DEFAULT)
+        if default is not NO_DEFAULT:
+            problem = default_problem(ftype, default)
+            if problem:
+                raise SchemaError(f"{place}.{name}", f"default {_short(default)} is not valid for {ftype.describe()}: {problem}")
+            if not isinstance(default, str) and default is not None:
+                self.exotic = True
+        props = {k: v for k, v in raw.items() if k not in FIELD_KEYS} if raw.keys() - FIELD_KEYS else {}
+        if props and not all(isinstance(v, str) for v in props.values()):
+            self.exotic = True
+        return Field(name, ftype, default, frozenset(aliases) if aliases else frozenset(), doc, order, props)
+
+    def take(self, part: _Naming, naming: dict[str, _Naming], name: str) -> bool:
+        """Take over a field that names types, when the names it defines or looks up are all still free here."""
+        defined, refs = part
+        if any(node.name in self.names for node in defined) or any(looked in self.names for looked, _ in refs):
+            return False
+        for node in defined:
+            assert node.name is not None
+            self.names[node.name] = node
+            self.defined.append(node)
+        if self.keep is not None:
+            self.referenced += refs
+        naming[name] = part
+        return True
+
+    def enum(self, value: dict[str, Any], namespace: str, place: str) -> Node:
+        node = self.named(value, "enum", namespace, place)
         place = place or node.short_name
         symbols = value.get("symbols")
         if not isinstance(symbols, list):
@@ -224,26 +339,24 @@ class _Parser:
             duplicate = next(s for s in symbols if symbols.count(s) > 1)
             raise SchemaError(place, f"duplicate enum symbol \"{duplicate}\"")
         node.symbols = list(symbols)
-        normal["symbols"] = list(symbols)
         if "default" in value:
             if value["default"] not in symbols:
                 raise SchemaError(place, f"enum default {json.dumps(value['default'])} is not one of its symbols")
             node.enum_default = value["default"]
-            normal["default"] = node.enum_default
-        self.annotate(node, value, normal)
-        return node, normal
+        self.annotate(node, value)
+        return node
 
-    def fixed(self, value: dict[str, Any], namespace: str, place: str) -> tuple[Node, Any]:
-        node, normal = self.named(value, "fixed", namespace, place)
+    def fixed(self, value: dict[str, Any], namespace: str, place: str) -> Node:
+        node = self.named(value, "fixed", namespace, place)
         size = value.get("size")
         if not isinstance(size, int) or isinstance(size, bool) or size < 0:
             raise SchemaError(place or node.short_name, f"fixed \"size\" must be a non-negative integer, not {json.dumps(size)}")
         node.size = size
-        normal["size"] = size
-        self.annotate(node, value, normal)
-        return node, normal
+        self.exotic = True
+        self.annotate(node, value)
+        return node
 
-    def named(self, value: dict[str, Any], kind: str, namespace: str, place: str) -> tuple[Node, dict[str, Any]]:
+    def named(self, value: dict[str, Any], kind: str, namespace: str, place: str) -> Node:
         name = value.get("name")
         if not isinstance(name, str) or not name:
             raise SchemaError(place, f"a {kind} needs a \"name\"")
@@ -267,27 +380,23 @@ class _Parser:
         own_space = full.rpartition(".")[0]
         aliases = frozenset(a if "." in a or not own_space else f"{own_space}.{a}"
                             for a in _string_list(value.get("aliases", []), place, "aliases"))
-        doc = _optional_string(value, "doc", place)
-        node = Node(kind, name=full, aliases=aliases, doc=doc)
+        node = Node(kind, name=full, aliases=aliases, doc=_optional_string(value, "doc", place))
         self.names[full] = node
-        normal: dict[str, Any] = {"type": kind, "name": full}
-        if aliases:
-            normal["aliases"] = sorted(aliases)
-        if doc is not None:
-            normal["doc"] = doc
-        return node, normal
+        self.defined.append(node)
+        return node
 
-    def annotate(self, node: Node, value: dict[str, Any], normal: dict[str, Any]) -> None:
-        """Logical type and extra properties, on the node and in its normal form."""
+    def annotate(self, node: Node, value: dict[str, Any]) -> None:
+        """Logical type and extra properties."""
+        if len(value) == 1:  # "type" alone
+            return
         extras = {k: v for k, v in value.items() if k not in RESERVED.get(node.type, {"type"})}
+        if not extras:
+            return
+        if not all(isinstance(v, str) for v in extras.values()):
+            self.exotic = True
         self.logical(node, extras)
         logical_keys = ("logicalType", "precision", "scale") if node.logical else ()
         node.props = {k: v for k, v in extras.items() if k not in logical_keys}
-        normal.update(node.props)
-        if node.logical:
-            normal["logicalType"] = node.logical
-            if node.logical == "decimal":
-                normal["precision"], normal["scale"] = node.precision, node.scale
 
     def logical(self, node: Node, extras: dict[str, Any]) -> None:
         """Attach a valid logical type; invalid or unknown ones stay plain properties (spec: ignore them)."""
@@ -371,8 +480,19 @@ def default_problem(node: Node, value: Any, depth: int = 0) -> str | None:
     return f"unsupported type {kind}"
 
 
-def _normal_ref(node: Node) -> Any:
-    return node.name if node.type in NAMED else node.type
+def _small(value: Any) -> bool:
+    """Whether a valid parsed type is small and anonymous, names nothing and holds only strings (a union
+    of primitives, a primitive with properties, an array or map of a primitive): equal ones are one type."""
+    if type(value) is list:
+        return all(type(v) is str for v in value) and PRIMITIVES.issuperset(value)
+    kind = value.get("type")
+    if kind == "array" or kind == "map":
+        inner = value.get("items" if kind == "array" else "values")
+        if type(inner) is not str or inner not in PRIMITIVES:
+            return False
+    elif kind not in PRIMITIVES:
+        return False
+    return all(type(v) is str for v in value.values())
 
 
 def _string_list(value: Any, place: str, what: str) -> list[str]:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bot.domain.avro.model import Schema
+from bot.domain.avro.normal import normal_form
 from bot.domain.avro.parse import SchemaError, parse
 from bot.domain.compat.classify import Mode, Verdict, classify
 
@@ -27,17 +28,26 @@ class Analysis:
 
 def fingerprint(schema: Schema) -> str:
     """SHA-256 of the normal form: equal only for schemas identical in every attribute."""
-    return hashlib.sha256(json.dumps(schema.normal, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    return stored_form(schema)[1]
+
+
+def stored_form(schema: Schema) -> tuple[str, str]:
+    """The text stored for a version (the normal form, compact) and its fingerprint."""
+    normal = normal_form(schema)
+    digest = hashlib.sha256(json.dumps(normal, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    return json.dumps(normal, separators=(",", ":")), digest
 
 
 def analyse(history: Sequence[str], proposed: str, mode: str) -> Analysis:
-    """Classify ``proposed`` against the stored versions (oldest first) in ``mode``."""
+    """Classify ``proposed`` against the stored versions (oldest first) in ``mode``. The newest version is
+    parsed alongside the proposal, so the two share what they have in common."""
     try:
-        new = parse(proposed)
+        new = parse(proposed, keep_parts=True)
     except SchemaError as err:
         return Analysis(None, error=str(err))
-    verdict = classify([parse(text) for text in history], new, Mode.parse(mode))
-    return Analysis(verdict, new.label, json.dumps(new.normal, separators=(",", ":")), fingerprint(new))
+    versions = [parse(text) for text in history[:-1]] + [parse(text, like=new) for text in history[-1:]]
+    verdict = classify(versions, new, Mode.parse(mode))
+    return Analysis(verdict, new.label, *stored_form(new))
 
 
 def fingerprints(texts: Sequence[str]) -> list[str | None]:

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from bot.domain.avro.model import NAMED, Node
+from itertools import filterfalse
+from operator import attrgetter
+
+from bot.domain.avro.model import NAMED, Field, Node
+
+NAME_OF = attrgetter("name")
 
 PROMOTIONS: dict[str, frozenset[str]] = {
     "int": frozenset({"long", "float", "double"}),
@@ -12,6 +17,13 @@ PROMOTIONS: dict[str, frozenset[str]] = {
     "bytes": frozenset({"string"}),
 }
 LOSSY = frozenset({("int", "float"), ("long", "float"), ("long", "double")})
+
+
+def unshared(before: list[Field], after: list[Field]) -> list[Field]:
+    """The fields of ``after`` that are not also fields of ``before``, in order. Two schemas parsed as a
+    pair share the fields they have in common (one object for both), and a shared field has not changed,
+    so a walk looks only at these."""
+    return list(filterfalse(set(before).__contains__, after))  # fields hash by identity
 
 
 def promotable(writer: str, reader: str) -> bool:

@@ -8,11 +8,12 @@ scale, promotions, defaults, enum symbols, renames, namespaces, docs, aliases, o
 from __future__ import annotations
 
 import json
+from itertools import filterfalse
 from typing import Any
 
 from bot.domain.avro.model import NAMED, Field, Node, Schema
 from bot.domain.compat.changes import Change
-from bot.domain.compat.matching import counterpart, type_change_rule
+from bot.domain.compat.matching import NAME_OF, counterpart, type_change_rule, unshared
 from bot.domain.compat.memo import PairMemo
 from bot.domain.compat.resolve import Rel, decimal_changes
 
@@ -22,8 +23,8 @@ SWAP_DETAIL = {"STRING_BYTES_SWAPPED": {("string", "bytes"): "raw bytes instead 
 
 def semantic_changes(old: Schema, new: Schema) -> list[Change]:
     """Every semantic difference between two versions, with paths from the new schema's point of view."""
-    walker = _Walker()
-    return [Change(rule, new.label + suffix, o, n, detail) for suffix, rule, o, n, detail in walker.pair(old.root, new.root)]
+    label = new.label
+    return [Change(rule, label + suffix, o, n, detail) for suffix, rule, o, n, detail in _Walker().pair(old.root, new.root)]
 
 
 class _Walker:
@@ -80,29 +81,35 @@ class _Walker:
 
     def _fields(self, old: Node, new: Node) -> list[Rel]:
         found: list[Rel] = []
-        paired_old: set[str] = set()
-        order_old: list[str] = []
-        order_new: list[str] = []
-        for field in new.fields:
+        lost: set[str] = set()  # new fields that continue no old one
+        renamed: dict[str, str] = {}  # new field name: the old one's
+        for field in unshared(old.fields, new.fields):  # a shared field has not changed
             before = _partner(old, field)
             at = "." + field.name
             if before is None:
+                lost.add(field.name)
                 if field.has_default:
                     found.append((at, "FIELD_ADDED_WITH_DEFAULT", "", field.type.describe(), _json(field.default)))
                 continue
-            paired_old.add(before.name)
-            order_new.append(before.name)
             if before.name != field.name:
+                renamed[field.name] = before.name
                 found.append((at, "FIELD_RENAMED", before.type.describe(), field.type.describe(), before.name))
             found += _field(at, before, field)
             inner = self.pair(before.type, field.type)
             if inner:
                 found += [(at + s, *rest) for s, *rest in inner]  # type: ignore[misc]
-        for field in old.fields:
-            if field.name in paired_old:
-                order_old.append(field.name)
-            elif field.has_default:
-                found.append(("." + field.name, "FIELD_REMOVED_WITH_DEFAULT", field.type.describe(), "", _json(field.default)))
+        order_new = list(map(NAME_OF, new.fields))
+        if renamed:
+            order_new = [renamed.get(name, name) for name in order_new if name not in lost]
+        elif lost:
+            order_new = list(filterfalse(lost.__contains__, order_new))
+        paired_old = set(order_new)
+        order_old = list(map(NAME_OF, old.fields))
+        if not paired_old.issuperset(order_old):
+            for field in old.fields:
+                if field.name not in paired_old and field.has_default:
+                    found.append(("." + field.name, "FIELD_REMOVED_WITH_DEFAULT", field.type.describe(), "", _json(field.default)))
+            order_old = list(filter(paired_old.__contains__, order_old))
         if order_old != order_new:
             found.append(("", "FIELDS_REORDERED", old.describe(), new.describe(), ""))
         return found

@@ -20,6 +20,7 @@ from bot.domain.compat.matching import (
     names_match,
     related,
     type_change_rule,
+    unshared,
 )
 from bot.domain.compat.memo import PairMemo
 
@@ -38,8 +39,8 @@ class Resolution:
     def check(self, old: Schema, new: Schema, version: int | None = None) -> list[Change]:
         """Every failure of this direction, with full paths."""
         writer, reader = (old.root, new.root) if self.backward else (new.root, old.root)
-        breaks = frozenset({self.direction})
-        return [Change(rule, new.label + suffix, o, n, detail, breaks, version)
+        breaks, label = frozenset({self.direction}), new.label
+        return [Change(rule, label + suffix, o, n, detail, breaks, version)
                 for suffix, rule, o, n, detail in self._resolve(writer, reader)]
 
     def _orient(self, writer: Node, reader: Node) -> tuple[Node, Node]:
@@ -120,7 +121,7 @@ class Resolution:
 
     def _fields(self, writer: Node, reader: Node) -> list[Rel]:
         found: list[Rel] = []
-        for field in reader.fields:
+        for field in unshared(writer.fields, reader.fields):  # a shared field resolves to itself
             source = writer.by_name.get(field.name)
             if source is None and field.aliases:
                 source = next((writer.by_name[a] for a in field.aliases if a in writer.by_name), None)
