@@ -38,7 +38,7 @@ from bot.services.registry import Registry as SubjectRegistry
 from bot.services.sli import SLI_EVENT, SliService
 from bot.slack.app import add_listeners, create_app
 from bot.slack.calendar_commands import CalendarCommands
-from bot.slack.client import web_client
+from bot.slack.client import SlackConnections
 from bot.slack.delivery import SlackDelivery
 from bot.slack.health import HealthSlack
 from bot.slack.inflight import Inflight
@@ -74,7 +74,8 @@ class Bot:
         self.inflight = Inflight()
         self.outbox = Outbox()
         self.draining = False
-        self.slack: AsyncApp = create_app(config, self.deliveries, self.inflight)
+        self.connections = SlackConnections(config.slack_bot_token, config.slack_api_url)
+        self.slack: AsyncApp = create_app(config, self.deliveries, self.inflight, self.connections.client())
         membership = SlackMembership(self.slack.client)
         self.schema_registry = SchemaRegistry(config.schema_registry_url) if config.schema_registry_url else None
         self.calendar = CalendarService(self.db, self.lineage, clock)
@@ -83,19 +84,19 @@ class Bot:
         self.census = CensusService(self.db, self.lineage, self.sli, config.kafka_bootstrap_servers, self.owner, clock)
         self.proposals = Proposals(self.db, self.registry, self.lineage, membership, self.outbox, self.calendar, clock, self.schema_registry,
                                    readers=self.census if config.kafka_bootstrap_servers else None)
-        delivery = SlackDelivery(web_client(config.slack_bot_token, config.slack_api_url, retries=False), self.proposals,
+        delivery = SlackDelivery(self.connections.client(retries=False), self.proposals,
                                  config.changes_channel)
-        alerts = SliDelivery(web_client(config.slack_bot_token, config.slack_api_url, retries=False), self.sli)
+        alerts = SliDelivery(self.connections.client(retries=False), self.sli)
         self.avro_registry = Registry(config.schema_registry_url) if config.schema_registry_url else None
         self.ops = Operations(self.db, self.lineage, self.sli, self.outbox, self.calendar, membership, config.kafka_bootstrap_servers,
                               self.avro_registry, self.owner, timedelta(seconds=config.ops_lease_seconds), clock)
-        operations = OpsDelivery(web_client(config.slack_bot_token, config.slack_api_url, retries=False), self.ops)
+        operations = OpsDelivery(self.connections.client(retries=False), self.ops)
         self.watcher = OutOfBand(self.db, self.lineage, self.registry, self.proposals, self.outbox, config.schema_registry_url,
                                  config.kafka_bootstrap_servers, self.owner, config.changes_channel, clock)
-        out_of_band = OutOfBandSlack(web_client(config.slack_bot_token, config.slack_api_url, retries=False), self.watcher, membership)
+        out_of_band = OutOfBandSlack(self.connections.client(retries=False), self.watcher, membership)
         self.health = HealthService(self.db, self.lineage, self.sli, self.census, self.outbox, bool(config.schema_registry_url),
                                     bool(config.kafka_bootstrap_servers), config.changes_channel, clock)
-        health = HealthSlack(web_client(config.slack_bot_token, config.slack_api_url, retries=False), self.health)
+        health = HealthSlack(self.connections.client(retries=False), self.health)
         self.dispatcher = Dispatcher(self.db, self.outbox, {**delivery.handlers(), **alerts.handlers(), **operations.handlers(),
                                                             **out_of_band.handlers(), **health.handlers(), REGISTER: self.proposals.register},
                                      coalesce=frozenset({SLI_EVENT}))
@@ -143,6 +144,7 @@ class Bot:
     async def start(self, port: int | None = None) -> None:
         """Serve HTTP on ``port`` (0 for any free port; default from config), start the scheduler and the dispatcher."""
         workers.warm_up()
+        await self.connections.open()
         self._runner = web.AppRunner(self.web, access_log=None, shutdown_timeout=self.config.shutdown_grace / 2)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.config.host, self.config.port if port is None else port)
@@ -189,6 +191,7 @@ class Bot:
         if self.avro_registry is not None:
             self.avro_registry.close()
         self.watcher.close()
+        await self.connections.close()
         await self.deliveries.db.close()
         await self.db.close()
         log.info("ChangeOps stopped")

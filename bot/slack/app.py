@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
+from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.config import Config
 from bot.services.deliveries import Deliveries
@@ -13,7 +14,6 @@ from bot.services.outbox import Outbox
 from bot.services.proposals import Proposals
 from bot.slack import calendar_commands, commands, home, ops, out_of_band, proposing, readers, sli
 from bot.slack.calendar_commands import CalendarCommands
-from bot.slack.client import web_client
 from bot.slack.health import HealthSlack
 from bot.slack.inflight import Inflight
 from bot.slack.middleware import once_per_delivery
@@ -27,10 +27,10 @@ from bot.slack.sli.actions import AlertActions
 log = logging.getLogger(__name__)
 
 
-def create_app(config: Config, deliveries: Deliveries, inflight: Inflight) -> AsyncApp:
+def create_app(config: Config, deliveries: Deliveries, inflight: Inflight, client: AsyncWebClient) -> AsyncApp:
     """An AsyncApp that verifies signatures and ignores repeated deliveries (listeners come next)."""
     app = AsyncApp(
-        client=web_client(config.slack_bot_token, config.slack_api_url),
+        client=client,
         signing_secret=config.slack_signing_secret or None,
         # Socket Mode alone (no signing secret): no request URL is served, so there is nothing to verify
         request_verification_enabled=bool(config.slack_signing_secret),

@@ -1,7 +1,8 @@
-"""The Web API client: slack_sdk's async client, retrying 429s as Slack asks."""
+"""The Web API client: slack_sdk's async client, retrying 429s as Slack asks, over kept-alive connections."""
 
 from __future__ import annotations
 
+import aiohttp
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
     AsyncRateLimitErrorRetryHandler,
@@ -22,3 +23,34 @@ def web_client(token: str, base_url: str, *, retries: bool = True) -> AsyncWebCl
             AsyncRateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES),
         ] if retries else [],
     )
+
+
+class SlackConnections:
+    """One pool of kept-alive connections for every Web API client of a bot. Without it slack_sdk opens and
+    closes an HTTP session per call: a new TCP (and TLS) handshake for every message, form and card edit."""
+
+    def __init__(self, token: str, base_url: str) -> None:
+        self.token, self.base_url = token, base_url
+        self.clients: list[AsyncWebClient] = []
+        self.session: aiohttp.ClientSession | None = None
+
+    def client(self, *, retries: bool = True) -> AsyncWebClient:
+        """A client (see ``web_client``) that will share the pool once it is open."""
+        client = web_client(self.token, self.base_url, retries=retries)
+        client.session = self.session
+        self.clients.append(client)
+        return client
+
+    async def open(self) -> None:
+        """Open the pool (inside the running loop) and give it to every client."""
+        self.session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30))
+        for client in self.clients:
+            client.session = self.session
+
+    async def close(self) -> None:
+        """Close the pool: the clients go back to a session per call."""
+        if self.session is not None:
+            for client in self.clients:
+                client.session = None
+            await self.session.close()
+            self.session = None

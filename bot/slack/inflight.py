@@ -8,6 +8,8 @@ import functools
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from bot.slack.claims import claimed, claimed_ack
+
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 
 
@@ -23,13 +25,18 @@ class Inflight:
         task.add_done_callback(self._tasks.discard)
 
     def track(self, listener: F) -> F:
-        """``listener``, counted while it runs (Bolt still sees its parameters, through ``__wrapped__``)."""
+        """``listener``, counted while it runs, and stopped after its acknowledgement when the request turns out
+        to be a replay (``claims``). Bolt still sees its parameters, through ``__wrapped__``."""
 
         @functools.wraps(listener)
         async def tracked(*args: Any, **kwargs: Any) -> Any:
             task = asyncio.current_task()
             if task is not None:
                 self.add(task)
+            if "ack" in kwargs:  # stopped after its ack if the request is a replay
+                kwargs["ack"] = claimed_ack(kwargs["ack"])
+            else:  # acknowledged by Bolt already
+                await claimed()
             return await listener(*args, **kwargs)
 
         return tracked  # type: ignore[return-value]

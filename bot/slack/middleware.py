@@ -13,6 +13,7 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 
 from bot.services.deliveries import Deliveries
+from bot.slack.claims import CLAIM
 from bot.slack.inflight import Inflight
 
 log = logging.getLogger(__name__)
@@ -38,27 +39,38 @@ def delivery_key(body: dict[str, Any]) -> str | None:
 def once_per_delivery(deliveries: Deliveries, inflight: Inflight) -> Middleware:
     """Acknowledge a repeated delivery with an empty 200 and do nothing else; refuse a replayed request.
 
-    Every signature Slack's verification accepted is claimed in the database (every replica sees it, and
-    keys live a day, longer than the five minutes a signature's timestamp is accepted), so a captured
-    request sent again within that window is refused with 401 instead of acting twice.
+    Nothing but an in-memory check stands between a request and its acknowledgement. Every signature
+    Slack's verification accepted is claimed in the database in the background (every replica sees it;
+    keys live a day, longer than the five minutes a signature's timestamp is accepted). A signature this
+    process already saw is refused at once with 401; one that only another replica saw (or this one
+    before a restart) is acknowledged, but its listener stops right after the ack, when the claim
+    fails (``claimed``), before it changes anything.
 
-    A first delivery is claimed in the background (Slack retries only after its three seconds have
-    passed, by when the claim is long committed), so the database is not on the path to the ack; a
-    retry (``X-Slack-Retry-Num``) is dropped when this process saw the key, or else when its claim in
-    the database (shared by every replica) fails.
+    A first delivery's key (event_id or trigger_id) is claimed the same way; a retry
+    (``X-Slack-Retry-Num``) is dropped when this process saw the key, or else when its claim in the
+    database (shared by every replica) fails.
     """
     recent: OrderedDict[str, asyncio.Task[bool]] = OrderedDict()
+    signatures: OrderedDict[str, None] = OrderedDict()
 
     async def middleware(req: AsyncBoltRequest, resp: BoltResponse, next: Callable[[], Awaitable[None]]) -> BoltResponse | None:
         key = delivery_key(req.body)
         retry = req.headers.get("x-slack-retry-num", [""])[0]
         signature = req.headers.get("x-slack-signature", [""])[0]
-        if req.mode == "http" and signature and not await deliveries.claim(f"sig:{signature[:120]}"):
-            if retry:
-                log.info("ignoring Slack's retry %s of a request already handled", retry)
-                return BoltResponse(status=200, body="")
-            log.warning("refused a replayed Slack request (its signature was already used)")
-            return BoltResponse(status=401, body={"error": "this request was already received"})
+        if req.mode == "http" and signature:
+            used = f"sig:{signature[:120]}"
+            if used in signatures:
+                if retry:
+                    log.info("ignoring Slack's retry %s of a request already handled", retry)
+                    return BoltResponse(status=200, body="")
+                log.warning("refused a replayed Slack request (its signature was already used)")
+                return BoltResponse(status=401, body={"error": "this request was already received"})
+            signatures[used] = None
+            while len(signatures) > RECENT_KEYS:
+                signatures.popitem(last=False)
+            claim = asyncio.create_task(deliveries.claim(used))
+            inflight.add(claim)
+            CLAIM.set(claim)
         if key is not None:
             if retry:
                 if key in recent or not await deliveries.claim(key):
