@@ -105,7 +105,9 @@ def test_cli_validate_load_impact_coverage(migrated_url: str, monkeypatch: pytes
     assert main(["catalog", "load", str(EXAMPLE)]) == 0
     assert main(["impact", "orders-value", "--fields", "payload.detail.price,buyer.segment", "--format", "json"]) == 0
     result = json.loads(capsys.readouterr().out.split("\n", 1)[1])
-    assert set(result) == {"dataset", "namespace", "fields", "impacted", "jobs", "owners", "unowned", "consumer_groups"}
+    assert set(result) == {"dataset", "namespace", "fields", "impacted", "impacted_total", "datasets_total", "jobs", "owners", "unowned",
+                           "consumer_groups"}
+    assert result["impacted_total"] == len(result["impacted"])
     assert result["consumer_groups"] == []  # no census has been taken
     assert result["unowned"] == []  # every job of the example catalog has a team
     assert {(i["dataset"], i["field"]) for i in result["impacted"]} == {

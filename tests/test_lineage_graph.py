@@ -120,3 +120,55 @@ def test_impact_of_a_set_is_the_union_of_the_impacts_of_its_members(graph: Linea
         apart |= {(i.dataset, i.field) for i in graph.impact(source, [field]).impacted}
     own = {(source, f) for f in fields}
     assert together == apart - own
+
+
+NESTED = ["a", "a.b", "a.b.c", "a.c", "ab", "a-b", "a/b", "b", "b.a"]
+
+
+def ranked_starts(graph: LineageGraph, dataset: DatasetId, wanted: list[str]) -> list[tuple[str, ...]]:
+    """The start nodes by their definition, one known field at a time: exact matches, then members, then
+    enclosing structs (each in the order the fields became known), the whole dataset last."""
+    known = graph._fields[dataset]
+    declared = graph.datasets[dataset].fields
+    ranked = [(3, known["*"])] if "*" in known else []
+    for path in wanted:
+        related = []
+        for p, node in known.items():
+            rank = 0 if p == path else 1 if p.startswith(path + ".") else 2 if path.startswith(p + ".") else None
+            if p != "*" and rank is not None:
+                related.append((rank, node))
+        if declared and not related:
+            raise LineageError(path)
+        ranked += related
+    return list(dict.fromkeys(node for _, node in sorted(ranked, key=lambda r: r[0])))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(NESTED), unique=True), st.lists(st.sampled_from(NESTED), unique=True),
+       st.lists(st.sampled_from([*NESTED, "a.x", "zz", "a.b.c.d"]), min_size=1, max_size=4, unique=True))
+def test_the_start_of_an_impact_is_found_by_prefix_search_as_by_comparing_every_field(
+        declared: list[str], mapped: list[str], wanted: list[str]) -> None:
+    """Fields become known by declaration and by mappings of undeclared paths; an index sorted for prefix
+    search finds the same starts, in the same order, as comparing every known field."""
+    graph = LineageGraph([ds("src", declared), ds("out", ["x"])], [job("j", "t", [(f"src.{p}", "out.x") for p in mapped])])
+    source = DatasetId(L, "src")
+    try:
+        expected = ranked_starts(graph, source, wanted)
+    except LineageError:
+        with pytest.raises(LineageError):
+            graph.impact(source, wanted)
+        return
+    assert graph._starts(source, tuple(wanted)) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(random_graphs(), st.lists(st.sampled_from(CHAIN_FIELDS), min_size=1, max_size=4, unique=True), st.integers(0, 6))
+def test_the_first_fields_and_the_total_agree_with_the_whole_list(graph: LineageGraph, fields: list[str], count: int) -> None:
+    source = sorted(graph.datasets, key=lambda d: d.name)[0]
+    every = graph.impact(source, fields).impacted
+    fresh = graph.impact(source, fields)
+    assert fresh.first(count) == every[:count]  # explained without building the rest
+    assert fresh.total == len(every)
+    kept = graph.impact(source, fields).as_json(limit=count)
+    assert kept["impacted"] == [i.as_json() for i in every[:count]] and kept["impacted_total"] == len(every)
+    assert kept["datasets_total"] == len({i.dataset for i in every})

@@ -48,6 +48,7 @@ from bot.store.models import (
 from bot.workers import off_loop
 
 log = logging.getLogger(__name__)
+IMPACT_KEPT = 40  # impacted fields kept with a proposal (what its card lists); the totals count them all; `bot impact` lists every one
 MAX_SCHEMA_BYTES = 1_000_000
 NOTICE = "proposal.notice"  # outbox kind: tell people what happened to a proposal (the Slack edge renders it)
 REGISTER = "proposal.register"  # outbox kind: register an approved schema in the Schema Registry
@@ -267,14 +268,14 @@ class Proposals:
             return unknown, True  # no job is known to read the topic: not the same as knowing that none does
         if any(f.breaks for f in verdict.findings):
             impact = graph.impact(dataset, None)
-            return {**impact.as_json(teams), "note": "reads fail in at least one direction: every consumer of the topic is affected"}, False
+            return {**impact.as_json(teams, limit=IMPACT_KEPT), "note": "reads fail in at least one direction: every consumer of the topic is affected"}, False
         paths = sorted({lineage_path(f.path, label) for f in verdict.findings})
         if "" in paths:
-            return graph.impact(dataset, None).as_json(teams), False
+            return graph.impact(dataset, None).as_json(teams, limit=IMPACT_KEPT), False
         fields = graph.known(dataset, paths)
         if not fields:
             return {"note": "no job reads the changed fields", "owners": []}, False
-        return graph.impact(dataset, fields).as_json(teams), False
+        return graph.impact(dataset, fields).as_json(teams, limit=IMPACT_KEPT), False
 
     # --- deciding -------------------------------------------------------------------------------
 

@@ -52,7 +52,8 @@ def card(view: ProposalView, *, team: str | None = None, clashes: list[str] | No
         facts.append(f"Revises #{p.revision_of}")
     blocks.append(section("\n".join(facts)))
     blocks += _part("*Changes*", [f"• `{escape(f['rule'])}` `{escape(f['path'])}` — {escape(f['message'])}" for f in p.findings] or ["• no change"])
-    blocks += _part("*Impact*", _impact_lines(p.impact))
+    kept = len(p.impact.get("impacted", []))
+    blocks += _part("*Impact*", _impact_lines(p.impact), unlisted=p.impact.get("impacted_total", kept) - kept)
     if p.impact.get("unowned"):
         blocks += _part("*Readers nobody owns* — no catalog team can be asked for them",
                         [f"• `{escape(j['name'])}` ({escape(j['namespace'])}) · learned from {escape(j.get('learned', 'catalog'))}"
@@ -118,10 +119,12 @@ def _last(group: dict[str, Any]) -> str:
     return _when(datetime.fromisoformat(group["last_commit"])) if group.get("last_commit") else "unknown"
 
 
-def _part(title: str, lines: list[str]) -> list[dict[str, Any]]:
+def _part(title: str, lines: list[str], unlisted: int = 0) -> list[dict[str, Any]]:
+    """A titled part of up to ``MAX_ITEMS`` lines; ``unlisted`` more items exist beyond ``lines``."""
     shown = lines[:MAX_ITEMS]
-    if len(lines) > MAX_ITEMS:
-        shown.append(f"… and {len(lines) - MAX_ITEMS} more (`bot classify` / `bot impact` list them all)")
+    more = len(lines) - len(shown) + unlisted
+    if more > 0:
+        shown.append(f"… and {more} more (`bot classify` / `bot impact` list them all)")
     chunks = fold([title, *shown])
     if len(chunks) > MAX_SECTIONS_PER_PART:
         chunks = chunks[:MAX_SECTIONS_PER_PART]
@@ -134,8 +137,9 @@ def _impact_lines(impact: dict[str, Any]) -> list[str]:
     items = impact.get("impacted", [])
     if not items:
         return lines or ["_nothing downstream_"]
-    datasets = {i["dataset"] for i in items}
-    lines.append(f"{len(items)} field(s) in {len(datasets)} dataset(s) through {len(impact.get('jobs', []))} job(s)")
+    total = impact.get("impacted_total", len(items))  # a proposal keeps the first fields and the totals
+    datasets = impact.get("datasets_total", len({i["dataset"] for i in items}))
+    lines.append(f"{total} field(s) in {datasets} dataset(s) through {len(impact.get('jobs', []))} job(s)")
     black = [j["name"] for j in impact.get("jobs", []) if j.get("black_box")]
     if black:
         lines.append(f":warning: black box{'es' if len(black) > 1 else ''} (no field mappings; assumed to read every field): "

@@ -11,9 +11,12 @@ conservative reading. A dataset whose fields are unknown is one pseudo-field, ``
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import deque
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator
 from functools import cached_property
+from itertools import chain, islice
+from operator import attrgetter, itemgetter
 from typing import Any, NamedTuple
 
 import networkx as nx
@@ -21,6 +24,8 @@ import networkx as nx
 from bot.domain.lineage.model import WHOLE, Dataset, DatasetId, Job, JobId
 
 Node = tuple[Any, ...]
+_KEY = itemgetter(1, 2)  # a field's (namespace, dataset) or a job node's (namespace, job)
+_OWNERS = attrgetter("owners")
 
 
 class LineageError(ValueError):
@@ -65,29 +70,45 @@ class Impact:
     does not pay for thousands of explanations.
     """
 
-    def __init__(self, graph: LineageGraph, dataset: DatasetId, fields: tuple[str, ...], starts: list[Node],
-                 parents: dict[Node, Node | None], black_only: set[Node]) -> None:
+    def __init__(self, graph: LineageGraph, dataset: DatasetId, fields: tuple[str, ...], walk: _Walk) -> None:
         self.graph, self.dataset, self.fields = graph, dataset, fields
-        self._starts, self._parents, self._black_only = starts, parents, black_only
+        self._parents, self._black_only = walk.parents, walk.black_only
+        self._fields, self._hops = walk.fields, walk.hops
 
     @cached_property
     def impacted(self) -> tuple[ImpactedField, ...]:
         """Every downstream field, exact paths first, each with its shortest explanation."""
-        starts = set(self._starts)
+        return tuple(self._impacted())
+
+    def first(self, count: int) -> tuple[ImpactedField, ...]:
+        """The first ``count`` of ``impacted``, without explaining the others."""
+        return self.impacted[:count] if "impacted" in self.__dict__ else tuple(islice(self._impacted(), count))
+
+    @property
+    def total(self) -> int:
+        """How many downstream fields the change reaches (``len(impacted)``, without building it)."""
+        return len(self._fields)
+
+    @cached_property
+    def _job_keys(self) -> list[tuple[str, str]]:
+        """The (namespace, name) of the jobs on the way, in the order the walk met them."""
+        return list(dict.fromkeys(map(_KEY, self._hops)))
+
+    def _impacted(self) -> Iterator[ImpactedField]:
+        parents, black_only = self._parents, self._black_only
         explained: dict[Node, tuple[str, ...]] = {}
-        found = []
-        for node, parent in self._parents.items():
-            if node[0] == "f" and parent is not None and node not in starts:
-                found.append(ImpactedField(DatasetId(node[1], node[2]), node[3], JobId(parent[1], parent[2]),
-                                           _explain(node, self._parents, explained), node in self._black_only))
-        return tuple(found)
+        for node in self._fields:
+            parent = parents[node]
+            assert parent is not None
+            yield ImpactedField(DatasetId(node[1], node[2]), node[3], JobId(parent[1], parent[2]),
+                                _explain(node, parents, explained), node in black_only)
 
     @cached_property
     def jobs(self) -> tuple[ImpactedJob, ...]:
         """The jobs on the way, in the order the walk met them."""
-        ids = dict.fromkeys(JobId(node[1], node[2]) for node in self._parents if node[0] != "f")
         jobs = self.graph.jobs
-        return tuple(ImpactedJob(j, tuple(jobs[j].owners), jobs[j].channel, jobs[j].black_box, jobs[j].learned) for j in ids)
+        return tuple(ImpactedJob(j, tuple(jobs[j].owners), jobs[j].channel, jobs[j].black_box, jobs[j].learned)
+                     for j in (JobId(*key) for key in self._job_keys))
 
     def unowned(self, teams: Collection[str]) -> tuple[ImpactedJob, ...]:
         """The jobs on the way that no known team owns (no owner, or owners that are not ``teams``): readers
@@ -97,31 +118,39 @@ class Impact:
     @cached_property
     def datasets(self) -> tuple[DatasetId, ...]:
         """The datasets reached (through at least one job)."""
-        starts = set(self._starts)
-        return tuple(DatasetId(*key) for key in dict.fromkeys(
-            (node[1], node[2]) for node, parent in self._parents.items() if node[0] == "f" and parent is not None and node not in starts))
+        return tuple(DatasetId(*key) for key in self._dataset_keys)
+
+    @cached_property
+    def _dataset_keys(self) -> list[tuple[str, str]]:
+        return list(dict.fromkeys(map(_KEY, self._fields)))
 
     @cached_property
     def owners(self) -> tuple[str, ...]:
         """The teams to ask: owners of the jobs on the way, then of the datasets reached."""
-        jobs, datasets = self.graph.jobs, self.graph.datasets
-        owners: dict[str, None] = {}
-        for key in dict.fromkeys((node[1], node[2]) for node in self._parents if node[0] != "f"):
-            owners.update(dict.fromkeys(jobs[JobId(*key)].owners))
-        for dataset in self.datasets:
-            owners.update(dict.fromkeys(datasets[dataset].owners))
-        return tuple(owners)
+        # (namespace, name) tuples find JobId and DatasetId keys (named tuples hash and compare as tuples)
+        jobs = map(self.graph.jobs.__getitem__, self._job_keys)  # type: ignore[arg-type]
+        datasets = map(self.graph.datasets.__getitem__, self._dataset_keys)  # type: ignore[arg-type]
+        return tuple(dict.fromkeys(chain.from_iterable(map(_OWNERS, chain(jobs, datasets)))))
 
-    def as_json(self, teams: Collection[str] | None = None) -> dict[str, Any]:
-        """The JSON of ``bot impact --format json`` and of the proposal card; with the known ``teams``, also the
-        ``unowned`` jobs."""
+    def as_json(self, teams: Collection[str] | None = None, *, limit: int | None = None) -> dict[str, Any]:
+        """The JSON of ``bot impact --format json`` (every impacted field) and, with ``limit``, of a proposal
+        (the first ``limit`` fields: what its card shows); ``impacted_total`` and ``datasets_total`` count them
+        all either way. With the known ``teams``, also the ``unowned`` jobs."""
+        shown = self.impacted if limit is None else self.first(limit)
         data = {"dataset": self.dataset.name, "namespace": self.dataset.namespace, "fields": list(self.fields),
-                "impacted": [i.as_json() for i in self.impacted], "jobs": [j.as_json() for j in self.jobs],
-                "owners": list(self.owners)}
+                "impacted": [i.as_json() for i in shown], "impacted_total": self.total, "datasets_total": len(self.datasets),
+                "jobs": [j.as_json() for j in self.jobs], "owners": list(self.owners)}
         if teams is not None:
             data["owners"] = [o for o in self.owners if o in teams]
             data["unowned"] = [j.as_json() for j in self.unowned(teams)]
         return data
+
+
+class _Walk(NamedTuple):
+    parents: dict[Node, Node | None]
+    black_only: set[Node]
+    fields: list[Node]  # reached, the changed ones left out
+    hops: list[Node]  # job ports and black-box hubs
 
 
 class LineageGraph:
@@ -132,6 +161,7 @@ class LineageGraph:
         self.jobs: dict[JobId, Job] = {}
         self.graph = nx.DiGraph()
         self._fields: dict[DatasetId, dict[str, Node]] = {}
+        self._indexes: dict[DatasetId, _PathIndex] = {}  # built on first query, dropped when a field is added
         for dataset in self.datasets.values():
             for path in dataset.fields or [WHOLE]:
                 self._field(dataset.id, path)
@@ -144,6 +174,7 @@ class LineageGraph:
         if node is None:
             node = ("f", dataset.namespace, dataset.name, path)
             known[path] = node
+            self._indexes.pop(dataset, None)
             self.graph.add_node(node)
             if dataset not in self.datasets:
                 self.datasets[dataset] = Dataset(dataset)
@@ -197,45 +228,72 @@ class LineageGraph:
         if dataset not in self.datasets:
             raise LineageError(f"unknown dataset {dataset.name!r}")
         wanted = tuple(fields) if fields is not None else ()
-        starts = self._starts(dataset, wanted)
-        parents, black_only = self._walk(starts)
-        return Impact(self, dataset, wanted, starts, parents, black_only)
+        return Impact(self, dataset, wanted, self._walk(self._starts(dataset, wanted)))
 
     def _starts(self, dataset: DatasetId, wanted: tuple[str, ...]) -> list[Node]:
-        """The changed fields' nodes: exact matches first, then their members, then enclosing structs."""
+        """The changed fields' nodes: exact matches first, then their members, then enclosing structs (each
+        group in the order the fields became known), the whole dataset's pseudo-field last."""
         known = self._fields.get(dataset, {})
         if not wanted:
             return list(known.values())
-        declared = set(self.datasets[dataset].fields)
-        ranked: list[tuple[int, Node]] = [(3, known[WHOLE])] if WHOLE in known else []
+        index = self._path_index(dataset)
+        exact: list[Node] = []
+        members: list[Node] = []
+        enclosing: list[Node] = []
         for path in wanted:
-            related = [(rank, node) for p, node in known.items() if p != WHOLE and (rank := _relation(p, path)) is not None]
-            if declared and not related and all(_relation(p, path) is None for p in declared):
+            found = False
+            if path in known and path != WHOLE:
+                exact.append(known[path])
+                found = True
+            inside = index.members(path)
+            if inside:
+                members += [known[p] for p in inside]
+                found = True
+            outer = [p for p in _enclosing(path) if p in known]
+            if outer:
+                enclosing += [known[p] for p in sorted(outer, key=index.position.__getitem__)]
+                found = True
+            if not found and self.datasets[dataset].fields:
                 raise LineageError(f"{dataset.name} has no field {path!r}")
-            ranked += related
-        return list(dict.fromkeys(node for _, node in sorted(ranked, key=lambda r: r[0])))
+        whole = [known[WHOLE]] if WHOLE in known else []
+        return list(dict.fromkeys(exact + members + enclosing + whole))
 
-    def _walk(self, starts: list[Node]) -> tuple[dict[Node, Node | None], set[Node]]:
+    def _path_index(self, dataset: DatasetId) -> _PathIndex:
+        index = self._indexes.get(dataset)
+        if index is None:
+            index = self._indexes[dataset] = _PathIndex(self._fields.get(dataset, {}))
+        return index
+
+    def _walk(self, starts: list[Node]) -> _Walk:
         """Breadth-first from ``starts``: first along exact mappings only, then on through black boxes.
 
-        Returns the parent of every reached node (shortest explanation, preferring exact paths) and
-        the nodes reached only through a black box.
+        Returns the parent of every reached node (shortest explanation, preferring exact paths), the
+        nodes reached only through a black box, and the fields and the job nodes reached, in order.
         """
         succ = self.graph._succ  # networkx's own adjacency dict: no view objects on the hot path
         parents: dict[Node, Node | None] = dict.fromkeys(starts)
         queue: deque[Node] = deque(starts)
         pop, push = queue.popleft, queue.append
+        fields: list[Node] = []
+        hops: list[Node] = []
+        field, hop = fields.append, hops.append
         deferred: list[Node] = []
         while queue:
             node = pop()
             for nxt in succ[node]:
                 if nxt not in parents:
                     parents[nxt] = node
-                    if nxt[0] == "b":
+                    kind = nxt[0]
+                    if kind == "f":
+                        field(nxt)
+                        push(nxt)
+                    elif kind == "b":
                         deferred.append(nxt)
                     else:
+                        hop(nxt)
                         push(nxt)
         black_only = set(deferred)
+        hops += deferred
         queue.extend(deferred)
         while queue:
             node = pop()
@@ -243,8 +301,9 @@ class LineageGraph:
                 if nxt not in parents:
                     parents[nxt] = node
                     black_only.add(nxt)
+                    (field if nxt[0] == "f" else hop)(nxt)
                     push(nxt)
-        return parents, black_only
+        return _Walk(parents, black_only, fields, hops)
 
 
 def _explain(node: Node, parents: dict[Node, Node | None], explained: dict[Node, tuple[str, ...]]) -> tuple[str, ...]:
@@ -263,6 +322,27 @@ def _explain(node: Node, parents: dict[Node, Node | None], explained: dict[Node,
         steps = (*steps, label)
         explained[step] = steps
     return steps
+
+
+class _PathIndex:
+    """A dataset's field paths, sorted for prefix search, with the order they became known."""
+
+    def __init__(self, known: dict[str, Node]) -> None:
+        self.position = {path: number for number, path in enumerate(known)}
+        self.sorted = sorted(p for p in known if p != WHOLE)
+
+    def members(self, path: str) -> list[str]:
+        """The known paths inside ``path`` (``path.x``, ``path.x.y``), in the order they became known."""
+        prefix = path + "."
+        start = bisect_left(self.sorted, prefix)
+        end = bisect_left(self.sorted, path + "/")  # "/" follows "." in code points: just past every "path.*"
+        return sorted(self.sorted[start:end], key=self.position.__getitem__) if end > start else []
+
+
+def _enclosing(path: str) -> list[str]:
+    """The structs that enclose ``path``: ``a`` and ``a.b`` for ``a.b.c``."""
+    parts = path.split(".")
+    return [".".join(parts[:n]) for n in range(1, len(parts))]
 
 
 def _relation(field: str, changed: str) -> int | None:
