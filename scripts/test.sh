@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Set up and run every test: .venv with the test dependencies, PostgreSQL and Kafka started here
+# Set up and run every test: .venv with the test dependencies, PostgreSQL, Kafka and headless Chromium
 # (installed from Debian's packages / Maven Central when missing), pytest, then stop what started.
 # Arguments go to pytest (e.g. scripts/test.sh -k slack -x).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
 ensure_venv "[test]"
+# The browser tests: Debian's Chromium and its driver (no test tool downloads a browser), emoji for the screenshot
+ensure_packages chromium chromium-driver fonts-noto-color-emoji
 .venv/bin/ruff check bot tests bench
 .venv/bin/mypy
 run_dir=$(mktemp -d /tmp/changeops-test.XXXXXX)

@@ -58,6 +58,8 @@ def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     playground.add_argument("--port", type=int, default=3000, help="the bot's port (default 3000)")
     playground.add_argument("--slack-port", type=int, default=3001, help="the emulator's port (default 3001)")
     playground.add_argument("--no-prompt", action="store_true", help="serve only; do not read commands from the terminal")
+    playground.add_argument("--seed-kafka", action="store_true",
+                            help="fill KAFKA_BOOTSTRAP_SERVERS with the demo topics (a lagging group, a dead-letter topic): make run's own broker")
     playground.set_defaults(run=_playground)
 
     asked = next((word for word in argv if not word.startswith("-")), None)
@@ -115,5 +117,5 @@ def _playground(args: argparse.Namespace) -> int:
 
     config = Config.from_env(os.environ, require_slack=False)
     configure(config.log_level, config.secrets)
-    asyncio.run(run_playground(config, args.port, args.slack_port, prompt=not args.no_prompt and sys.stdin.isatty()))
+    asyncio.run(run_playground(config, args.port, args.slack_port, prompt=not args.no_prompt and sys.stdin.isatty(), seed_kafka=args.seed_kafka))
     return 0

@@ -121,6 +121,7 @@ class Workspace:
         self._ts = itertools.count(1)
         self._ids = itertools.count(1)
         self._changed = asyncio.Condition()
+        self.revision = 0  # counts changes: a watcher compares it with the one it saw last
         self.add_user(BOT_USER_ID, "changeops", is_bot=True)
 
     # --- set-up ---------------------------------------------------------------------------------
@@ -260,6 +261,7 @@ class Workspace:
 
     async def changed(self) -> None:
         """Wake every waiter; call after any change of state."""
+        self.revision += 1
         async with self._changed:
             self._changed.notify_all()
 

@@ -1,12 +1,14 @@
 """The local playground: the bot and the Slack emulator in one process, on this machine.
 
-Type slash commands at the prompt (``/schema help``), or POST them to the emulator:
-``curl -s localhost:3001/_emulator/command -d '{"text": "/schema help"}'``.
+Open the page the emulator serves (``http://127.0.0.1:3001/``): a Slack-like workspace where you act as
+one of the demo people. Or type slash commands at the prompt (``/schema help``), or POST them to the
+emulator: ``curl -s localhost:3001/_emulator/command -d '{"text": "/schema help"}'``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import secrets
@@ -18,28 +20,56 @@ from aiohttp import web
 from bot.config import Config
 from bot.emulator import Emulator, SlackDriver, Workspace
 from bot.emulator.render import as_text
+from bot.playground import kafka_demo
+from bot.playground.demo import book_demo_calendar
+from bot.playground.page import PlaygroundPage
 from bot.runtime import Bot
 from bot.store import migrate
 
 DEMO_USER = "U0000000YOU"
-PEOPLE = {"you": DEMO_USER, "alice": "U0000ALICE", "bob": "U00000BOB", "carol": "U0000CAROL"}
+PEOPLE = {"you": DEMO_USER, "alice": "U0000ALICE", "bob": "U00000BOB", "carol": "U0000CAROL", "dave": "U00000DAVE"}
+ROLES = {  # who is who in examples/catalog.yaml: the page's person switcher
+    "you": ("upstream engineer", "orders-team: you own orders-value and propose its changes"),
+    "carol": ("downstream owner", "analytics-team and growth-team: dwd_orders, ads_daily_sales, the recommendations black box"),
+    "bob": ("downstream owner, oncall", "analytics-team, and the global oncall: backfills and replays of any pipeline"),
+    "alice": ("upstream oncall", "orders-team and its oncall: the enrich-orders pipeline"),
+    "dave": ("outsider", "in no team: may look, may not approve or run anything"),
+}
 SETTLE = 0.3
+DEMO_PIPELINE, FEED_SECONDS = "enrich-orders", 60.0
 
 
 def seed(ws: Workspace) -> None:
-    """The people, channels and user group of examples/catalog.yaml; you are in orders-team."""
+    """The people, channels and user group of examples/catalog.yaml; you are in orders-team, dave in no team."""
     for name, user in PEOPLE.items():
         ws.add_user(user, name, is_admin=name == "you")
     everyone = list(PEOPLE.values())
     for channel in ("changes", "schema-changes", "orders-pipeline", "analytics"):
         ws.add_channel(channel, everyone)
     ws.add_usergroup("orders-team", [DEMO_USER, PEOPLE["alice"]], group_id="S0ORDERS")
+    for user in everyone:
+        ws.open_dm(user)
+
+
+def people() -> list[dict[str, str]]:
+    """The demo people as the page lists them."""
+    return [{"id": PEOPLE[name], "name": name, "role": role, "detail": detail} for name, (role, detail) in ROLES.items()]
+
+
+def kafka_note(config: Config) -> str:
+    """What the page says about Kafka: which features it backs here, or how to get them."""
+    if config.kafka_bootstrap_servers:
+        return (f"Kafka: `{config.kafka_bootstrap_servers}` · the lag and DLQ of `enrich-orders` are polled; "
+                "`/backfill`, `/replay` and the reader census run against it")
+    return ("Kafka is not running here: `/backfill`, `/replay`, the reader census and the lag and DLQ pollers need a broker "
+            "(SLI samples can still be posted to the HTTP API). With Java installed, `make run` starts one.")
 
 
 class Playground:
     """A bot wired to an emulated workspace."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, *, seed_kafka: bool = False) -> None:
+        self.seed_kafka = seed_kafka  # fill the broker `make run` started with the demo topics
         token, secret = f"xoxb-playground-{secrets.token_hex(8)}", secrets.token_hex(16)
         self.ws = Workspace(token)
         seed(self.ws)
@@ -48,22 +78,43 @@ class Playground:
         self.bot: Bot | None = None
         self.driver: SlackDriver | None = None
         self._runner: web.AppRunner | None = None
+        self.page: PlaygroundPage | None = None
+        self._feeder: asyncio.Task[None] | None = None
 
     async def start(self, port: int, slack_port: int) -> None:
         """Migrate, then start the emulator and the bot pointed at it."""
         await asyncio.to_thread(migrate.upgrade, self.config.database_url)
         app = self.emulator.application()
         app.router.add_post("/_emulator/command", self._command)
-        self._runner = web.AppRunner(app, access_log=None)
+        self.page = PlaygroundPage(self.emulator, people(), kafka_note(self.config))
+        self.page.add_routes(app)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1)
         await self._runner.setup()
         await web.TCPSite(self._runner, "127.0.0.1", slack_port).start()
         self.emulator.base_url = f"http://127.0.0.1:{int(self._runner.addresses[0][1])}"
         self.bot = Bot(dataclasses.replace(self.config, slack_api_url=f"{self.emulator.base_url}/api/"))
         await self.bot.start(port)
         self.driver = SlackDriver(self.emulator, f"{self.bot.url}/slack/events", self.config.slack_signing_secret)
+        self.page.driver = self.driver
+        if await self.bot.lineage.teams():  # a catalog is loaded: book the demo calendar once
+            await book_demo_calendar(self.bot.calendar)
+        if self.seed_kafka and self.config.kafka_bootstrap_servers:
+            print(await asyncio.to_thread(kafka_demo.seed, self.config.kafka_bootstrap_servers))
+        if DEMO_PIPELINE in (await self.bot.sli.pipelines()):
+            self._feeder = asyncio.create_task(self._feed(self.bot))
+
+    async def _feed(self, bot: Bot) -> None:
+        """The demo pipeline's own healthy samples, each minute (what its job would report)."""
+        while True:
+            await bot.sli.ingest(kafka_demo.healthy_samples(DEMO_PIPELINE, bot.sli.clock()))
+            await asyncio.sleep(FEED_SECONDS)
 
     async def stop(self) -> None:
         """Stop everything started."""
+        if self._feeder is not None:
+            self._feeder.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._feeder
         if self.driver:
             await self.driver.close()
         if self.bot:
@@ -101,12 +152,12 @@ def who(line: str) -> tuple[str, str]:
     return DEMO_USER, line
 
 
-async def run_playground(config: Config, port: int, slack_port: int, *, prompt: bool) -> None:
+async def run_playground(config: Config, port: int, slack_port: int, *, prompt: bool, seed_kafka: bool = False) -> None:
     """Run until interrupted; with ``prompt``, read slash commands from the terminal."""
-    playground = Playground(config)
+    playground = Playground(config, seed_kafka=seed_kafka)
     await playground.start(port, slack_port)
     assert playground.bot is not None
-    print(f"ChangeOps playground: bot on {playground.bot.url}, emulated Slack on {playground.emulator.base_url}")
+    print(f"ChangeOps playground: open {playground.emulator.base_url}/ in a browser (the bot on {playground.bot.url})")
     print(f"Database: {config.database_url}")
     print(f"""Send a command: curl -s {playground.emulator.base_url}/_emulator/command -d '{{"text": "/schema help"}}'""")
     try:

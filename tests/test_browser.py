@@ -1,0 +1,181 @@
+"""The playground in a real browser: headless Chromium from Debian's packages, driven by Selenium through
+Debian's chromedriver, against `bot playground` started as `make run` starts it. Writes the README's
+screenshot (docs/playground.png)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.remote.webelement import WebElement
+from selenium.webdriver.support import expected_conditions as ec
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+from tests.test_cli import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"  # Debian's chromium and chromium-driver
+SCREENSHOT = ROOT / "docs" / "playground.png"
+API_TOKEN = "browser-test-token-0123456789"
+
+
+@pytest.fixture(scope="module")
+def playground(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`bot playground` on a fresh SQLite file with the example catalog and orders-value v1, as `make run` sets it up."""
+    folder = tmp_path_factory.mktemp("playground")
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{folder / 'playground.db'}", "CHANGEOPS_API_TOKEN": API_TOKEN, "LOG_LEVEL": "WARNING"}
+    env.pop("KAFKA_BOOTSTRAP_SERVERS", None)
+    for args in (["migrate"], ["catalog", "load", "examples/catalog.yaml"], ["subject", "import", "orders-value", "examples/schemas/orders.avsc"]):
+        subprocess.run([sys.executable, "-m", "bot", *args], env=env, cwd=ROOT, check=True, capture_output=True)
+    page_port = free_port()
+    process = subprocess.Popen([sys.executable, "-m", "bot", "playground", "--no-prompt", "--port", str(free_port()),
+                                "--slack-port", str(page_port)], env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{page_port}"
+    try:
+        for _ in range(300):
+            try:
+                with urllib.request.urlopen(f"{url}/playground/state", timeout=1):
+                    break
+            except OSError:
+                assert process.poll() is None, process.stdout.read().decode() if process.stdout else "the playground exited"
+                time.sleep(0.1)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        if process.stdout:
+            process.stdout.close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[WebDriver]:
+    """Headless Chromium (never a browser downloaded by a test tool)."""
+    for path in (CHROMIUM, CHROMEDRIVER):
+        assert shutil.which(path), f"{path} is missing: scripts/test.sh installs Debian's chromium and chromium-driver"
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000", "--lang=en-US"):
+        options.add_argument(argument)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def wait(browser: WebDriver, seconds: float = 20) -> WebDriverWait[WebDriver]:
+    return WebDriverWait(browser, seconds, ignored_exceptions=[StaleElementReferenceException])
+
+
+def act_as(browser: WebDriver, name: str) -> None:
+    person = Select(browser.find_element(By.ID, "person"))
+    person.select_by_visible_text(next(o.text for o in person.options if o.text.startswith(f"{name} — ")))
+
+
+def open_channel(browser: WebDriver, name: str) -> None:
+    wait(browser).until(ec.element_to_be_clickable((By.XPATH, f"//nav//a[starts-with(normalize-space(.), '# {name}')]"))).click()
+    wait(browser).until(ec.text_to_be_present_in_element((By.ID, "place-title"), f"# {name}"))
+
+
+def card(browser: WebDriver, number: int) -> WebElement:
+    """The proposal's card in the channel on screen (its newest rendering)."""
+    return wait(browser).until(lambda b: next((a for a in reversed(b.find_elements(By.CSS_SELECTOR, "#messages article"))
+                                               if f"Schema change #{number} " in a.text), None))
+
+
+def press(browser: WebDriver, number: int, label: str) -> None:
+    button = wait(browser).until(lambda b: next((x for x in card(b, number).find_elements(By.CSS_SELECTOR, "button")
+                                                 if x.text == label), None))
+    button.click()
+
+
+def new_schema(field: int, kind: Any) -> str:
+    schema = json.loads((ROOT / "examples" / "schemas" / "orders.avsc").read_text())
+    schema["fields"][field]["type"] = kind
+    return json.dumps(schema)
+
+
+def test_propose_through_the_form_then_owners_approve_and_the_card_turns_approved(playground: str, browser: WebDriver) -> None:
+    browser.get(f"{playground}/")
+    act_as(browser, "you")
+    open_channel(browser, "orders-pipeline")
+    browser.find_element(By.ID, "command").send_keys("/schema propose orders-value\n")
+    wait(browser).until(ec.visibility_of_element_located((By.CSS_SELECTOR, "#modal-layer .modal textarea")))
+    modal = browser.find_element(By.CSS_SELECTOR, "#modal-layer .modal")
+    assert Select(modal.find_element(By.CSS_SELECTOR, "select")).first_selected_option.text == "orders-value"
+    modal.find_element(By.CSS_SELECTOR, "textarea").send_keys("{not json")
+    modal.find_element(By.CSS_SELECTOR, "[data-testid=modal-submit]").click()
+    error = wait(browser).until(ec.visibility_of_element_located((By.CSS_SELECTOR, "#modal-layer .input-error")))
+    assert "JSON" in error.text  # response_action errors, under the field, and nothing proposed
+    textarea = browser.find_element(By.CSS_SELECTOR, "#modal-layer textarea")
+    textarea.clear()
+    textarea.send_keys(new_schema(1, "long"))
+    browser.find_element(By.CSS_SELECTOR, "#modal-layer [data-testid=modal-submit]").click()
+    wait(browser).until(ec.invisibility_of_element_located((By.CSS_SELECTOR, "#modal-layer .modal")))
+    shown = card(browser, 1).text
+    assert "BREAKING" in shown and "TYPE_PROMOTED" in shown and "analytics-team: ⏳ waiting" in shown.replace("\u23f3", "⏳")
+
+    act_as(browser, "carol")  # analytics-team and growth-team: one click answers for both
+    open_channel(browser, "orders-pipeline")
+    press(browser, 1, "Approve")
+    wait(browser).until(lambda b: "growth-team: ✅ approved" in card(b, 1).text)
+    act_as(browser, "alice")  # orders-team runs enrich-orders, a reader too
+    open_channel(browser, "orders-pipeline")
+    press(browser, 1, "Approve")
+    wait(browser).until(lambda b: not card(b, 1).find_elements(By.XPATH, ".//button[.='Approve']"))
+    assert "orders-team: ✅ approved" in card(browser, 1).text
+    SCREENSHOT.parent.mkdir(exist_ok=True)
+    browser.save_screenshot(str(SCREENSHOT))
+
+
+def test_an_outsiders_click_gets_the_ephemeral_refusal_and_changes_nothing(playground: str, browser: WebDriver) -> None:
+    browser.get(f"{playground}/")
+    act_as(browser, "you")
+    open_channel(browser, "orders-pipeline")
+    browser.find_element(By.ID, "command").send_keys("/schema propose orders-value\n")
+    wait(browser).until(ec.visibility_of_element_located((By.CSS_SELECTOR, "#modal-layer .modal textarea")))
+    browser.find_element(By.CSS_SELECTOR, "#modal-layer textarea").send_keys(new_schema(1, "string"))
+    browser.find_element(By.CSS_SELECTOR, "#modal-layer [data-testid=modal-submit]").click()
+    wait(browser).until(ec.invisibility_of_element_located((By.CSS_SELECTOR, "#modal-layer .modal")))
+    before = card(browser, 2).text
+    act_as(browser, "dave")
+    open_channel(browser, "orders-pipeline")
+    press(browser, 2, "Approve")
+    refusal = wait(browser).until(lambda b: next((a for a in b.find_elements(By.CSS_SELECTOR, "#messages article.ephemeral")), None))
+    assert "Only visible to you" in refusal.text and "not" in refusal.text.lower()
+    act_as(browser, "you")
+    open_channel(browser, "orders-pipeline")
+    assert card(browser, 2).text == before  # nothing changed
+    assert not browser.find_elements(By.CSS_SELECTOR, "#messages article.ephemeral")  # the refusal was dave's alone
+
+
+def test_mrkdwn_is_rendered_and_user_text_stays_text(playground: str, browser: WebDriver) -> None:
+    browser.get(f"{playground}/")
+    wait(browser).until(ec.presence_of_element_located((By.CSS_SELECTOR, "#channels a")))
+    names = {"users": {"U0000ALICE": "alice"}, "channels": {"C1": "changes"}, "groups": {"S0ORDERS": "orders-team"}}
+    html = browser.execute_script("return mrkdwn(arguments[0], arguments[1]);",
+                                  "*bold* _it_ ~gone~ `a<b` <@U0000ALICE> <!subteam^S0ORDERS> <#C1> "
+                                  "<https://example.com/x?a=1&amp;b=2|the link> &lt;script&gt;alert(1)&lt;/script&gt; :white_check_mark:\n> quoted",
+                                  names)
+    assert "<b>bold</b>" in html and "<i>it</i>" in html and "<s>gone</s>" in html and "<code>a&lt;b</code>" in html
+    assert "@alice" in html and "@orders-team" in html and "#changes" in html
+    assert 'href="https://example.com/x?a=1&amp;b=2"' in html and ">the link</a>" in html
+    assert "<script>" not in html and "&lt;script&gt;" in html  # escaped user text is shown, never run
+    assert "\u2705" in html and "<blockquote>quoted</blockquote>" in html
+    bold = browser.execute_script("return mrkdwn(arguments[0], arguments[1]);", "*Replay #1: `orders.dlq` → `orders`*", names)
+    assert bold == "<b>Replay #1: <code>orders.dlq</code> → <code>orders</code></b>"
+    assert "javascript:" not in browser.execute_script("return mrkdwn('<javascript:alert(1)|x>', arguments[0]);", names)
