@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -33,20 +34,20 @@ SCREENSHOT = ROOT / "docs" / "playground.png"
 API_TOKEN = "browser-test-token-0123456789"
 
 
-@pytest.fixture(scope="module")
-def playground(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def start_playground(folder: Path, *extra: str, kafka: str | None = None) -> Iterator[str]:
     """`bot playground` on a fresh SQLite file with the example catalog and orders-value v1, as `make run` sets it up."""
-    folder = tmp_path_factory.mktemp("playground")
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{folder / 'playground.db'}", "CHANGEOPS_API_TOKEN": API_TOKEN, "LOG_LEVEL": "WARNING"}
     env.pop("KAFKA_BOOTSTRAP_SERVERS", None)
+    if kafka is not None:
+        env["KAFKA_BOOTSTRAP_SERVERS"] = kafka
     for args in (["migrate"], ["catalog", "load", "examples/catalog.yaml"], ["subject", "import", "orders-value", "examples/schemas/orders.avsc"]):
         subprocess.run([sys.executable, "-m", "bot", *args], env=env, cwd=ROOT, check=True, capture_output=True)
     page_port = free_port()
     process = subprocess.Popen([sys.executable, "-m", "bot", "playground", "--no-prompt", "--port", str(free_port()),
-                                "--slack-port", str(page_port)], env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                                "--slack-port", str(page_port), *extra], env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{page_port}"
     try:
-        for _ in range(300):
+        for _ in range(600):
             try:
                 with urllib.request.urlopen(f"{url}/playground/state", timeout=1):
                     break
@@ -59,6 +60,28 @@ def playground(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         process.wait(timeout=10)
         if process.stdout:
             process.stdout.close()
+
+
+@pytest.fixture(scope="module")
+def playground(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The playground as `make run` starts it on a machine without Java."""
+    yield from start_playground(tmp_path_factory.mktemp("playground"))
+
+
+@pytest.fixture(scope="module")
+def kafka_playground(tmp_path_factory: pytest.TempPathFactory, kafka_bootstrap: str) -> Iterator[str]:
+    """The playground as `make run` starts it with Java: the broker filled with the demo topics (a clean slate first)."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    present = [t for t in ("orders", "orders.dlq") if t in admin.list_topics(timeout=10).topics]
+    for future in admin.delete_topics(present).values() if present else ():
+        future.result(timeout=30)
+    while any(t in admin.list_topics(timeout=10).topics for t in present):
+        time.sleep(0.2)
+    if "enrich-orders" in {g.group_id for g in admin.list_consumer_groups().result(timeout=10).valid}:
+        admin.delete_consumer_groups(["enrich-orders"])["enrich-orders"].result(timeout=30)
+    yield from start_playground(tmp_path_factory.mktemp("kafka-playground"), "--seed-kafka", kafka=kafka_bootstrap)
 
 
 @pytest.fixture(scope="module")
@@ -142,24 +165,28 @@ def test_propose_through_the_form_then_owners_approve_and_the_card_turns_approve
     browser.save_screenshot(str(SCREENSHOT))
 
 
-def test_an_outsiders_click_gets_the_ephemeral_refusal_and_changes_nothing(playground: str, browser: WebDriver) -> None:
+def test_an_outsiders_click_gets_the_ephemeral_refusal_and_changes_nothing(playground: str, browser: WebDriver, tmp_path: Path) -> None:
     browser.get(f"{playground}/")
     act_as(browser, "you")
     open_channel(browser, "orders-pipeline")
     browser.find_element(By.ID, "command").send_keys("/schema propose orders-value\n")
     wait(browser).until(ec.visibility_of_element_located((By.CSS_SELECTOR, "#modal-layer .modal textarea")))
-    browser.find_element(By.CSS_SELECTOR, "#modal-layer textarea").send_keys(new_schema(1, "string"))
+    upload = tmp_path / "orders-v2.avsc"
+    upload.write_text(new_schema(1, "string"))
+    browser.find_element(By.CSS_SELECTOR, "#modal-layer input[type=file]").send_keys(str(upload))  # the file, not the text box
     browser.find_element(By.CSS_SELECTOR, "#modal-layer [data-testid=modal-submit]").click()
     wait(browser).until(ec.invisibility_of_element_located((By.CSS_SELECTOR, "#modal-layer .modal")))
-    before = card(browser, 2).text
+    number = wait(browser).until(lambda b: max((int(m.group(1)) for a in b.find_elements(By.CSS_SELECTOR, "#messages article")
+                                                if "TYPE_CHANGED" in a.text and (m := re.search(r"Schema change #(\d+) ", a.text))), default=0))
+    before = card(browser, number).text
     act_as(browser, "dave")
     open_channel(browser, "orders-pipeline")
-    press(browser, 2, "Approve")
+    press(browser, number, "Approve")
     refusal = wait(browser).until(lambda b: next((a for a in b.find_elements(By.CSS_SELECTOR, "#messages article.ephemeral")), None))
     assert "Only visible to you" in refusal.text and "not" in refusal.text.lower()
     act_as(browser, "you")
     open_channel(browser, "orders-pipeline")
-    assert card(browser, 2).text == before  # nothing changed
+    assert card(browser, number).text == before  # nothing changed
     assert not browser.find_elements(By.CSS_SELECTOR, "#messages article.ephemeral")  # the refusal was dave's alone
 
 
@@ -179,3 +206,24 @@ def test_mrkdwn_is_rendered_and_user_text_stays_text(playground: str, browser: W
     bold = browser.execute_script("return mrkdwn(arguments[0], arguments[1]);", "*Replay #1: `orders.dlq` → `orders`*", names)
     assert bold == "<b>Replay #1: <code>orders.dlq</code> → <code>orders</code></b>"
     assert "javascript:" not in browser.execute_script("return mrkdwn('<javascript:alert(1)|x>', arguments[0]);", names)
+
+
+def test_a_replay_is_planned_confirmed_and_copied_by_the_oncall_and_refused_to_an_outsider(kafka_playground: str,
+                                                                                           browser: WebDriver) -> None:
+    browser.get(f"{kafka_playground}/")
+    act_as(browser, "bob")  # the global oncall
+    open_channel(browser, "orders-pipeline")
+    assert "the lag and DLQ of enrich-orders are polled" in browser.find_element(By.ID, "kafka").text
+    browser.find_element(By.ID, "command").send_keys("/replay orders.dlq --to orders --filter error=timeout\n")
+    plan = wait(browser).until(lambda b: next((a for a in b.find_elements(By.CSS_SELECTOR, "#messages article")
+                                               if "Replay #1" in a.text and "Confirm" in a.text), None))
+    assert "100 messages to copy" in plan.text and "200 left out by the filter" in plan.text
+    next(x for x in plan.find_elements(By.CSS_SELECTOR, "button") if x.text == "Confirm").click()
+    dialog = wait(browser).until(ec.element_to_be_clickable((By.CSS_SELECTOR, "[data-testid=confirm-yes]")))
+    dialog.click()
+    wait(browser, 60).until(lambda b: any("Copied 100 of 100 to orders" in a.text for a in b.find_elements(By.CSS_SELECTOR, "#messages article")))
+    act_as(browser, "dave")
+    open_channel(browser, "orders-pipeline")
+    browser.find_element(By.ID, "command").send_keys("/replay orders.dlq --to orders\n")
+    refusal = wait(browser).until(lambda b: next((a for a in b.find_elements(By.CSS_SELECTOR, "#messages article.ephemeral")), None))
+    assert "oncall" in refusal.text.lower() and "Replay #2" not in browser.find_element(By.ID, "messages").text
