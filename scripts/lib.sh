@@ -1,14 +1,19 @@
 # Shared helpers for the scripts (sourced, not run).
 
-# Install Debian packages when a command is missing (root, or sudo without a password).
-ensure_command() {
-  local command=$1; shift
-  command -v "$command" >/dev/null 2>&1 && return 0
-  echo "installing $* (for $command)" >&2
+# Install Debian packages (root, or sudo without a password).
+apt_install() {
   local sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo -n"
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" >&2
+}
+
+# Install Debian packages when a command is missing.
+ensure_command() {
+  local command=$1; shift
+  command -v "$command" >/dev/null 2>&1 && return 0
+  echo "installing $* (for $command)" >&2
+  apt_install "$@"
 }
 
 # Install Debian packages that are not installed yet (for those that bring no command, such as fonts).
@@ -19,10 +24,7 @@ ensure_packages() {
   done
   [ "${#missing[@]}" -eq 0 ] && return 0
   echo "installing ${missing[*]}" >&2
-  local sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo -n"
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
+  apt_install "${missing[@]}"
 }
 
 free_port() {
