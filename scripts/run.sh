@@ -12,7 +12,9 @@ export DATABASE_URL=${DATABASE_URL:-sqlite:///var/changeops.db}
 export CHANGEOPS_API_TOKEN=${CHANGEOPS_API_TOKEN:-playground-token-0123456789}
 .venv/bin/bot migrate
 .venv/bin/bot catalog load examples/catalog.yaml
-.venv/bin/bot subject import orders-value examples/schemas/orders.avsc
+if ! .venv/bin/bot subject versions orders-value >/dev/null 2>&1; then  # the first start: two versions of the demo subject
+  .venv/bin/bot subject import orders-value examples/schemas/orders.avsc examples/schemas/orders-v2.avsc
+fi
 seed=()
 if [ -z "${KAFKA_BOOTSTRAP_SERVERS:-}" ] && command -v java >/dev/null 2>&1; then
   rm -rf var/kafka && mkdir -p var/kafka

@@ -35,12 +35,12 @@ API_TOKEN = "browser-test-token-0123456789"
 
 
 def start_playground(folder: Path, *extra: str, kafka: str | None = None) -> Iterator[str]:
-    """`bot playground` on a fresh SQLite file with the example catalog and orders-value v1, as `make run` sets it up."""
+    """`bot playground` on a fresh SQLite file with the example catalog and orders-value v1 and v2, as `make run` sets it up."""
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{folder / 'playground.db'}", "CHANGEOPS_API_TOKEN": API_TOKEN, "LOG_LEVEL": "WARNING"}
     env.pop("KAFKA_BOOTSTRAP_SERVERS", None)
     if kafka is not None:
         env["KAFKA_BOOTSTRAP_SERVERS"] = kafka
-    for args in (["migrate"], ["catalog", "load", "examples/catalog.yaml"], ["subject", "import", "orders-value", "examples/schemas/orders.avsc"]):
+    for args in (["migrate"], ["catalog", "load", "examples/catalog.yaml"], ["subject", "import", "orders-value", "examples/schemas/orders.avsc", "examples/schemas/orders-v2.avsc"]):
         subprocess.run([sys.executable, "-m", "bot", *args], env=env, cwd=ROOT, check=True, capture_output=True)
     page_port = free_port()
     process = subprocess.Popen([sys.executable, "-m", "bot", "playground", "--no-prompt", "--port", str(free_port()),
@@ -127,7 +127,7 @@ def press(browser: WebDriver, number: int, label: str) -> None:
 
 
 def new_schema(field: int, kind: Any) -> str:
-    schema = json.loads((ROOT / "examples" / "schemas" / "orders.avsc").read_text())
+    schema = json.loads((ROOT / "examples" / "schemas" / "orders-v2.avsc").read_text())  # the current version
     schema["fields"][field]["type"] = kind
     return json.dumps(schema)
 
