@@ -116,7 +116,12 @@ async def main(samples: int, alerts: int, bootstrap: str) -> None:
     admin.create_topics([NewTopic(topic, num_partitions=6, replication_factor=1)])[topic].result(timeout=30)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10000})
     for key, value in healthy(samples, datetime.now(UTC) - timedelta(milliseconds=samples)):  # up to now: no "no data"
-        producer.produce(topic, key=key, value=value)
+        while True:
+            try:
+                producer.produce(topic, key=key, value=value)
+                break
+            except BufferError:  # the local queue is full (a slow broker): let it drain
+                producer.poll(0.1)
         producer.poll(0)
     producer.flush(60)
 
