@@ -172,3 +172,12 @@ def test_the_first_fields_and_the_total_agree_with_the_whole_list(graph: Lineage
     kept = graph.impact(source, fields).as_json(limit=count)
     assert kept["impacted"] == [i.as_json() for i in every[:count]] and kept["impacted_total"] == len(every)
     assert kept["datasets_total"] == len({i.dataset for i in every})
+
+
+@settings(max_examples=200, deadline=None)
+@given(random_graphs(), st.lists(st.sampled_from(CHAIN_FIELDS), min_size=1, max_size=4, unique=True))
+def test_jobs_are_listed_in_the_order_the_walk_met_them(graph: LineageGraph, fields: list[str]) -> None:
+    source = sorted(graph.datasets, key=lambda d: d.name)[0]
+    impact = graph.impact(source, fields)
+    met = [JobId(node[1], node[2]) for node in impact._parents if node[0] != "f"]  # the walk's own order
+    assert [j.id for j in impact.jobs] == list(dict.fromkeys(met))

@@ -146,3 +146,15 @@ async def test_web_api_calls_reuse_kept_alive_connections(slack: SlackHarness) -
         assert (await client.api_test())["ok"]
     assert len(slack.bot.connections.clients) >= 6
     assert len(slack.emulator.api_connections) == 1
+
+
+async def test_a_claim_the_database_cannot_answer_still_lets_the_request_act(slack: SlackHarness, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shared claim is confirmed after the ack: a failing claim must not turn into a lost ack."""
+
+    async def away(_keys: list[str]) -> set[str]:
+        raise OSError("the database is away")
+
+    monkeypatch.setattr(slack.bot.deliveries, "_insert", away)
+    delivery = await slack.driver.command("/schema list", user="U0000ALICE", channel="changes")
+    assert delivery.status == 200
+    await slack.ws.wait_for(lambda: slack.ws.ephemerals_for("U0000ALICE"))

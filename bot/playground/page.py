@@ -107,15 +107,18 @@ class PlaygroundPage:
         """``data: changed`` whenever the workspace changes (and a comment every 15 s to keep the stream open)."""
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store"})
         await response.prepare(request)
-        await response.write(b"data: hello\n\n")
-        while True:
-            seen = self.ws.revision
-            try:
-                await self.ws.wait_for(functools.partial(self._moved, seen), timeout=PING_SECONDS)
-            except AssertionError:  # nothing changed for a while
-                await response.write(b": still here\n\n")
-                continue
-            await response.write(b"data: changed\n\n")
+        try:
+            await response.write(b"data: hello\n\n")
+            while True:
+                seen = self.ws.revision
+                try:
+                    await self.ws.wait_for(functools.partial(self._moved, seen), timeout=PING_SECONDS)
+                except AssertionError:  # nothing changed for a while
+                    await response.write(b": still here\n\n")
+                    continue
+                await response.write(b"data: changed\n\n")
+        except ConnectionResetError:  # the page was closed
+            return response
 
     def _moved(self, seen: int) -> bool:
         return self.ws.revision != seen

@@ -23,9 +23,18 @@ class Replayed(asyncio.CancelledError):
 
 
 async def claimed() -> None:
-    """Wait for this request's signature claim; raise ``Replayed`` when the database had it already."""
+    """Wait for this request's signature claim; raise ``Replayed`` when the database had it already. A claim the
+    database could not answer lets the request go on (this process's own check has passed): an error after
+    the ack would make Bolt lose the ack, and the listener meets the database's trouble itself."""
     claim = CLAIM.get()
-    if claim is not None and not await claim:
+    if claim is None:
+        return
+    try:
+        fresh = await claim
+    except Exception:
+        log.warning("could not claim a Slack request's signature in the database; going on", exc_info=True)
+        return
+    if not fresh:
         log.warning("ignored a replayed Slack request after its acknowledgement (its signature was already used)")
         raise Replayed
 

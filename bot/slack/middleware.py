@@ -69,6 +69,7 @@ def once_per_delivery(deliveries: Deliveries, inflight: Inflight) -> Middleware:
             while len(signatures) > RECENT_KEYS:
                 signatures.popitem(last=False)
             claim = asyncio.create_task(deliveries.claim(used))
+            claim.add_done_callback(_settled)
             inflight.add(claim)
             CLAIM.set(claim)
         if key is not None:
@@ -78,6 +79,7 @@ def once_per_delivery(deliveries: Deliveries, inflight: Inflight) -> Middleware:
                     return BoltResponse(status=200, body="")
             else:
                 recent[key] = asyncio.create_task(deliveries.claim(key))
+                recent[key].add_done_callback(_settled)
                 inflight.add(recent[key])
                 while len(recent) > RECENT_KEYS:
                     recent.popitem(last=False)
@@ -85,3 +87,9 @@ def once_per_delivery(deliveries: Deliveries, inflight: Inflight) -> Middleware:
         return None
 
     return middleware
+
+
+def _settled(claim: asyncio.Task[bool]) -> None:
+    """A background claim that failed (the database away) is said once, not left as an unretrieved error."""
+    if not claim.cancelled() and claim.exception() is not None:
+        log.warning("could not claim a Slack delivery in the database: %s", claim.exception())

@@ -289,11 +289,11 @@ class LineageGraph:
                         push(nxt)
                     elif kind == "b":
                         deferred.append(nxt)
+                        hop(nxt)
                     else:
                         hop(nxt)
                         push(nxt)
         black_only = set(deferred)
-        hops += deferred
         queue.extend(deferred)
         while queue:
             node = pop()
