@@ -6,6 +6,8 @@ import json
 import time
 from urllib.parse import urlencode
 
+import pytest
+
 from bot.emulator import sign
 from tests.conftest import SlackHarness
 
