@@ -97,7 +97,7 @@ class Playground:
         self.driver = SlackDriver(self.emulator, f"{self.bot.url}/slack/events", self.config.slack_signing_secret)
         self.page.driver = self.driver
         if await self.bot.lineage.teams():  # a catalog is loaded: book the demo calendar once
-            await book_demo_calendar(self.bot.calendar)
+            await book_demo_calendar(self.bot.calendar, DEMO_USER)
         if self.seed_kafka and self.config.kafka_bootstrap_servers:
             print(await asyncio.to_thread(kafka_demo.seed, self.config.kafka_bootstrap_servers))
         if DEMO_PIPELINE in (await self.bot.sli.pipelines()):

@@ -9,11 +9,9 @@ from datetime import UTC, datetime, timedelta
 from bot.domain.calendar import Freeze, Scope
 from bot.services.calendar import CalendarService
 
-DEMO_USER = "U0000000YOU"
 
-
-async def book_demo_calendar(calendar: CalendarService, now: datetime | None = None) -> bool:
-    """Book the demo entries unless the calendar has any (a restart keeps what is there); whether it booked."""
+async def book_demo_calendar(calendar: CalendarService, booked_by: str, now: datetime | None = None) -> bool:
+    """Book the demo entries, as ``booked_by``, unless the calendar has any (a restart keeps what is there); whether it booked."""
     now = now or datetime.now(UTC)
     if await calendar.freezes() or await calendar.listing(now - timedelta(days=30), now + timedelta(days=60)):
         return False
@@ -21,7 +19,7 @@ async def book_demo_calendar(calendar: CalendarService, now: datetime | None = N
     friday = day + timedelta(days=(4 - day.weekday()) % 7 or 7)
     await calendar.add_freeze(Freeze("quarter-end close", "finance closes the books: no schema changes on the orders topic",
                                      Scope(subjects=frozenset({"orders-value"})), start=friday + timedelta(hours=18),
-                                     end=friday + timedelta(days=3, hours=6)), DEMO_USER)
+                                     end=friday + timedelta(days=3, hours=6)), booked_by)
     entries = [
         ("job_upgrade", "Flink 1.20 upgrade of enrich-orders", day + timedelta(days=1, hours=10), 1, "orders-team",
          Scope(jobs=frozenset({"enrich-orders"}))),
@@ -32,5 +30,5 @@ async def book_demo_calendar(calendar: CalendarService, now: datetime | None = N
     ]
     for kind, title, start, hours, owner, scope in entries:
         await calendar.add(kind=kind, title=title, start=start, end=start + timedelta(hours=hours), owner=owner,
-                           booked_by=DEMO_USER, scope=scope, surface="playground")
+                           booked_by=booked_by, scope=scope, surface="playground")
     return True

@@ -68,12 +68,16 @@ class PlaygroundPage:
         """The workspace as ``user`` sees it: channels with their messages and threads, their ephemerals, their
         Home tab and the modal open in front of them."""
         ws = self.ws
+        threads: dict[tuple[str, str], list[Message]] = {}  # every thread's replies, in one pass over the messages
+        for reply in ws.messages:
+            if reply.thread_ts is not None and reply.thread_ts != reply.ts:
+                threads.setdefault((reply.channel, reply.thread_ts), []).append(reply)
         channels = []
         for channel in ws.channels.values():
             if user not in channel.members or (channel.is_im and BOT_USER_ID not in channel.members):
                 continue
             top = [m for m in ws.messages if m.channel == channel.id and m.thread_ts in (None, m.ts)]
-            shown = [self._message(m) for m in top]
+            shown = [self._message(m, threads.get((m.channel, m.ts), [])) for m in top]
             shown += [{"channel": e.channel, "ts": e.ts, "user": BOT_USER_ID, "text": e.text, "blocks": e.blocks, "bot": True,
                        "ephemeral": True, "time": _time(e.ts)} for e in ws.ephemerals if e.user == user and e.channel == channel.id]
             shown.sort(key=lambda m: _order(m["ts"]))
@@ -92,8 +96,7 @@ class PlaygroundPage:
             "kafka": self.kafka_note,
         }
 
-    def _message(self, message: Message) -> dict[str, Any]:
-        replies = [m for m in self.ws.messages if m.channel == message.channel and m.thread_ts == message.ts and m.ts != message.ts]
+    def _message(self, message: Message, replies: list[Message]) -> dict[str, Any]:
         return {**message.as_json(), "channel": message.channel, "bot": message.user == BOT_USER_ID or bool(message.bot_id),
                 "time": _time(message.ts), "replies": len(replies),
                 "thread": [{**r.as_json(), "channel": r.channel, "bot": r.user == BOT_USER_ID, "time": _time(r.ts)} for r in replies],
