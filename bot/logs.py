@@ -9,6 +9,8 @@ from collections.abc import Iterable
 REDACTED = "[redacted]"
 CAPPED_LOGGERS = ("slack_bolt", "slack_sdk", "bot.slack.bolt")  # they log request and response bodies
 CAP = 300
+ROUTINE_LOGGERS = ("apscheduler",)  # "Running job ...", "executed successfully": every few seconds, worth nothing to a reader
+ROUTINE_LINES = ("Context impl ", "Will assume ")  # Alembic's preamble before each migration check (its "Running upgrade" lines stay)
 
 
 class SafeFormatter(logging.Formatter):
@@ -42,5 +44,16 @@ def configure(level: str, secrets: Iterable[str]) -> None:
 
 
 def install_redaction(secrets: Iterable[str], handler: logging.Handler) -> None:
-    """Give one handler the redacting, capping formatter."""
+    """Give one handler the redacting, capping formatter, and the scheduler's routine lines at DEBUG."""
     handler.setFormatter(SafeFormatter(secrets, "%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(routine_at_debug)
+
+
+def routine_at_debug(record: logging.LogRecord) -> bool:
+    """The scheduler's INFO lines (and Alembic's preamble) become DEBUG lines, shown only when the log level is DEBUG;
+    warnings and errors (a missed run, a job that raised) stay as they are."""
+    if record.levelno == logging.INFO and (record.name.startswith(ROUTINE_LOGGERS)
+                                           or record.name.startswith("alembic") and str(record.msg).startswith(ROUTINE_LINES)):
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return logging.getLogger().isEnabledFor(logging.DEBUG)
+    return True

@@ -6,12 +6,15 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import os
+import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
 
 T = TypeVar("T")
 WORKERS = max(1, min(2, os.cpu_count() or 1))
+WATCH_SECONDS = 0.5
 _pool: ProcessPoolExecutor | None = None
 
 
@@ -19,8 +22,22 @@ def pool() -> ProcessPoolExecutor:
     """The process pool (started on first use, shut down at interpreter exit)."""
     global _pool
     if _pool is None:
-        _pool = ProcessPoolExecutor(max_workers=WORKERS, mp_context=multiprocessing.get_context("spawn"))
+        _pool = ProcessPoolExecutor(max_workers=WORKERS, mp_context=multiprocessing.get_context("spawn"),
+                                    initializer=_end_with_parent, initargs=(os.getpid(),))
     return _pool
+
+
+def _end_with_parent(parent: int) -> None:
+    """In each worker: end at once when the bot that started it is gone, however it ended (SIGKILL too). An
+    orphan is adopted by another process, so its parent pid changes; the pool's resource tracker then sees its
+    last writer close and ends by itself."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(WATCH_SECONDS)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="end-with-parent", daemon=True).start()
 
 
 async def off_loop(function: Callable[..., T], *args: Any) -> T:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import logging
 import time
@@ -92,3 +93,37 @@ async def test_a_badly_signed_4_mib_request_leaves_one_short_line(slack: SlackHa
 def test_config_repr_shows_no_secret() -> None:
     shown: Any = repr(Config.from_env(ENV))
     assert "ci-token" not in shown and "abcdefghijkl" not in shown
+
+
+async def test_the_schedulers_routine_lines_are_debug_and_its_errors_stay(captured: io.StringIO) -> None:
+    from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+    ran = asyncio.Event()
+
+    async def fine() -> None:
+        ran.set()
+
+    async def broken() -> None:
+        raise RuntimeError("the sweep broke")
+
+    async def run_both() -> None:
+        scheduler = AsyncIOScheduler(timezone="UTC")
+        scheduler.add_job(fine, id="fine-job")
+        scheduler.add_job(broken, id="broken-job")
+        scheduler.start()
+        await ran.wait()
+        for _ in range(100):
+            if "the sweep broke" in captured.getvalue():
+                break
+            await asyncio.sleep(0.02)
+        scheduler.shutdown(wait=False)
+
+    await run_both()
+    shown = captured.getvalue()
+    assert "the sweep broke" in shown and "ERROR apscheduler" in shown  # a job that raised is still told
+    assert "Running job" not in shown and "executed successfully" not in shown and "Scheduler started" not in shown
+
+    logging.getLogger().setLevel(logging.DEBUG)
+    ran.clear()
+    await run_both()
+    assert "DEBUG apscheduler.executors.default: Running job" in captured.getvalue()

@@ -30,6 +30,7 @@ from bot.slack import ids
 from bot.store.database import Database
 from bot.store.models import Operation
 from tests.conftest import SlackHarness, bot_config
+from tests.leaks import descendants, in_group, wait_gone
 
 ALICE, BOB, CAROL = "U0000ALICE", "U00000BOB", "U0000CAROL"  # ALICE: oncall of orders-team; CAROL: global oncall; BOB: neither
 NOW = datetime.now(UTC)
@@ -332,7 +333,7 @@ async def test_cancel_stops_a_running_replay_at_a_transaction_boundary(ops: tupl
 
 def cli(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "bot", *args], env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, start_new_session=True)
 
 
 async def test_a_replay_killed_mid_way_resumes_from_its_last_transaction_exactly_once(migrated_url: str, kafka_bootstrap: str) -> None:
@@ -349,9 +350,11 @@ async def test_a_replay_killed_mid_way_resumes_from_its_last_transaction_exactly
         group = next((g for g, o in offsets.items() if sum(max(0, v) for v in o.values()) > 1_000), None)
         if group:
             break
+    below = descendants(first.pid)
     first.send_signal(signal.SIGKILL)
     _, said = await asyncio.to_thread(first.communicate)
     assert group is not None, said
+    assert await asyncio.to_thread(wait_gone, below, 5) == set() and in_group(first.pid) == []  # nothing of it outlives it
     at_kill = sum(max(0, v) for v in committed(kafka_bootstrap, group, dlq).values())
     assert at_kill < 10_000
 

@@ -60,6 +60,8 @@ def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     playground.add_argument("--no-prompt", action="store_true", help="serve only; do not read commands from the terminal")
     playground.add_argument("--seed-kafka", action="store_true",
                             help="fill KAFKA_BOOTSTRAP_SERVERS with the demo topics (a lagging group, a dead-letter topic): make run's own broker")
+    playground.add_argument("--stop-with", type=int, action="append", default=[], metavar="PID",
+                            help="stop when process PID ends (repeatable; make run names its own shell and its Kafka broker)")
     playground.set_defaults(run=_playground)
 
     asked = next((word for word in argv if not word.startswith("-")), None)
@@ -117,5 +119,6 @@ def _playground(args: argparse.Namespace) -> int:
 
     config = Config.from_env(os.environ, require_slack=False)
     configure(config.log_level, config.secrets)
-    asyncio.run(run_playground(config, args.port, args.slack_port, prompt=not args.no_prompt and sys.stdin.isatty(), seed_kafka=args.seed_kafka))
+    asyncio.run(run_playground(config, args.port, args.slack_port, prompt=not args.no_prompt and sys.stdin.isatty(), seed_kafka=args.seed_kafka,
+                               stop_with=args.stop_with))
     return 0

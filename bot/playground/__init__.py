@@ -11,8 +11,12 @@ import asyncio
 import contextlib
 import dataclasses
 import json
+import os
 import secrets
+import signal
 import sys
+import threading
+from collections.abc import Sequence
 from typing import Any
 
 from aiohttp import web
@@ -37,6 +41,7 @@ ROLES = {  # who is who in examples/catalog.yaml: the page's person switcher
 }
 SETTLE = 0.3
 DEMO_PIPELINE, FEED_SECONDS = "enrich-orders", 60.0
+WATCH_SECONDS = 0.5
 
 
 def seed(ws: Workspace) -> None:
@@ -152,27 +157,78 @@ def who(line: str) -> tuple[str, str]:
     return DEMO_USER, line
 
 
-async def run_playground(config: Config, port: int, slack_port: int, *, prompt: bool, seed_kafka: bool = False) -> None:
-    """Run until interrupted; with ``prompt``, read slash commands from the terminal."""
+async def run_playground(config: Config, port: int, slack_port: int, *, prompt: bool, seed_kafka: bool = False,
+                         stop_with: Sequence[int] = ()) -> None:
+    """Run until SIGTERM, SIGINT or SIGHUP, the end of the terminal's input (with ``prompt``: read slash commands
+    from it), or the end of any process in ``stop_with`` (``make run`` names its own shell and its Kafka broker,
+    so the whole stops together whichever part is stopped)."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        loop.add_signal_handler(signum, stop.set)  # also when the shell that started us in the background ignores SIGINT
+    watching = asyncio.create_task(_stop_when_gone(stop_with, stop))
     playground = Playground(config, seed_kafka=seed_kafka)
-    await playground.start(port, slack_port)
-    assert playground.bot is not None
-    print(f"ChangeOps playground: open {playground.emulator.base_url}/ in a browser (the bot on {playground.bot.url})")
-    print(f"Database: {config.database_url}")
-    print(f"""Send a command: curl -s {playground.emulator.base_url}/_emulator/command -d '{{"text": "/schema help"}}'""")
     try:
-        if not prompt:
-            await asyncio.Event().wait()
-        print("Type a slash command (e.g. /schema help), or act as someone else: @bob /schema list waiting. Ctrl-D to quit.")
-        while True:
-            sys.stdout.write("you> ")
-            sys.stdout.flush()
-            line = await asyncio.to_thread(sys.stdin.readline)
-            if not line:
-                break
-            user, text = who(line.strip())
-            if text:
-                for reply in await playground.send(text, user):
-                    print(reply, end="\n\n")
+        starting = asyncio.create_task(playground.start(port, slack_port))
+        await asyncio.wait([starting, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED)
+        if not starting.done():
+            starting.cancel()
+            await asyncio.gather(starting, return_exceptions=True)
+            print("Stopped while starting.")
+            return
+        await starting
+        assert playground.bot is not None
+        print(f"ChangeOps playground: open {playground.emulator.base_url}/ in a browser (the bot on {playground.bot.url})")
+        print(f"Database: {config.database_url}")
+        print(f"""Send a command: curl -s {playground.emulator.base_url}/_emulator/command -d '{{"text": "/schema help"}}'""")
+        print("What people do in the page is told below; stop with Ctrl-C.", flush=True)
+        if prompt:
+            print("Type a slash command (e.g. /schema help), or act as someone else: @bob /schema list waiting. Ctrl-D to quit.")
+            typing = asyncio.create_task(_read_prompt(playground, stop))
+            await stop.wait()
+            typing.cancel()
+        else:
+            await stop.wait()
     finally:
+        watching.cancel()
         await playground.stop()
+
+
+async def _stop_when_gone(pids: Sequence[int], stop: asyncio.Event) -> None:
+    """Set ``stop`` once any of ``pids`` has ended."""
+    while pids:
+        for pid in pids:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                print(f"Process {pid} ended: stopping the playground.", flush=True)
+                stop.set()
+                return
+            except PermissionError:  # alive, someone else's
+                pass
+        await asyncio.sleep(WATCH_SECONDS)
+
+
+async def _read_prompt(playground: Playground, stop: asyncio.Event) -> None:
+    """Slash commands typed at the terminal, until its input ends. The terminal is read by a daemon thread: a
+    blocked read never holds up the stop."""
+    loop = asyncio.get_running_loop()
+    lines: asyncio.Queue[str] = asyncio.Queue()
+
+    def read() -> None:
+        for line in sys.stdin:
+            loop.call_soon_threadsafe(lines.put_nowait, line)
+        loop.call_soon_threadsafe(lines.put_nowait, "")
+
+    threading.Thread(target=read, name="playground-prompt", daemon=True).start()
+    while True:
+        sys.stdout.write("you> ")
+        sys.stdout.flush()
+        line = await lines.get()
+        if not line:
+            stop.set()
+            return
+        user, text = who(line.strip())
+        if text:
+            for reply in await playground.send(text, user):
+                print(reply, end="\n\n")

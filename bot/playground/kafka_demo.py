@@ -46,7 +46,7 @@ def seed(bootstrap: str, now: datetime | None = None, *, topic: str = TOPIC, dlq
                                    for name in (topic, dlq) if name not in existing])
     for future in futures.values():
         future.result(timeout=TIMEOUT)
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "log_level": 4})  # its info lines would bury the start-up summary
     start = now - timedelta(hours=2)
     for i in range(EVENTS):
         key = f"o-{i:05d}"

@@ -12,6 +12,7 @@ import base64
 import binascii
 import functools
 import json
+import logging
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ FILES = {"index.html": "text/html", "app.js": "text/javascript", "blocks.js": "t
          "mrkdwn.js": "text/javascript", "style.css": "text/css"}
 PING_SECONDS = 15.0
 MAX_UPLOAD = 1_000_000
+log = logging.getLogger("bot.playground")  # what people do in the page: the terminal's running story
 
 
 class PlaygroundPage:
@@ -135,6 +137,7 @@ class PlaygroundPage:
             return _error("pick a channel you are in")
         if not text.startswith("/"):
             return _error("type a slash command, such as /schema help")
+        self._told(user, f"ran `{text}` in {self._where(channel)}")
         delivery = await self._driver().command(text, user=user, channel=channel)
         return _answer(delivery.status)
 
@@ -148,8 +151,10 @@ class PlaygroundPage:
             message = self.ws.find_message(channel, ts)
         if message is None:
             return _error("that message is gone", 404)
+        action = str(body.get("action_id", ""))
+        self._told(user, f"clicked {_label(message.blocks, action)} in {self._where(channel)}")
         try:
-            delivery = await self._driver().click(message, str(body.get("action_id", "")), user=user, option=_optional(body.get("option")))
+            delivery = await self._driver().click(message, action, user=user, option=_optional(body.get("option")))
         except LookupError as err:
             return _error(str(err))
         return _answer(delivery.status)
@@ -160,8 +165,10 @@ class PlaygroundPage:
         view = self._view(str(body.get("view_id", "")), user)
         if view is None:
             return _error("that view is closed", 404)
+        action = str(body.get("action_id", ""))
+        self._told(user, f"clicked {_label(view.view.get('blocks') or [], action)} in {_title(view.view)}")
         try:
-            delivery = await self._driver().click_in_view(view, str(body.get("action_id", "")), user=user)
+            delivery = await self._driver().click_in_view(view, action, user=user)
         except LookupError as err:
             return _error(str(err))
         return _answer(delivery.status)
@@ -175,6 +182,7 @@ class PlaygroundPage:
         values = body.get("values")
         if not isinstance(values, dict):
             return _error("values: expected {block_id: {action_id: value}}")
+        self._told(user, f"submitted {_title(view.view)}")
         delivery = await self._driver().submit(view.id, values, user=user)
         await self.ws.changed()
         return _answer(delivery.status)
@@ -206,6 +214,15 @@ class PlaygroundPage:
         if len(content) > MAX_UPLOAD:
             return _error("files in the playground are at most 1 MB")
         return web.json_response({"file": self.ws.upload(self.emulator.base_url, self._user(body), name, content)})
+
+    def _told(self, user: str, what: str) -> None:
+        log.info("%s %s", self.ws.users[user]["name"], what.replace("\n", " ")[:300])
+
+    def _where(self, channel: str) -> str:
+        known = self.ws.channels.get(channel)
+        if known is None or known.is_im:
+            return "a DM"
+        return f"#{known.name}"
 
     def _driver(self) -> SlackDriver:
         if self.driver is None:
@@ -241,6 +258,20 @@ def _answer(status: int) -> web.Response:
 
 def _error(message: str, status: int = 400) -> web.Response:
     return web.json_response({"error": message}, status=status)
+
+
+def _label(blocks: list[dict[str, Any]], action_id: str) -> str:
+    """The text of the element ``action_id`` names (a button's label), else the id itself."""
+    for block in blocks:
+        for element in [*block.get("elements", []), *([block["accessory"]] if "accessory" in block else [])]:
+            if element.get("action_id") == action_id:
+                text = element.get("text") or element.get("placeholder") or {}
+                return f"“{text.get('text', action_id)}”"
+    return f"“{action_id}”"
+
+
+def _title(view: dict[str, Any]) -> str:
+    return f"the form “{(view.get('title') or {}).get('text', 'untitled')}”"
 
 
 def _optional(value: Any) -> str | None:
