@@ -40,18 +40,21 @@ def seed(admin: AdminClient, bootstrap: str, groups: int) -> str:
     for i in range(PARTITIONS * 100):
         producer.produce(topic, b"x", partition=i % PARTITIONS)
     producer.flush(30)
-    pending = []
-    for number in range(groups):
-        group = f"{topic}-reader-{number}"
-        offsets = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p, number % 100) for p in range(PARTITIONS)])
-        pending.append(admin.alter_consumer_group_offsets([offsets])[group])
-        if len(pending) >= 100:
-            for future in pending:
-                future.result(timeout=30)
-            pending.clear()
-    for future in pending:
-        future.result(timeout=30)
-    return topic
+    left = list(range(groups))
+    for _ in range(20):  # a commit refused per partition (a coordinator still loading) is no error of the call: commit it again
+        refused = []
+        for start in range(0, len(left), 100):
+            futures = {}
+            for number in left[start:start + 100]:
+                group = f"{topic}-reader-{number}"
+                offsets = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p, number % 100) for p in range(PARTITIONS)])
+                futures[number] = admin.alter_consumer_group_offsets([offsets])[group]
+            refused += [n for n, f in futures.items() if any(tp.error is not None for tp in f.result(timeout=30).topic_partitions)]
+        if not refused:
+            return topic
+        left = refused
+        time.sleep(0.5)
+    raise SystemExit(f"{len(left)} groups could not be seeded")
 
 
 async def through_the_service(bootstrap: str) -> tuple[float, float]:
@@ -86,25 +89,18 @@ async def through_the_service(bootstrap: str) -> tuple[float, float]:
 def main(groups: int, bootstrap: str) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     topic = seed(admin, bootstrap, groups)
-    for _ in range(100):  # a fresh cluster may take a moment before every committed offset is listed
-        if sum(1 for offsets in one_by_one(admin).values() if any(t == topic and o >= 0 for (t, _), o in offsets.items())) == groups:
-            break
-        time.sleep(0.2)
     began = time.perf_counter()
     naive = one_by_one(admin)
     baseline = time.perf_counter() - began
-    for _ in range(5):  # on a busy test cluster a census right after seeding has missed a group: measure one that sees them all
-        began = time.perf_counter()
-        snapshot = take(admin, [topic])
-        census = time.perf_counter() - began
-        readers = [g for g in snapshot.groups if topic in g.topics()]
-        if len(readers) == groups:
-            break
-        time.sleep(0.5)
-    assert len(readers) == groups, f"the census found {len(readers)} of {groups} groups"
+    began = time.perf_counter()
+    snapshot = take(admin, [topic])
+    census = time.perf_counter() - began
+    readers = [g for g in snapshot.groups if topic in g.topics()]
+    assert len(readers) == groups or snapshot.partial, f"the census found {len(readers)} of {groups} groups and did not say it was partial"
     assert sum(1 for offsets in naive.values() if any(t == topic and o >= 0 for (t, _), o in offsets.items())) == groups
     stored, stall = asyncio.run(through_the_service(bootstrap))
-    print(f"groups on {topic}: {groups:,} ({len(naive):,} on the cluster); {PARTITIONS} partitions")
+    print(f"groups on {topic}: {groups:,} ({len(naive):,} on the cluster); {PARTITIONS} partitions; the census found {len(readers):,}"
+          + (f", Kafka did not answer for {len(snapshot.unanswered)}" if snapshot.partial else ""))
     print(f"baseline, committed offsets one group after the other: {baseline:6.2f} s")
     print(f"census (batched describes, 64 offset requests in flight, end offsets, retention): {census:6.2f} s")
     print(f"census through the service, stored in SQLite: {stored:6.2f} s; longest event-loop stall meanwhile {stall * 1000:.0f} ms")

@@ -81,7 +81,8 @@ class Bot:
         self.calendar = CalendarService(self.db, self.lineage, clock)
         self.owner = secrets.token_hex(8)
         self.sli = SliService(self.db, self.lineage, self.outbox, clock, config.changes_channel)
-        self.census = CensusService(self.db, self.lineage, self.sli, config.kafka_bootstrap_servers, self.owner, clock)
+        self.census = CensusService(self.db, self.lineage, self.sli, config.kafka_bootstrap_servers, self.owner, clock,
+                                    timedelta(seconds=config.census_seconds))
         self.proposals = Proposals(self.db, self.registry, self.lineage, membership, self.outbox, self.calendar, clock, self.schema_registry,
                                    readers=self.census if config.kafka_bootstrap_servers else None)
         delivery = SlackDelivery(self.connections.client(retries=False), self.proposals,

@@ -70,8 +70,13 @@ while time.monotonic() < deadline:
     except ProcessLookupError:
         sys.exit("the Kafka broker exited during start-up; see its logs in the run folder")
     try:
-        if AdminClient({"bootstrap.servers": bootstrap, "log_level": 0}).list_topics(timeout=1).brokers:
-            sys.exit(0)
+        admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+        if admin.list_topics(timeout=1).brokers:
+            # Groups work too: asking for a group creates the offsets topic; while its coordinators load, offset
+            # commits come back refused (NOT_COORDINATOR) and the listing errs, so wait until the listing is clean.
+            admin.describe_consumer_groups(["changeops-ready-probe"], request_timeout=5)["changeops-ready-probe"].result(timeout=10)
+            if not admin.list_consumer_groups(request_timeout=5).result(timeout=10).errors:
+                sys.exit(0)
     except Exception:
         pass
     time.sleep(0.2)

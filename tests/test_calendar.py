@@ -162,6 +162,34 @@ async def test_windows_conflict_through_a_three_hop_downstream(slack: SlackHarne
     assert [c["with"] for c in listed[0]["conflicts"]] == [upstream["id"]]
 
 
+async def test_entries_conflict_on_their_own_datasets_not_only_below_them(slack: SlackHarness) -> None:
+    """Two jobs writing one dataset, and a job with a maintenance of its output, conflict; touching windows do not."""
+    catalog, problems = read_catalog({
+        "teams": {"orders-team": {"members": [ALICE]}, "analytics-team": {"members": [BOB]}},
+        "subjects": {"orders-value": {"owner": "orders-team"}},
+        "datasets": [{"name": "dwd_orders", "namespace": "iceberg://lake", "owner": "analytics-team", "fields": ["amount"]}],
+        "jobs": [{"name": job, "owner": "analytics-team", "inputs": ["orders-value"], "outputs": ["dwd_orders"]} for job in ("enrich", "repair")]},
+        lambda _: None)  # type: ignore[arg-type, return-value]
+    assert problems == []
+    await slack.bot.lineage.load_catalog(catalog)
+
+    async def book(kind: str, title: str, start: str, end: str, scope: dict[str, list[str]]) -> dict[str, Any]:
+        status, entry = await api(slack, "POST", "/api/v1/calendar", {
+            "kind": kind, "title": title, "start": f"2026-12-03T{start}:00Z", "end": f"2026-12-03T{end}:00Z", "owner": "analytics-team",
+            "booked_by": BOB, "scope": scope})
+        assert status == 201, entry
+        return entry
+
+    enrich = await book("job_upgrade", "enrich v2", "02:00", "04:00", {"jobs": ["enrich"]})
+    repair = await book("job_upgrade", "repair run", "03:00", "05:00", {"jobs": ["repair"]})
+    [both] = repair["conflicts"]
+    assert both["with"] == enrich["id"] and "dataset dwd_orders" in both["reason"]
+    compaction = await book("maintenance", "compact dwd_orders", "05:00", "06:00", {"datasets": ["dwd_orders"]})
+    assert compaction["conflicts"] == []  # touches the repair run's end: no overlap
+    vacuum = await book("maintenance", "vacuum dwd_orders", "01:00", "02:30", {"datasets": ["dwd_orders"]})
+    assert [c["with"] for c in vacuum["conflicts"]] == [enrich["id"]] and "dataset dwd_orders" in vacuum["conflicts"][0]["reason"]
+
+
 @pytest.mark.parametrize("body, field, message", [
     ({"end": "2026-12-03T01:00:00Z"}, "", "before it starts"),
     ({"scope": {"jobs": ["ghost"]}}, "scope", "unknown job ghost"),

@@ -144,14 +144,31 @@ async def test_the_card_names_declared_undeclared_and_idle_readers_and_attributi
     env = {**os.environ, "DATABASE_URL": migrated_url}
     printed = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "consumers", names["topic"], "--format", "json"],
                                       env=env, capture_output=True, text=True, timeout=60)
-    rows = {r["group"]: r for r in json.loads(printed.stdout)}
+    answer = json.loads(printed.stdout)
+    assert printed.returncode == 3, printed.stderr  # the newest census failed: this is the stored one
+    assert answer["topic"] == names["topic"] and answer["failed"] and answer["live"] is False and answer["age_seconds"] >= 0
+    assert census.taken_at is not None and answer["taken_at"] == census.taken_at.isoformat()
+    rows = {r["group"]: r for r in answer["readers"]}
     assert rows[names["active"]]["team"] == "growth-team" and rows[names["active"]]["members"] == [
         {"client_id": "fraud-scorer-7", "host": rows[names["active"]]["members"][0]["host"]}]
+    assert rows[names["active"]]["state"] == "last seen active" and rows[names["active"]]["live"] is False  # never shown as live
     assert rows[names["declared"]]["declared_by"] == "enrich" and rows[names["idle"]]["state"] == "retired"
-    assert printed.returncode == 0  # every group that reads is declared or attributed now
+    text = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "consumers", names["topic"]], env=env, capture_output=True,
+                                   text=True, timeout=60)
+    assert text.returncode == 3 and "last seen active at" in text.stdout and "the newest census failed" in text.stdout
     impact = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "impact", "orders-value", "--format", "json"],
                                      env=env, capture_output=True, text=True, timeout=60)
     assert {g["group"] for g in json.loads(impact.stdout)["consumer_groups"]} == set(rows)
+
+    await slack.bot.stop()  # the broker answers again: a fresh census is live, and every reader that reads is declared or attributed
+    slack.bot = Bot(bot_config(slack.emulator, migrated_url, KAFKA_BOOTSTRAP_SERVERS=kafka_bootstrap))
+    await slack.bot.start(0)
+    refreshed = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "consumers", names["topic"], "--refresh", "--format",
+                                                         "json"], env=env, capture_output=True, text=True, timeout=120)
+    answer = json.loads(refreshed.stdout)
+    assert refreshed.returncode == 0, refreshed.stderr
+    assert answer["live"] is True and answer["failed"] is None and answer["partial"] is False and answer["age_seconds"] < 60
+    assert all(r["live"] and not r["state"].startswith("last seen") for r in answer["readers"])
 
 
 async def test_consumers_command_lists_the_census(readers: tuple[SlackHarness, dict[str, Any]]) -> None:

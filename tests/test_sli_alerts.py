@@ -114,6 +114,29 @@ async def test_an_alert_is_posted_acknowledged_silenced_and_resolved_in_place(sl
     assert len(history) == 1 and history[0].acked_by == ALICE and history[0].resolved_at is not None and history[0].level == "page"
 
 
+async def test_a_firing_alert_is_edited_within_seconds_of_each_material_change_and_not_for_the_others(slack: SlackHarness) -> None:
+    await load(slack, catalog(slack))
+    await send(slack, [sample("schema_error_rate", 0.02)])
+    message = await the_alert(slack, lambda t: "*Now*\n2%" in t)
+    updates = len(slack.ws.calls_to("chat.update"))
+
+    await send(slack, [sample("schema_error_rate", 0.0195, 0.5), sample("schema_error_rate", 0.019, 1)])  # 2.5% and 5% lower
+    await slack.bot.idle()
+    assert len(slack.ws.calls_to("chat.update")) == updates and "*Now*\n2%" in read(slack.ws.find_message(message.channel, message.ts))  # type: ignore[arg-type]
+
+    await send(slack, [sample("schema_error_rate", 0.017, 1.5)])  # 15% below what the message shows
+    edited = await slack.ws.wait_for(lambda: "*Now*\n1.7%" in read(slack.ws.find_message(message.channel, message.ts)) or None,  # type: ignore[arg-type]
+                                     timeout=5)
+    assert edited and len(slack.ws.calls_to("chat.update")) == updates + 1
+    await send(slack, [sample("schema_error_rate", 0.021, 2)])  # a new peak (2.1% > 2%), a little more than 10% up too
+    await slack.ws.wait_for(lambda: "*Peak*\n2.1%" in read(slack.ws.find_message(message.channel, message.ts)) or None,  # type: ignore[arg-type]
+                            timeout=5)
+    await send(slack, [sample("schema_error_rate", 0.0, 1.8)])  # late: older than the newest sample, changes nothing
+    await slack.bot.idle()
+    assert "*Now*\n2.1%" in read(slack.ws.find_message(message.channel, message.ts)) and len(alerts(slack)) == 1  # type: ignore[arg-type]
+    assert (await slack.bot.sli.coverage())[0]["late"] == {"schema_error_rate": 1}
+
+
 async def test_runbook_buttons_answer_only_the_clicker(slack: SlackHarness) -> None:
     await load(slack, catalog(slack))
     await slack.bot.proposals.calendar.add(kind="maintenance", title="orders reindex", start=T0 - timedelta(hours=1), end=T0 + timedelta(hours=1),
@@ -235,6 +258,13 @@ async def test_a_storm_of_a_hundred_pages_is_delivered_as_digests_within_slacks_
     dm = "\n".join(read(m) for m in slack.ws.channel_messages(slack.ws.open_dm(ALICE)))
     assert all(f"p{i:03d}" in dm for i in range(100))
     digest = next(m for m in slack.ws.channel_messages("changes") if "alerts firing" in m.text)
+    status, _ = await send(slack, [sample("schema_error_rate", 0.9, 1, pipeline=f"p{i:03d}") for i in range(100)])  # every value moves
+    assert status == 200
+    await slack.bot.idle()
+    for channel in channels:  # each digest edited in place to show the new values; no new posts for it
+        shown = "\n".join(read(m) for m in slack.ws.channel_messages(channel) if "alerts firing" in m.text)
+        assert shown.count("— 90%") == 25 and "— 50%" not in shown
+    assert len([c for c in slack.ws.calls_to("chat.postMessage") if c.ok]) == len(posts)
     await slack.driver.click(digest, ids.SLI_ACK_ALL, user=ALICE)
     await slack.ws.wait_for(lambda: any("You acknowledged 25 alerts" in e.text for e in slack.ws.ephemerals_for(ALICE)))
     await slack.bot.idle()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import logging
 import struct
 import time
 import uuid
@@ -207,3 +208,33 @@ async def test_dead_letters_are_sampled_from_the_alert(kafka_bot: tuple[SlackHar
                                    timeout=30)
     shown = as_text(plan.text, plan.blocks)
     assert "*3* messages to copy" in shown or "3 messages to copy" in shown
+
+
+async def test_a_backlog_on_the_metrics_topic_is_the_bots_own_lag_said_once_and_no_pipeline_is_silent(
+        kafka_bot: tuple[SlackHarness, str], kafka_bootstrap: str, caplog: pytest.LogCaptureFixture) -> None:
+    slack, metrics = kafka_bot
+    await load(slack, catalog(slack, [{"name": "backlog-pipe", "owner": "orders-team", "channel": "#orders-pipeline", "interval": "1m",
+                                       "reports": ["commit_success_rate"]}]))
+    config = slack.bot.config
+    await slack.bot.stop()  # the bot is away while 15 minutes of samples pile up on the metrics topic
+    producer = Producer({"bootstrap.servers": kafka_bootstrap, "linger.ms": 20})
+    start = datetime.now(UTC) - timedelta(minutes=15)
+    for i in range(9_000):
+        at = start + timedelta(milliseconds=100 * i)
+        producer.produce(metrics, key=b"backlog-pipe", value=avro(record("backlog-pipe", "commit_success_rate", 1.0, at)),
+                         timestamp=int(at.timestamp() * 1000))
+    assert producer.flush(30) == 0
+    caplog.set_level(logging.WARNING, logger="bot.services.sli")
+    slack.bot = Bot(config)
+    await slack.bot.start(0)
+    for _ in range(600):
+        if "caught up on" in caplog.text:
+            break
+        await asyncio.sleep(0.1)
+    said = [r.getMessage() for r in caplog.records if r.name == "bot.services.sli"]
+    assert sum(f"reads {metrics} late" in m for m in said) == 1 and sum("caught up" in m for m in said) == 1, said
+    assert "not the pipelines'" in said[0]
+    await slack.bot.sli.sweep()
+    assert await slack.bot.sli.history("backlog-pipe") == []  # fifteen-minute-old samples that arrived are data, not silence
+    [row] = await slack.bot.sli.series("backlog-pipe")
+    assert row.state["status"] == "ok" and row.state["late"] == 0

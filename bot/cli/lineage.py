@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -237,19 +238,32 @@ def run_impact(args: argparse.Namespace) -> int:
     return 0
 
 
-def census_of(topic: str, refresh: bool = False) -> Census:
-    """The stored census of ``topic`` (taken afresh first with ``refresh``)."""
+def census_of(topic: str, refresh: bool = False, *, ask: bool = False) -> Census:
+    """The stored census of ``topic`` (taken afresh first with ``refresh``). With ``ask`` (or ``refresh``) the cluster is
+    asked whether the topic exists: one it does not have is a CommandError naming the nearest names; one it does not
+    answer for is the stored census marked failed."""
     config = Config.from_env(os.environ, require_slack=False)
 
     async def work(db: Database) -> Census:
         lineage = LineageService(db)
-        census = CensusService(db, lineage, SliService(db, lineage, Outbox()), config.kafka_bootstrap_servers, "cli")
-        try:
-            if refresh:
+        census = CensusService(db, lineage, SliService(db, lineage, Outbox()), config.kafka_bootstrap_servers, "cli",
+                               interval=timedelta(seconds=config.census_seconds))
+        if refresh and not config.kafka_bootstrap_servers:
+            raise CommandError("Kafka is not configured for this bot: set KAFKA_BOOTSTRAP_SERVERS", USAGE_ERROR)
+        unreachable = None
+        if (ask or refresh) and config.kafka_bootstrap_servers:
+            try:
+                nearest = await census.topic_named(topic)
+            except CensusError as err:
+                nearest, unreachable = None, str(err)
+            if nearest is not None:
+                hint = f" (did you mean {', '.join(nearest)}?)" if nearest else ""
+                raise CommandError(f"no topic {topic} on the cluster{hint}", USAGE_ERROR)
+            if refresh and unreachable is None:
                 await census.refresh()
-            return await census.census(topic)
-        except CensusError as err:
-            raise CommandError(str(err), USAGE_ERROR) from None
+        answer = await census.census(topic)
+        answer.failed = answer.failed or unreachable
+        return answer
 
     try:
         return with_database(work)
@@ -259,17 +273,23 @@ def census_of(topic: str, refresh: bool = False) -> Census:
 
 def census_lines(census: Census) -> list[str]:
     """The census for a terminal."""
-    age = f"census of {census.taken_at:%Y-%m-%d %H:%M} UTC" if census.taken_at else "no census has answered yet (bot consumers --refresh)"
-    lines = [f"{census.topic}: {len(census.reading)} group(s) read it ({age})" + (f"; the newest census failed: {census.failed}" if census.failed else "")]
+    age = (f"census of {census.taken_at:%Y-%m-%d %H:%M} UTC, {_age(census)} old" if census.taken_at
+           else "no census has answered yet (bot consumers --refresh)")
+    lines = [f"{census.topic}: {len(census.reading)} group(s) read it ({age})"] + [f"  ! {note}" for note in census.notes()]
     for reader in census.readers:
         r, declared = reader.reading, reader.declared
         who = f"job {declared.job}" if declared and declared.job else "attributed" if declared else "NOT DECLARED"
         team = f" ({declared.team})" if declared and declared.team else ""
         clients = ", ".join(f"{m.client_id}@{m.host}" for m in r.members)
         flag = "! " if declared is None and reader.activity in (Activity.ACTIVE, Activity.IDLE) else "  "
-        lines.append(f"{flag}{r.group:<40} {reader.activity.value:<8} {who}{team}" + (f"  [{clients}]" if clients else "")
+        lines.append(f"{flag}{r.group:<40} {reader.state_text():<8} {who}{team}" + (f"  [{clients}]" if clients else "")
                      + (f"  last commit {r.last_commit:%Y-%m-%d %H:%M}" if r.last_commit else "") + (f"  lag {r.lag:,}" if r.lag is not None else ""))
     return lines
+
+
+def _age(census: Census) -> str:
+    seconds = int(census.age.total_seconds()) if census.age is not None else 0
+    return f"{seconds} s" if seconds < 120 else f"{seconds // 60} min" if seconds < 7200 else f"{seconds // 3600} h"
 
 
 def impact_text(impact: Impact, teams: set[str]) -> str:

@@ -63,5 +63,6 @@ def run_coverage(args: argparse.Namespace) -> int:
         for row in rows:
             verdict = ("not production-ready: nothing measures " + ", ".join(row["missing"]) if row["missing"]
                        else "silent: no recent samples of " + ", ".join(row["silent"]) if row["silent"] else "covered")
-            print(f"{row['pipeline']} ({row['owner']}): {verdict}")
+            late = ", ".join(f"{count:,} late {sli}" for sli, count in sorted(row["late"].items()))
+            print(f"{row['pipeline']} ({row['owner']}): {verdict}" + (f"; dropped {late} sample(s)" if late else ""))
     return 1 if any(r["missing"] for r in rows) else 0

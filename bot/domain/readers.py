@@ -38,6 +38,7 @@ class Reading:
     lag: int | None = None
     last_commit: datetime | None = None  # when its committed offsets last moved (as the bot saw them)
     first_seen: datetime | None = None
+    seen_at: datetime | None = None  # the census that last saw it (older than the census's own time: Kafka did not answer for it since)
 
 
 @dataclass(frozen=True)
@@ -51,17 +52,29 @@ class Declared:
 
 @dataclass(frozen=True)
 class Reader:
-    """A reading, judged: declared or not, and how active."""
+    """A reading, judged: declared or not, and how active; ``live`` False when what it says is only as of ``seen_at``
+    (the census is older than its interval, or Kafka did not answer for this group in the newest one)."""
 
     reading: Reading
     activity: Activity
     declared: Declared | None
+    live: bool = True
+
+    @property
+    def state(self) -> str:
+        """Its activity, or ``last seen <activity>`` when that is not known to hold now."""
+        return self.activity.value if self.live else f"last seen {self.activity.value}"
+
+    def state_text(self) -> str:
+        """For people: ``active``, or ``last seen active at 2026-12-03 09:00 UTC``."""
+        seen = self.reading.seen_at
+        return self.state if self.live or seen is None else f"{self.state} at {seen:%Y-%m-%d %H:%M} UTC"
 
     def as_json(self) -> dict[str, Any]:
-        """``{"group", "state", "members", "declared_by", "team", "last_commit", "lag"}`` (and how it was judged)."""
+        """``{"group", "state", "live", "seen_at", "members", "declared_by", "team", "last_commit", "lag"}`` (and how it was judged)."""
         r = self.reading
-        return {"group": r.group, "state": self.activity.value, "broker_state": r.state,
-                "members": [{"client_id": m.client_id, "host": m.host} for m in r.members],
+        return {"group": r.group, "state": self.state, "live": self.live, "seen_at": r.seen_at.isoformat() if r.seen_at else None,
+                "broker_state": r.state, "members": [{"client_id": m.client_id, "host": m.host} for m in r.members],
                 "declared_by": self.declared.job if self.declared else None, "team": self.declared.team if self.declared else None,
                 "declared_in": self.declared.source if self.declared else None,
                 "last_commit": r.last_commit.isoformat() if r.last_commit else None, "lag": r.lag}
@@ -69,12 +82,21 @@ class Reader:
 
 @dataclass
 class Census:
-    """The readers of one topic, and how fresh that knowledge is."""
+    """The readers of one topic, and how fresh and complete that knowledge is."""
 
     topic: str
     readers: list[Reader] = field(default_factory=list)
     taken_at: datetime | None = None  # the last census that answered
     failed: str | None = None  # why the newest attempt did not answer (the readers are then the last census's)
+    partial: int = 0  # groups Kafka did not answer for in the last census (kept as last seen)
+    partial_reason: str | None = None
+    age: timedelta | None = None  # of ``taken_at``, when the census was read
+    stale: bool = False  # older than the census interval: nobody has taken one since
+
+    @property
+    def live(self) -> bool:
+        """Whether the newest census answered and is not older than its interval (a partial one is live for what it saw)."""
+        return self.taken_at is not None and self.failed is None and not self.stale
 
     @property
     def undeclared(self) -> list[Reader]:
@@ -86,15 +108,32 @@ class Census:
         """Every group that reads (stale and retired ones left out)."""
         return [r for r in self.readers if r.activity in (Activity.ACTIVE, Activity.IDLE)]
 
+    def notes(self) -> list[str]:
+        """What makes this census less than a live and complete answer, for people (empty when it is one)."""
+        found = []
+        if self.failed:
+            found.append(f"the newest census failed ({self.failed}): these are the readers it last saw")
+        elif self.stale:
+            found.append("no census since: states are as last seen")
+        if self.partial:
+            found.append(f"partial: Kafka did not answer for {self.partial} group{'s' if self.partial != 1 else ''}"
+                         + (f" ({self.partial_reason})" if self.partial_reason else "") + "; those are shown as last seen")
+        return found
+
     def as_json(self) -> dict[str, Any]:
-        """For the proposal's impact and the API."""
-        return {"topic": self.topic, "taken_at": self.taken_at.isoformat() if self.taken_at else None, "failed": self.failed,
-                "groups": [r.as_json() for r in self.readers]}
+        """``{"topic", "taken_at", "age_seconds", "partial", "unanswered", "partial_reason", "failed", "live", "notes", "readers"}``."""
+        return {"topic": self.topic, "taken_at": self.taken_at.isoformat() if self.taken_at else None,
+                "age_seconds": round(self.age.total_seconds()) if self.age is not None else None, "partial": bool(self.partial),
+                "unanswered": self.partial, "partial_reason": self.partial_reason, "failed": self.failed, "live": self.live,
+                "notes": self.notes(), "readers": [r.as_json() for r in self.readers]}
 
 
-def judge(readings: list[Reading], declared: dict[str, Declared], retired: set[str], retention: timedelta | None, now: datetime) -> list[Reader]:
+def judge(readings: list[Reading], declared: dict[str, Declared], retired: set[str], retention: timedelta | None, now: datetime,
+          fresh_since: datetime | None = None) -> list[Reader]:
     """Each reading judged: active when members hold its partitions; retired when someone said so; stale when idle and
-    last committed longer ago than the topic keeps data (``retention`` None: forever); else idle. Active first."""
+    last committed longer ago than the topic keeps data (``retention`` None: forever); else idle. Active first. A reading
+    seen before ``fresh_since`` (None: every reading is old) is not live: it says what was, not what is (a retirement is
+    people's word, always current)."""
     readers = []
     for reading in readings:
         if reading.group in retired:
@@ -105,6 +144,7 @@ def judge(readings: list[Reading], declared: dict[str, Declared], retired: set[s
             activity = Activity.STALE
         else:
             activity = Activity.IDLE
-        readers.append(Reader(reading, activity, declared.get(reading.group)))
+        live = activity is Activity.RETIRED or (fresh_since is not None and reading.seen_at is not None and reading.seen_at >= fresh_since)
+        readers.append(Reader(reading, activity, declared.get(reading.group), live))
     order = list(Activity)
     return sorted(readers, key=lambda r: (order.index(r.activity), r.declared is not None, r.reading.group))

@@ -4,13 +4,19 @@ assigned to it), its state and members, its lag; and how long each topic keeps d
 Cheap on a cluster with thousands of groups: groups are described in batches, committed offsets (one group
 per request, as the protocol's client API allows) are asked with a bounded number in flight, every call has a
 timeout; only groups with members are described (the listing says which). Blocking: run it in a worker thread.
-The bot's own groups (``changeops-``) are left out."""
+The bot's own groups (``changeops-``) are left out.
+
+Complete or says it is not: what Kafka refuses for a moment (a coordinator that moved or is still loading its part
+of the offsets topic, as on a fresh broker) is asked again; a group it still does not answer for is named in the
+snapshot's ``unanswered``, never left out as if it read nothing."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from typing import Any
 
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, ResourceType  # type: ignore[attr-defined]
@@ -19,6 +25,8 @@ TIMEOUT = 10.0  # seconds per call
 IN_FLIGHT = 64  # committed-offset requests at once
 DESCRIBE_BATCH = 250  # groups per describe request
 OWN_PREFIX = "changeops-"
+RETRY_PAUSES = (0.5, 1.0, 2.0)  # seconds before asking again what Kafka did not answer
+MOST_UNANSWERED = 10  # more unanswered groups than this (or a tenth of them) is a cluster that does not answer
 
 
 class CensusFailed(Exception):
@@ -41,11 +49,21 @@ class GroupSeen:
 
 @dataclass
 class Snapshot:
-    """What one census saw."""
+    """What one census saw, and what Kafka did not answer for (never dropped silently: the caller keeps what it
+    knew of those groups)."""
 
     groups: list[GroupSeen]
     ends: dict[tuple[str, int], int]  # next offset of each partition read
     retention_ms: dict[str, int | None]  # per topic; None: kept forever (or unknown)
+    listed: set[str] = field(default_factory=set)  # every group the listing named (answered or not)
+    unanswered: dict[str, str] = field(default_factory=dict)  # group -> why its offsets or its description did not come
+    listing: str | None = None  # why the listing itself may be incomplete (a coordinator still loading, say)
+    topics: frozenset[str] = frozenset()  # every topic on the cluster
+
+    @property
+    def partial(self) -> bool:
+        """Whether Kafka left some groups unanswered (or the listing incomplete)."""
+        return bool(self.unanswered) or self.listing is not None
 
 
 def _result(future: Future[object], what: str) -> object:
@@ -57,15 +75,42 @@ def _result(future: Future[object], what: str) -> object:
         raise CensusFailed(f"{what}: no answer in {TIMEOUT:g} s") from None
 
 
+def _listing(admin: AdminClient) -> tuple[list[Any], str | None]:
+    """Every group the cluster lists, and why the list may be incomplete. A coordinator that is still loading its
+    part of the offsets topic (a fresh or restarted broker) answers with an error for a moment: asked again."""
+    for pause in (*RETRY_PAUSES, None):
+        listed = _result(admin.list_consumer_groups(request_timeout=TIMEOUT), "listing consumer groups")
+        errors = listed.errors  # type: ignore[attr-defined]
+        if not errors or pause is None:
+            break
+        time.sleep(pause)
+    return list(listed.valid), f"listing consumer groups: {errors[0]}" if errors else None  # type: ignore[attr-defined]
+
+
+def _offsets(admin: AdminClient, group: str) -> Future[object]:
+    return admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)], request_timeout=TIMEOUT)[group]
+
+
+def _committed(answer: Any, group: str) -> dict[tuple[str, int], int]:
+    """A group's committed offsets; CensusFailed when a partition came back with an error (a coordinator still
+    loading, say): a group silently left out would look like no reader."""
+    partitions = answer.topic_partitions or []
+    failed = next((tp.error for tp in partitions if tp.error is not None), None)
+    if failed is not None:
+        raise CensusFailed(f"committed offsets of {group}: {failed}")
+    return {(tp.topic, tp.partition): tp.offset for tp in partitions if tp.offset >= 0}
+
+
 def take(admin: AdminClient, topics: Iterable[str] | None = None) -> Snapshot:
-    """Census every consumer group (``topics``: keep only readers of these; None: of any topic)."""
+    """Census every consumer group (``topics``: keep only readers of these; None: of any topic). A group whose
+    offsets or description Kafka does not give (after one more try) is named in ``unanswered``; CensusFailed when
+    the cluster does not answer at all, or not for most groups."""
     wanted = set(topics) if topics is not None else None
-    listed = _result(admin.list_consumer_groups(request_timeout=TIMEOUT), "listing consumer groups")
-    if listed.errors:  # type: ignore[attr-defined]  # a broker that did not answer: a partial list would drop its groups
-        raise CensusFailed(f"listing consumer groups: {listed.errors[0]}")  # type: ignore[attr-defined]
-    listings = [g for g in listed.valid if not g.group_id.startswith(OWN_PREFIX)]  # type: ignore[attr-defined]
+    listings, listing_error = _listing(admin)
+    listings = [g for g in listings if not g.group_id.startswith(OWN_PREFIX)]
     groups = {g.group_id: GroupSeen(g.group_id, getattr(g.state, "name", str(g.state))) for g in listings}
     ids = sorted(groups)
+    unanswered: dict[str, str] = {}
     # only groups with members are described (an empty group has none to tell); the describes run while offsets are asked
     busy = [group for group in ids if groups[group].state not in ("EMPTY", "DEAD")]
     described = [admin.describe_consumer_groups(busy[start:start + DESCRIBE_BATCH], request_timeout=TIMEOUT)
@@ -75,27 +120,49 @@ def take(admin: AdminClient, topics: Iterable[str] | None = None) -> Snapshot:
     def drain(limit: int) -> None:
         while len(pending) > limit:
             group, future = pending.pop(0)
-            answer = _result(future, f"committed offsets of {group}")
-            partitions = answer.topic_partitions or []  # type: ignore[attr-defined]
-            failed = next((tp.error for tp in partitions if tp.error is not None), None)
-            if failed is not None:  # a coordinator still loading, say: a group silently left out would look like no reader
-                raise CensusFailed(f"committed offsets of {group}: {failed}")
-            groups[group].committed = {(tp.topic, tp.partition): tp.offset for tp in partitions if tp.offset >= 0}
+            try:
+                groups[group].committed = _committed(_result(future, f"committed offsets of {group}"), group)
+            except CensusFailed as err:
+                unanswered[group] = str(err)
+                if len(unanswered) > max(MOST_UNANSWERED, len(ids) // 10):
+                    raise CensusFailed(f"Kafka did not answer for {len(unanswered)} groups, the latest {err}") from None
     for group in ids:
-        pending.append((group, admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)], request_timeout=TIMEOUT)[group]))
+        pending.append((group, _offsets(admin, group)))
         drain(IN_FLIGHT)
     drain(0)
+    if unanswered:  # once more, one at a time, after a pause: most refusals are a coordinator moving or loading
+        time.sleep(RETRY_PAUSES[0])
+        for group in sorted(unanswered):
+            try:
+                groups[group].committed = _committed(_result(_offsets(admin, group), f"committed offsets of {group}"), group)
+                del unanswered[group]
+            except CensusFailed as err:
+                unanswered[group] = str(err)
     for batch in described:
         for group, future in batch.items():
-            description = _result(future, f"describing {group}")
+            try:
+                description = _result(future, f"describing {group}")
+            except CensusFailed as err:
+                unanswered.setdefault(group, str(err))
+                continue
             seen = groups[group]
             seen.state = getattr(description.state, "name", str(description.state))  # type: ignore[attr-defined]
             seen.members = [(m.client_id, m.host, [(tp.topic, tp.partition) for tp in (m.assignment.topic_partitions if m.assignment else [])])
                             for m in description.members or []]  # type: ignore[attr-defined]
-    readers = [g for g in groups.values() if g.topics() and (wanted is None or g.topics() & wanted)]
+    readers = [g for g in groups.values() if g.group not in unanswered and g.topics() and (wanted is None or g.topics() & wanted)]
     partitions = {tp for g in readers for tp in (*g.committed, *(p for _, _, parts in g.members for p in parts))
                   if wanted is None or tp[0] in wanted}
-    return Snapshot(readers, _ends(admin, partitions), _retention(admin, {t for t, _ in partitions}))
+    return Snapshot(readers, _ends(admin, partitions), _retention(admin, {t for t, _ in partitions}), set(ids), unanswered,
+                    listing_error, cluster_topics(admin))
+
+
+def cluster_topics(admin: AdminClient) -> frozenset[str]:
+    """Every topic on the cluster (internal ones left out); CensusFailed when it does not answer."""
+    try:
+        metadata = admin.list_topics(timeout=TIMEOUT)
+    except KafkaException as err:
+        raise CensusFailed(f"listing topics: {err.args[0] if err.args else err}") from None
+    return frozenset(t for t in metadata.topics if not t.startswith("__"))
 
 
 def _ends(admin: AdminClient, partitions: set[tuple[str, int]]) -> dict[tuple[str, int], int]:

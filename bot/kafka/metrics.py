@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
@@ -21,7 +21,7 @@ from bot.store.models import utcnow
 
 log = logging.getLogger(__name__)
 BATCH = 2000
-Batch = tuple[list[Message], list[Sample], list[tuple[str, str]]]
+Batch = tuple[list[Message], list[Sample], list[tuple[str, str]], tuple[int, timedelta]]
 
 
 class MetricsConsumer:
@@ -58,14 +58,15 @@ class MetricsConsumer:
         stored: list[TopicPartition] = []
         while True:
             try:
-                messages, samples, refused = await reading
+                messages, samples, refused, (left, age) = await reading
             except Exception:
                 log.exception("SLI metrics: could not read the metrics topic; trying again")
                 await asyncio.sleep(1.0)
-                messages, samples, refused = [], [], []
+                messages, samples, refused, (left, age) = [], [], [], (0, timedelta(0))
             if self._stopping:
                 break
             reading = asyncio.ensure_future(asyncio.to_thread(self._poll, utcnow()))
+            self.sli.feed_report(self.topic, left, age)
             for kind, message in refused:
                 self.sli.reject(kind, message)
             if not messages:
@@ -86,8 +87,9 @@ class MetricsConsumer:
             await asyncio.to_thread(self._commit, stored)
 
     def _poll(self, now: datetime) -> Batch:
-        """One batch: the messages, the samples they hold, and what was refused (kind, why); whether each pipeline is
-        known is for the evaluator to say."""
+        """One batch: the messages, the samples they hold, what was refused (kind, why), and how far behind this consumer
+        is (messages left on its partitions, age of the newest record read); whether each pipeline is known is for the
+        evaluator to say."""
         messages = [m for m in self.consumer.consume(num_messages=BATCH, timeout=0.2) if not self._failed(m)]
         samples, refused = [], []
         latest = latest_believed(now)
@@ -96,7 +98,22 @@ class MetricsConsumer:
                 samples.append(sample_of(self.decoder, message.value() or b"", latest))
             except (DecodeError, SampleError) as err:
                 refused.append((err.kind, f"{err} (partition {message.partition()}, offset {message.offset()})"))
-        return messages, samples, refused
+        return messages, samples, refused, self._behind(messages, now)
+
+    def _behind(self, messages: list[Message], now: datetime) -> tuple[int, timedelta]:
+        """Messages left to read on the assigned partitions (from the watermarks the fetches brought: no request), and how
+        old the newest record read is."""
+        left = 0
+        try:
+            for tp in self.consumer.position(self.consumer.assignment()):
+                low, high = self.consumer.get_watermark_offsets(tp, cached=True) or (-1, -1)
+                if tp.offset >= 0 and high >= 0:
+                    left += max(0, high - tp.offset)
+        except KafkaException:  # between assignments: nothing to say this time
+            return 0, timedelta(0)
+        stamps = [m.timestamp()[1] for m in messages if m.timestamp()[1] > 0]
+        age = now - datetime.fromtimestamp(max(stamps) / 1000, UTC) if stamps else timedelta(0)
+        return left, max(age, timedelta(0))
 
     def _failed(self, message: Message) -> bool:
         error = message.error()

@@ -247,7 +247,8 @@ def _entry(row: CalendarEntry) -> Entry:
 
 
 def _downstream(graph: LineageGraph, scope: Scope) -> frozenset[str]:
-    """The datasets and jobs an entry's scope reaches through lineage (its own jobs included)."""
+    """The datasets and jobs an entry's scope reaches through lineage: its own jobs and datasets (a job's outputs, a
+    scoped dataset, a subject's own dataset) and everything downstream of them."""
     starts: list[DatasetId] = []
     for subject in scope.subjects:
         try:
@@ -262,7 +263,7 @@ def _downstream(graph: LineageGraph, scope: Scope) -> frozenset[str]:
             starts += job.outputs
     for dataset in starts:
         impact = graph.impact(dataset, None)
-        reached |= {f"dataset {d.name}" for d in impact.datasets} | {f"job {j.id.name}" for j in impact.jobs}
+        reached |= {f"dataset {dataset.name}"} | {f"dataset {d.name}" for d in impact.datasets} | {f"job {j.id.name}" for j in impact.jobs}
     return frozenset(reached)
 
 

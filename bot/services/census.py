@@ -3,12 +3,14 @@ restarts), refreshed on a schedule by one replica at a time (a lease) and on dem
 groups people declared (catalog jobs and pipelines, OpenLineage, attributions made in Slack).
 
 A census that fails (a slow or absent broker) leaves the last one in place; its age and the failure are
-shown wherever the readers are."""
+shown wherever the readers are. A partial one (Kafka did not answer for some groups) keeps those groups as they
+were last seen, and says how many; a census older than its interval shows states as "last seen", never as live."""
 
 from __future__ import annotations
 
 import asyncio
 import copy
+import difflib
 import logging
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -21,7 +23,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
 from bot.domain.readers import Census, Declared, Member, Reading, judge
-from bot.kafka.census import CensusFailed, Snapshot, take
+from bot.kafka.census import CensusFailed, Snapshot, cluster_topics, take
 from bot.services import leases
 from bot.services.audit import record as audit
 from bot.services.lineage import DOCUMENT, RETIRED_GROUPS, LineageService
@@ -37,9 +39,10 @@ class CensusError(ValueError):
     """A request about readers that cannot be served; the message is for people."""
 
 
-def _changes(snapshot: Snapshot, stored: list[tuple[Any, ...]], now: datetime) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[int]]:
-    """The rows to insert, the rows to update (by ``row_id``), the ids to delete: a reader's ``last_moved`` moves when its
-    committed offsets did."""
+def _changes(snapshot: Snapshot, stored: list[tuple[Any, ...]], now: datetime) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[int], int]:
+    """The rows to insert, the rows to update (by ``row_id``), the ids to delete, and how many groups Kafka did not answer
+    for: a reader's ``last_moved`` moves when its committed offsets did; a group Kafka did not answer for (or that an
+    incomplete listing did not name) keeps its rows as they were, their ``seen_at`` telling their age."""
     known = {(topic, group): (row_id, committed, last_moved) for row_id, topic, group, committed, last_moved in stored}
     inserts, updates, seen = [], [], set()
     for group in snapshot.groups:
@@ -57,16 +60,21 @@ def _changes(snapshot: Snapshot, stored: list[tuple[Any, ...]], now: datetime) -
             else:
                 row_id, old, last_moved = before
                 updates.append({**values, "row_id": row_id, "last_moved": now if committed and committed != old else last_moved})
-    gone = [row_id for key, (row_id, _, _) in known.items() if key not in seen]
-    return inserts, updates, gone
+    def unknown(group: str) -> bool:
+        return group in snapshot.unanswered or (snapshot.listing is not None and group not in snapshot.listed)
+
+    gone = [row_id for key, (row_id, _, _) in known.items() if key not in seen and not unknown(key[1])]
+    kept = {group for _, group in known if unknown(group)}
+    return inserts, updates, gone, len(kept | set(snapshot.unanswered))
 
 
 class CensusService:
     """Takes, stores and answers the census."""
 
     def __init__(self, db: Database, lineage: LineageService, sli: SliService, bootstrap: str | None, owner: str,
-                 clock: Callable[[], datetime] = utcnow) -> None:
+                 clock: Callable[[], datetime] = utcnow, interval: timedelta = timedelta(minutes=5)) -> None:
         self.db, self.lineage, self.sli, self.bootstrap, self.owner, self.clock = db, lineage, sli, bootstrap, owner, clock
+        self.interval = interval  # how often the census is taken: an older one says what was, not what is
         self._admin: AdminClient | None = None
         self._writing = asyncio.Lock()
 
@@ -82,9 +90,7 @@ class CensusService:
         """Take a census now and store it; False (and the failure recorded) when the cluster did not answer."""
         if not self.bootstrap:
             raise CensusError("Kafka is not configured for this bot: set KAFKA_BOOTSTRAP_SERVERS")
-        if self._admin is None:
-            self._admin = AdminClient({"bootstrap.servers": self.bootstrap, "client.id": "changeops-census"})
-        admin = self._admin
+        admin = self._admin_client()
         try:
             snapshot = await asyncio.to_thread(take, admin)
         except Exception as err:  # a CensusFailed, or whatever else the client raised: the last census stays, the failure is shown
@@ -109,7 +115,7 @@ class CensusService:
         async with self.db.session() as session:
             connection = await session.connection()
             stored = (await connection.execute(rows_of(table.c.id, table.c.topic, table.c.group_id, table.c.committed, table.c.last_moved))).all()
-            inserts, updates, gone = await asyncio.to_thread(_changes, snapshot, [tuple(r) for r in stored], now)
+            inserts, updates, gone, partial = await asyncio.to_thread(_changes, snapshot, [tuple(r) for r in stored], now)
             for start in range(0, len(inserts), CHUNK):
                 await connection.execute(insert(table), inserts[start:start + CHUNK])
             statement = update(table).where(table.c.id == bindparam("row_id")).values(
@@ -118,9 +124,18 @@ class CensusService:
                 await connection.execute(statement, updates[start:start + CHUNK])
             for start in range(0, len(gone), CHUNK):
                 await connection.execute(delete(table).where(table.c.id.in_(gone[start:start + CHUNK])))
-            session.add(CensusRun(at=now, ok=True, groups=len(snapshot.groups)))
+            reason = snapshot.listing or next(iter(sorted(snapshot.unanswered.values())), None)
+            session.add(CensusRun(at=now, ok=True, groups=len(snapshot.groups), partial=partial, error=reason[:1000] if partial and reason else None))
+            if partial:
+                log.warning("reader census: partial, Kafka did not answer for %d group(s) (%s); they are kept as last seen", partial, reason)
             await session.exec(delete(CensusRun).where(col(CensusRun.at) < now - timedelta(days=30)))
             await session.commit()
+
+    def _admin_client(self) -> AdminClient:
+        if self._admin is None:
+            assert self.bootstrap is not None
+            self._admin = AdminClient({"bootstrap.servers": self.bootstrap, "client.id": "changeops-census"})
+        return self._admin
 
     def close(self) -> None:
         """Release the admin client."""
@@ -158,7 +173,8 @@ class CensusService:
         return (await self.censuses([topic]))[topic]
 
     async def censuses(self, topics: list[str]) -> dict[str, Census]:
-        """``census`` for many topics at once: the declarations, the retired groups and the census runs are read once."""
+        """``census`` for many topics at once: the declarations, the retired groups and the census runs are read once. A
+        reading is live only when the newest census answered, is not older than its interval, and saw it."""
         async with self.db.session() as session:
             rows = list((await session.exec(select(TopicReader).where(col(TopicReader.topic).in_(topics)))).all())
             last_ok = (await session.exec(select(CensusRun).where(col(CensusRun.ok)).order_by(col(CensusRun.at).desc()).limit(1))).first()
@@ -167,14 +183,29 @@ class CensusService:
             (await self.lineage.setting(RETIRED_GROUPS)).get("groups") or [])
         declared, now = await self.declared(), self.clock()
         failed = newest.error if newest is not None and not newest.ok else None
+        taken = aware(last_ok.at) if last_ok else None
+        fresh = taken if taken is not None and failed is None and now - taken <= self.interval else None
         found = {}
         for topic in topics:
             mine = [r for r in rows if r.topic == topic]
             retention = next((timedelta(milliseconds=r.retention_ms) for r in mine if r.retention_ms is not None), None)
             readings = [Reading(r.group_id, r.topic, r.state, tuple(Member(m["client_id"], m["host"]) for m in r.members), r.lag,
-                                aware(r.last_moved) if r.last_moved else None, aware(r.first_seen)) for r in mine]
-            found[topic] = Census(topic, judge(readings, declared, retired, retention, now), aware(last_ok.at) if last_ok else None, failed)
+                                aware(r.last_moved) if r.last_moved else None, aware(r.first_seen), aware(r.seen_at)) for r in mine]
+            found[topic] = Census(topic, judge(readings, declared, retired, retention, now, fresh), taken, failed,
+                                  last_ok.partial if last_ok else 0, last_ok.error if last_ok and last_ok.partial else None,
+                                  now - taken if taken else None, taken is not None and now - taken > self.interval)
         return found
+
+    async def topic_named(self, topic: str) -> list[str] | None:
+        """None when ``topic`` is on the cluster, else the names nearest to it (maybe none); CensusError when the cluster
+        cannot be asked (not configured, or it did not answer)."""
+        if not self.bootstrap:
+            raise CensusError("Kafka is not configured for this bot: set KAFKA_BOOTSTRAP_SERVERS")
+        try:
+            names = await asyncio.to_thread(cluster_topics, self._admin_client())
+        except CensusFailed as err:
+            raise CensusError(f"the cluster did not answer: {err}") from None
+        return None if topic in names else difflib.get_close_matches(topic, sorted(names), n=3, cutoff=0.5)
 
     async def exported(self) -> dict[str, Any]:
         """The catalog as loaded, with what people said since: attributed groups under their team's ``consumer_groups``,

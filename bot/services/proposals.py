@@ -454,11 +454,12 @@ class Proposals:
                 raise ProposalError(f"there is no proposal #{proposal_id}")
             impact = dict(proposal.impact)
             census = dict(impact.get("consumer_groups") or {})
-            groups = [dict(g) for g in census.get("groups", [])]
+            listed = "readers" if "readers" in census else "groups"  # "groups": stored before the census said how fresh it is
+            groups = [dict(g) for g in census.get(listed, [])]
             for entry in groups:
                 if entry["group"] == group:
-                    entry.update({"team": team, "declared_in": "attributed"} if team else {"state": "retired"})
-            census["groups"] = groups
+                    entry.update({"team": team, "declared_in": "attributed"} if team else {"state": "retired", "live": True})
+            census[listed] = groups
             impact["consumer_groups"] = census
             teams = list(proposal.teams)
             asked = team is not None and proposal.state == State.PENDING.value and team not in teams

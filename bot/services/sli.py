@@ -36,6 +36,7 @@ from bot.store.models import LineageRevision, PipelineRow, SliEpisode, SliSeries
 log = logging.getLogger(__name__)
 SLI_EVENT = "sli.event"  # outbox kind: something happened to an episode (coalesced per channel by the Slack side)
 FLUSH_SECONDS = 10.0     # a series read in memory is written at least this often (or every interval, if shorter)
+FEED_BEHIND = timedelta(seconds=60)  # the metrics consumer reading records older than this, with more to read, is behind
 Key = tuple[str, str]
 
 
@@ -73,6 +74,7 @@ class SliService:
         self._catalog = _Catalog(-1, {}, {}, {})
         self._checked = 0.0
         self._lock = asyncio.Lock()
+        self.feed: Feed | None = None  # this replica's metrics consumer, once it has read
 
     # --- the catalog's pipelines ----------------------------------------------------------------
 
@@ -153,11 +155,14 @@ class SliService:
         """Apply one series' samples in memory: its events, and whether it must be written now."""
         series = self._series[key]
         state, rule = series.state, catalog.rules[key[0]][key[1]]
-        before = _core(state)
+        before, late = _core(state), state.late
         events: list[Event] = []
-        observe, pipeline, sli = evaluator.observe, key[0], key[1]
+        observe, pipeline, sli, now = evaluator.observe, key[0], key[1], self.clock()
         for sample in samples:
-            events += observe(state, rule, sample.time, sample.value, pipeline=pipeline, sli=sli)
+            events += observe(state, rule, sample.time, sample.value, now=now, pipeline=pipeline, sli=sli)
+        if state.late > late:
+            self.reject("late", f"{state.late - late} sample(s) of {pipeline}/{sli} older than its newest one "
+                                f"({state.last_time.isoformat() if state.last_time else '?'}): dropped, so they change nothing")
         flush = min(FLUSH_SECONDS, catalog.pipelines[key[0]].interval.total_seconds())
         return events, bool(events) or _core(state) != before or time.monotonic() - series.persisted >= flush
 
@@ -238,7 +243,7 @@ class SliService:
             self.outbox.add(session, SLI_EVENT, f"sli:{channel}",
                             {"episode": event.fingerprint, "kind": event.kind.value, "at": event.at.isoformat(), "value": event.value,
                              "actor": event.actor, "detail": event.detail, "silenced": event.silenced, "level": event.level.value},
-                            priority=1 if event.level is Level.PAGE else 0)
+                            priority=1 if event.level is Level.PAGE and event.kind is not Kind.UPDATED else 0)  # an edit never jumps a post
 
     # --- time passing ---------------------------------------------------------------------------
 
@@ -246,6 +251,7 @@ class SliService:
         """No data, reminders, silences that ran out: for every series; how many events it caused."""
         catalog = await self.catalog()
         now = self.clock()
+        held = self.feed is not None and self.feed.behind  # the bot's own metrics consumer is behind: not the pipelines' silence
         caused = 0
         async with self._lock:
             async with self.db.session() as session:
@@ -263,7 +269,7 @@ class SliService:
                 rule = catalog.rules[row.pipeline][row.sli]
                 before = _core(series.state)
                 events = evaluator.tick(series.state, rule, now, interval=pipeline.interval, mandatory=Sli(row.sli) in MANDATORY,
-                                        pipeline=row.pipeline, sli=row.sli)
+                                        pipeline=row.pipeline, sli=row.sli, hold_no_data=held and Sli(row.sli) in pipeline.reports)
                 if events or _core(series.state) != before:
                     results[key] = (events, True)
                     caused += len(events)
@@ -412,7 +418,8 @@ class SliService:
                                             .order_by(col(SliEpisode.started_at).desc()).limit(200))).all())
 
     async def coverage(self) -> list[dict[str, Any]]:
-        """Per pipeline: the mandatory SLIs nothing measures, and those declared but silent (no sample for three intervals)."""
+        """Per pipeline: the mandatory SLIs nothing measures, those declared but silent (no sample arrived for three
+        intervals), and how many late samples were dropped."""
         catalog = await self.catalog()
         stored = {(r.pipeline, r.sli): State.from_json(r.state) for r in await self.series()}
         now = self.clock()
@@ -421,12 +428,41 @@ class SliService:
             silent = []
             for sli in MANDATORY:
                 state = stored.get((name, sli.value))
-                last = state.last_time if state else None
+                last = (state.last_arrival or state.last_time) if state else None
                 if sli not in pipeline.missing() and (last is None or now - aware(last) > 3 * pipeline.interval):
                     silent.append(sli.value)
+            late = {sli: state.late for (p, sli), state in stored.items() if p == name and state.late}
             out.append({"pipeline": name, "owner": pipeline.owner, "missing": [s.value for s in pipeline.missing()], "silent": silent,
-                        "sources": {s.value: text for s, text in pipeline.sources().items()}})
+                        "late": late, "sources": {s.value: text for s, text in pipeline.sources().items()}})
         return out
+
+    # --- the bot's own feed of samples ----------------------------------------------------------
+
+    def feed_report(self, topic: str, messages: int, age: timedelta) -> None:
+        """What the metrics consumer of this replica read last: ``messages`` still to read on ``topic``, the newest record
+        read written ``age`` ago. Falling behind is said once in the log, and once when it has caught up; while it lasts,
+        "no data" waits for the samples the pipelines report (their silence would be the bot's lag)."""
+        was = self.feed is not None and self.feed.behind
+        behind = (messages > 0 and age > FEED_BEHIND) or (was and messages > 0 and age > FEED_BEHIND / 2)
+        since = self.feed.since if self.feed is not None and was else self.clock()
+        self.feed = Feed(topic, messages, age, behind, since)
+        if behind and not was:
+            log.warning("SLI metrics: this bot reads %s late (%d message(s) behind, reading samples written %.0f s ago); samples are "
+                        "evaluated on their own times, and no data waits until it catches up: this is the bot's lag, not the pipelines'",
+                        topic, messages, age.total_seconds())
+        elif was and not behind:
+            log.warning("SLI metrics: caught up on %s", topic)
+
+
+@dataclass(frozen=True)
+class Feed:
+    """How far behind this replica's metrics consumer is."""
+
+    topic: str
+    messages: int  # still to read
+    age: timedelta  # of the newest record read
+    behind: bool
+    since: datetime  # behind since, or when this was measured
 
 
 def _time_of(sample: Sample) -> datetime:

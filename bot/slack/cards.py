@@ -78,13 +78,15 @@ def card(view: ProposalView, *, team: str | None = None, clashes: list[str] | No
 def readers_part(proposal_id: int, census: dict[str, Any], breaks: bool, pending: bool) -> list[dict[str, Any]]:
     """"Kafka says N groups read `orders`": the declared readers, the undeclared ones (each with a menu to attribute it to a
     team or mark it retired while the proposal waits), the stale ones; the census's age or failure."""
-    groups = census.get("groups", [])
-    reading = [g for g in groups if g["state"] in ("active", "idle")]
+    groups = census.get("readers", census.get("groups", []))  # "groups": proposals stored before the census said how fresh it is
+    reading = [g for g in groups if _activity(g) in ("active", "idle")]
     undeclared = [g for g in reading if not g.get("team") and not g.get("declared_by")]
     taken = census.get("taken_at")
     age = f"census of {_when(datetime.fromisoformat(taken))}" if taken else "no census has answered yet"
-    lines = [f"_{age}_" + (f" · :warning: the newest census failed ({escape(census['failed'][:200])}): these are the readers it last saw"
-                           if census.get("failed") else "")]
+    notes = census.get("notes")
+    if notes is None and census.get("failed"):
+        notes = [f"the newest census failed ({census['failed']}): these are the readers it last saw"]
+    lines = [f"_{age}_" + "".join(f" · :warning: {escape(note[:300])}" for note in notes or [])]
     if breaks and undeclared:
         lines.append(f":rotating_light: This change breaks reads, and {len(undeclared)} group{'s' if len(undeclared) != 1 else ''} nobody "
                      "declared read the topic: find who runs them before approving.")
@@ -92,16 +94,16 @@ def readers_part(proposal_id: int, census: dict[str, Any], breaks: bool, pending
         if g in undeclared:
             continue
         who = f"job `{escape(g['declared_by'])}`" if g.get("declared_by") else "attributed"
-        lines.append(f"• `{escape(g['group'])}` — {who}{' (' + escape(g['team']) + ')' if g.get('team') else ''} · {g['state']}")
+        lines.append(f"• `{escape(g['group'])}` — {who}{' (' + escape(g['team']) + ')' if g.get('team') else ''} · {_state(g)}")
     for g in groups:
-        if g["state"] == "stale":
+        if _activity(g) == "stale":
             lines.append(f"• `{escape(g['group'])}` — stale: idle, last commit {_last(g)}, older than the topic keeps data")
-        elif g["state"] == "retired":
+        elif _activity(g) == "retired":
             lines.append(f"• `{escape(g['group'])}` — retired")
     blocks = _part(f"*Kafka says {len(reading)} group{'s' if len(reading) != 1 else ''} read `{escape(census.get('topic', '?'))}`*", lines)
     for g in undeclared[:MAX_UNDECLARED]:
         clients = ", ".join(escape(m["client_id"]) for m in g.get("members", [])[:5])
-        text = (f":warning: `{escape(g['group'])}` — *not declared* · {g['state']}" + (f" ({clients})" if clients else "")
+        text = (f":warning: `{escape(g['group'])}` — *not declared* · {_state(g)}" + (f" ({clients})" if clients else "")
                 + f" · last commit {_last(g)}" + (f" · lag {g['lag']:,}" if g.get("lag") is not None else ""))
         block = section(text)
         if pending:
@@ -113,6 +115,18 @@ def readers_part(proposal_id: int, census: dict[str, Any], breaks: bool, pending
     if len(undeclared) > MAX_UNDECLARED:
         blocks.append(section(f"… and {len(undeclared) - MAX_UNDECLARED} more undeclared groups (`/schema consumers` lists them all)"))
     return blocks
+
+
+def _activity(group: dict[str, Any]) -> str:
+    """``active``, ``idle``, ``stale`` or ``retired``, whether or not it is only as last seen."""
+    return str(group["state"]).removeprefix("last seen ")
+
+
+def _state(group: dict[str, Any]) -> str:
+    """The state for people: ``active``, or ``last seen active at 09:00`` when the census could not confirm it."""
+    if group.get("live", True) or not group.get("seen_at"):
+        return str(group["state"])
+    return f"{group['state']} at {_when(datetime.fromisoformat(group['seen_at']))}"
 
 
 def _last(group: dict[str, Any]) -> str:

@@ -101,7 +101,7 @@ def census_reply(census: Census) -> Reply:
     """The census of one topic, for people."""
     title = f"*Kafka says {len(census.reading)} group{'s' if len(census.reading) != 1 else ''} read `{escape(census.topic)}`*"
     age = f"census of {census.taken_at:%Y-%m-%d %H:%M} UTC" if census.taken_at else "no census has answered yet"
-    lines = [f"_{age}_" + (f" · :warning: the newest census failed: {escape(census.failed[:200])}" if census.failed else "")]
+    lines = [f"_{age}_" + "".join(f" · :warning: {escape(note[:300])}" for note in census.notes())]
     for reader in census.readers[:MAX_LINES]:
         r = reader.reading
         who = (f"job `{escape(reader.declared.job)}`" if reader.declared and reader.declared.job else "attributed" if reader.declared else
@@ -109,7 +109,7 @@ def census_reply(census: Census) -> Reply:
         team = f" ({escape(reader.declared.team)})" if reader.declared and reader.declared.team else ""
         clients = ", ".join(escape(m.client_id) for m in r.members[:5])
         mark = ":warning: " if reader.declared is None and reader.activity in (Activity.ACTIVE, Activity.IDLE) else ""
-        lines.append(f"• {mark}`{escape(r.group)}` — {who}{team} · {reader.activity.value}" + (f" ({clients})" if clients else "")
+        lines.append(f"• {mark}`{escape(r.group)}` — {who}{team} · {reader.state_text()}" + (f" ({clients})" if clients else "")
                      + (f" · last commit {r.last_commit:%Y-%m-%d %H:%M} UTC" if r.last_commit else "")
                      + (f" · lag {r.lag:,}" if r.lag is not None else ""))
     if len(census.readers) > MAX_LINES:

@@ -406,8 +406,9 @@ class CensusRun(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     at: datetime = _when(nullable=False, index=True)
     ok: bool = True
-    error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))  # why it failed, or why it is partial
     groups: int = 0
+    partial: int = 0  # groups Kafka did not answer for (kept as last seen)
 
 
 class GroupAttribution(SQLModel, table=True):

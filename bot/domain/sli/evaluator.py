@@ -1,12 +1,18 @@
-"""The alert state machine of one (pipeline, SLI) series, driven by the samples' own times.
+"""The alert state machine of one (pipeline, SLI) series.
 
 ok -> pending (beyond a threshold, not yet for its sustained duration) -> firing (warn or page) ->
 resolved (back to ok). A value in the hysteresis band between the threshold and the ``clear`` value
 neither fires nor clears, so a value hovering at the threshold does not flap. A warn episode escalates
-to page; a firing, unacknowledged episode is reminded every ``repeat``; a mandatory SLI that stops
-reporting for three intervals opens a "no data" episode. Silences belong to the series (they may be
+to page; a firing, unacknowledged episode is reminded every ``repeat``; a mandatory SLI whose samples stop
+arriving for three intervals opens a "no data" episode. Silences belong to the series (they may be
 set before anything fires); acknowledgements to the episode. Every function here is pure: the caller
 stores the state and acts on the returned events.
+
+Two clocks. Thresholds, sustained durations, hysteresis, escalation and clearing run on the samples' own
+times, so a backlog replayed at full speed gives the same episodes as the same samples arriving live. "No
+data", reminders and silences run on arrival (wall) time: samples that arrive on time but carry old
+timestamps (a metrics pipeline catching up) are data, not silence. A sample older than the newest one already
+evaluated for its series is late: counted, and dropped whole, so it never reopens, resolves or edits anything.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from typing import Any
 from bot.domain.sli.pipeline import GROWTH_WINDOW, Mode, Rule
 
 TREND = 8  # values kept for the message's trend line
-UPDATE_EVERY = timedelta(minutes=5)  # a firing episode's message is refreshed at most this often between events
+MATERIAL = 0.10  # a firing episode's message is edited when its value moves this much from the value it shows (or peaks)
 NO_DATA_INTERVALS = 3
 
 
@@ -68,21 +74,22 @@ class Episode:
     peak: float | None = None
     acked_by: str | None = None
     acked_at: datetime | None = None
-    reminded_at: datetime | None = None
-    updated_at: datetime | None = None
+    reminded_at: datetime | None = None  # wall time
+    opened_at: datetime | None = None  # wall time it was opened (reminders count from here)
+    shown: float | None = None  # the value its message shows (edited when a sample moves materially from it)
 
     def as_json(self) -> dict[str, Any]:
         """For storage."""
         return {"fingerprint": self.fingerprint, "started_at": _iso(self.started_at), "level": self.level.value, "no_data": self.no_data,
                 "peak": self.peak, "acked_by": self.acked_by, "acked_at": _iso(self.acked_at), "reminded_at": _iso(self.reminded_at),
-                "updated_at": _iso(self.updated_at)}
+                "opened_at": _iso(self.opened_at), "shown": self.shown}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Episode:
         """From storage."""
         return cls(data["fingerprint"], _time(data["started_at"]) or datetime.min.replace(tzinfo=UTC), Level(data["level"]),
                    bool(data.get("no_data")), data.get("peak"), data.get("acked_by"), _time(data.get("acked_at")),
-                   _time(data.get("reminded_at")), _time(data.get("updated_at")))
+                   _time(data.get("reminded_at")), _time(data.get("opened_at")), data.get("shown"))
 
 
 @dataclass(slots=True)
@@ -94,7 +101,9 @@ class State:
     breach_since: datetime | None = None   # beyond the warn threshold continuously since
     page_since: datetime | None = None     # beyond the page threshold continuously since
     clear_since: datetime | None = None    # healthy (beyond ``clear``) continuously since
-    last_time: datetime | None = None
+    last_time: datetime | None = None      # the newest sample's own time
+    last_arrival: datetime | None = None   # when a sample last arrived (wall time): "no data" counts from here
+    late: int = 0                          # samples dropped for being older than ``last_time``
     last_value: float | None = None
     trend: list[float] = field(default_factory=list)
     history: list[tuple[datetime, float]] = field(default_factory=list)  # GROWING rules: samples of the last window
@@ -111,7 +120,7 @@ class State:
         """For storage."""
         return {"status": self.status.value, "since": _iso(self.since), "breach_since": _iso(self.breach_since),
                 "page_since": _iso(self.page_since), "clear_since": _iso(self.clear_since), "last_time": _iso(self.last_time),
-                "last_value": self.last_value, "trend": self.trend, "history": [[_iso(t), v] for t, v in self.history],
+                "last_arrival": _iso(self.last_arrival), "late": self.late, "last_value": self.last_value, "trend": self.trend, "history": [[_iso(t), v] for t, v in self.history],
                 "episode": self.episode.as_json() if self.episode else None, "silenced_until": _iso(self.silenced_until),
                 "silenced_by": self.silenced_by, "silence_reason": self.silence_reason}
 
@@ -121,7 +130,8 @@ class State:
         if not data:
             return cls()
         return cls(Status(data.get("status", "ok")), _time(data.get("since")), _time(data.get("breach_since")), _time(data.get("page_since")),
-                   _time(data.get("clear_since")), _time(data.get("last_time")), data.get("last_value"), list(data.get("trend") or []),
+                   _time(data.get("clear_since")), _time(data.get("last_time")), _time(data.get("last_arrival")), int(data.get("late") or 0),
+                   data.get("last_value"), list(data.get("trend") or []),
                    [(t, float(v)) for t, v in ((_time(a), b) for a, b in data.get("history") or []) if t is not None],
                    Episode.from_json(data["episode"]) if data.get("episode") else None, _time(data.get("silenced_until")),
                    data.get("silenced_by"), str(data.get("silence_reason") or ""))
@@ -153,14 +163,18 @@ def episode_fingerprint(pipeline: str, sli: str, started_at: datetime, no_data: 
     return fingerprint({"pipeline": pipeline, "sli": sli, "start": _iso(started_at) or "", "kind": "no_data" if no_data else "threshold"})
 
 
-def observe(state: State, rule: Rule, at: datetime, value: float, *, pipeline: str = "", sli: str = "") -> list[Event]:
-    """Apply one sample; the events it causes. Samples older than the last one seen are ignored."""
+def observe(state: State, rule: Rule, at: datetime, value: float, *, now: datetime | None = None, pipeline: str = "",
+            sli: str = "") -> list[Event]:
+    """Apply one sample taken at ``at`` that arrived at ``now`` (default ``at``); the events it causes. A sample older
+    than the newest one seen is late: counted in ``state.late`` and otherwise ignored."""
     if state.last_time is not None and at < state.last_time:
+        state.late += 1
         return []
+    arrived = at if now is None else now
     events: list[Event] = []
     if state.status is Status.NO_DATA and state.episode is not None:
-        events.append(_resolve(state, at, value, "samples arrived again"))
-    state.last_time, state.last_value = at, value
+        events.append(_resolve(state, arrived, value, "samples arrived again"))
+    state.last_time, state.last_value, state.last_arrival = at, value, arrived
     trend = state.trend
     trend.append(value)
     if len(trend) > TREND:
@@ -181,18 +195,21 @@ def observe(state: State, rule: Rule, at: datetime, value: float, *, pipeline: s
         state.clear_since = None
         if state.status is not Status.FIRING:
             state.breach_since = state.page_since = None
+    silenced = state.silenced(arrived)
     if state.status is Status.FIRING and state.episode is not None:
         episode = state.episode
+        peaked = beyond and episode.peak is not None and _worse(rule, episode.peak, value) == value != episode.peak
         if beyond:
             episode.peak = value if episode.peak is None else _worse(rule, episode.peak, value)
         if (episode.level is Level.WARN and page and state.page_since is not None and at - state.page_since >= rule.page_for):
-            episode.level = Level.PAGE
-            events.append(Event(Kind.ESCALATED, episode.fingerprint, at, Level.PAGE, value, silenced=state.silenced(at)))
+            episode.level, episode.shown = Level.PAGE, value
+            events.append(Event(Kind.ESCALATED, episode.fingerprint, at, Level.PAGE, value, silenced=silenced))
         elif clear and state.clear_since is not None and at - state.clear_since >= rule.clear_for:
             events.append(_resolve(state, at, value, ""))
-        elif episode.updated_at is None or at - episode.updated_at >= UPDATE_EVERY:
-            episode.updated_at = at
-            events.append(Event(Kind.UPDATED, episode.fingerprint, at, episode.level, value, silenced=state.silenced(at)))
+        elif peaked or _moved(episode.shown, value):
+            episode.shown = value
+            events.append(Event(Kind.UPDATED, episode.fingerprint, at, episode.level, value, silenced=silenced,
+                                detail="a new peak" if peaked else ""))
         return events
     level = None
     if page and state.page_since is not None and at - state.page_since >= rule.page_for:
@@ -203,9 +220,9 @@ def observe(state: State, rule: Rule, at: datetime, value: float, *, pipeline: s
         level = Level.PAGE
     if level is not None:
         started = state.breach_since or at
-        episode = Episode(episode_fingerprint(pipeline, sli, started), started, level, peak=value, updated_at=at)
+        episode = Episode(episode_fingerprint(pipeline, sli, started), started, level, peak=value, opened_at=arrived, shown=value)
         state.episode, state.status, state.since = episode, Status.FIRING, at
-        events.append(Event(Kind.OPENED, episode.fingerprint, at, level, value, silenced=state.silenced(at), started_at=started))
+        events.append(Event(Kind.OPENED, episode.fingerprint, at, level, value, silenced=silenced, started_at=started))
     elif beyond:
         if state.status is not Status.PENDING:
             state.status, state.since = Status.PENDING, at
@@ -214,30 +231,42 @@ def observe(state: State, rule: Rule, at: datetime, value: float, *, pipeline: s
     return events
 
 
+def _moved(shown: float | None, value: float) -> bool:
+    """Whether ``value`` is materially different from the value a message shows (by ``MATERIAL`` of it, or from zero)."""
+    if shown is None:
+        return True
+    if shown == 0:
+        return value != 0
+    return abs(value - shown) >= MATERIAL * abs(shown)
+
+
 def tick(state: State, rule: Rule, now: datetime, *, interval: timedelta, mandatory: bool, pipeline: str = "",
-         sli: str = "") -> list[Event]:
-    """What the passing of time causes: no data, reminders, a silence that ran out."""
+         sli: str = "", hold_no_data: bool = False) -> list[Event]:
+    """What the passing of (wall) time causes: no data (nothing arrived for three intervals; not while ``hold_no_data``,
+    when the bot's own feed of samples is behind), reminders, a silence that ran out."""
     events: list[Event] = []
     if state.silenced_until is not None and now >= state.silenced_until:
         state.silenced_until, state.silenced_by, state.silence_reason = None, None, ""
         if state.episode is not None and state.status in (Status.FIRING, Status.NO_DATA):
             state.episode.reminded_at = now  # the notice is the reminder
             events.append(Event(Kind.UNSILENCED, state.episode.fingerprint, now, state.episode.level, state.last_value, detail="expired"))
-    silent = mandatory and rule.enabled and state.last_time is not None and now - state.last_time > NO_DATA_INTERVALS * interval
+    arrived = state.last_arrival or state.last_time  # series stored before arrivals were kept: their newest sample time
+    silent = (mandatory and rule.enabled and not hold_no_data and arrived is not None
+              and now - arrived > NO_DATA_INTERVALS * interval)
     if silent and state.status is not Status.NO_DATA:
-        assert state.last_time is not None
-        started = state.last_time + NO_DATA_INTERVALS * interval
+        assert arrived is not None
+        started = arrived + NO_DATA_INTERVALS * interval
         if state.status is Status.FIRING and state.episode is not None:
             events.append(_resolve(state, now, None, "no samples any more: watching for data instead"))
-        silent_episode = Episode(episode_fingerprint(pipeline, sli, started, no_data=True), started, Level.WARN, no_data=True, updated_at=now)
+        silent_episode = Episode(episode_fingerprint(pipeline, sli, started, no_data=True), started, Level.WARN, no_data=True, opened_at=now)
         state.episode, state.status, state.since = silent_episode, Status.NO_DATA, now
         state.breach_since = state.page_since = state.clear_since = None
         events.append(Event(Kind.OPENED, silent_episode.fingerprint, now, Level.WARN, None, silenced=state.silenced(now),
-                            detail=f"no sample since {_iso(state.last_time)}", started_at=started))
+                            detail=f"no sample has arrived since {_iso(arrived)}", started_at=started))
         return events
     episode = state.episode
     if (episode is not None and state.status in (Status.FIRING, Status.NO_DATA) and episode.acked_by is None
-            and not state.silenced(now) and now - (episode.reminded_at or episode.started_at) >= rule.repeat):
+            and not state.silenced(now) and now - (episode.reminded_at or episode.opened_at or episode.started_at) >= rule.repeat):
         episode.reminded_at = now
         events.append(Event(Kind.REMINDER, episode.fingerprint, now, episode.level, state.last_value))
     return events

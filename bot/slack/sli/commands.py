@@ -108,6 +108,15 @@ class SliCommands:
             elif row["silent"]:
                 lines.append(f":grey_question: *{escape(row['pipeline'])}* ({escape(row['owner'])}): no recent samples of {', '.join(row['silent'])}")
         ready = len(rows) - len(lines)
+        late = [f"{escape(row['pipeline'])}: " + ", ".join(f"{count:,} late {escape(sli)}" for sli, count in sorted(row["late"].items()))
+                for row in rows if row["late"]]
+        if late:
+            lines.append("Samples dropped for arriving after newer ones of their series (they never change an alert): " + "; ".join(late))
+        feed = self.sli.feed
+        if feed is not None and feed.behind:
+            lines.append(f":hourglass: This bot reads `{escape(feed.topic)}` late: {feed.messages:,} sample records behind, reading ones written "
+                         f"{int(feed.age.total_seconds())} s ago (since {feed.since:%H:%M} UTC). That is the bot's lag, not the pipelines': "
+                         "no data waits until it catches up.")
         title = (f"*SLI coverage*: {ready} of {len(rows)} pipelines production-ready (the four mandatory SLIs — source lag, commit "
                  "success rate, schema error rate, DLQ volume — measured and reporting)")
         return Reply.sections(title, lines or ["Every pipeline is covered."])

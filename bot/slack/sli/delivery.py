@@ -2,8 +2,9 @@
 
 Events of one channel queue under one key and reach the planner together (the outbox coalesces them), so a
 storm is planned as a whole: new episodes get a message each, or, when more than ``STORM`` open at once,
-one digest (pages first); messages already posted are edited in place; the thread of each message gets
-one timeline note per batch; each oncall member of a team with a new page gets one DM. Every planned row
+one digest (pages first); each oncall member of a team with a new page gets one DM; then messages already
+posted are edited in place, once per batch whatever the number of its events, showing the newest state (edits
+yield to new posts and pages); the thread of each message gets one timeline note per batch. Every planned row
 is one Web API call, retried on its own; posts to one channel are spaced about a second apart (Slack's
 posting limit), and a 429 waits for ``Retry-After``."""
 
@@ -29,6 +30,7 @@ from bot.store.models import SliEpisode
 SLI_MESSAGE, SLI_DIGEST, SLI_NOTE = "sli.message", "sli.digest", "sli.note"
 STORM = 3  # more new episodes than this in one channel at once are shown in one digest message
 POST_SPACING = 1.0  # seconds between two posts to one channel
+SHOWN_KEPT = 5_000  # messages whose last edit is remembered
 
 
 class SliDelivery:
@@ -38,6 +40,7 @@ class SliDelivery:
         self.client, self.sli = client, sli
         self._last_post: dict[str, float] = {}
         self._spacing: dict[str, asyncio.Lock] = {}
+        self._shown: dict[tuple[str, str], int] = {}  # what this replica last put in each message it edited
 
     def handlers(self) -> Mapping[str, Handler]:
         """Kind -> handler, for the dispatcher."""
@@ -52,7 +55,8 @@ class SliDelivery:
         for payload in item.payloads:
             events.setdefault(payload["episode"], []).append(payload)
         episodes = await self.sli.episodes(events)
-        rows: list[tuple[str, str, dict[str, Any]]] = []
+        rows: list[tuple[str, str, dict[str, Any]]] = []  # new posts first, then pages; edits of messages already posted after them
+        edits: list[tuple[str, str, dict[str, Any]]] = []
         fresh: list[SliEpisode] = []
         notes: dict[str, list[str]] = {}  # target episode (its message's thread) -> lines
         digests: set[tuple[str, str]] = set()
@@ -68,7 +72,7 @@ class SliDelivery:
             if episode.digest:
                 digests.add((str(episode.message_channel), episode.message_ts))
             else:
-                rows.append((SLI_MESSAGE, key, {"episode": fp}))
+                edits.append((SLI_MESSAGE, key, {"episode": fp}))  # one edit for all of this batch's events: it shows the newest state
             lines = [timeline(episode, e) for e in happened if e["kind"] != Kind.UPDATED.value]
             if lines:
                 notes.setdefault(fp, []).extend(f"{escape(episode.pipeline)} · {TITLES[Sli(episode.sli)]}: {line}" if episode.digest else line
@@ -82,14 +86,14 @@ class SliDelivery:
                 later = [timeline(episode, e) for e in events[episode.fingerprint] if e["kind"] not in (Kind.OPENED.value, Kind.UPDATED.value)]
                 if later:
                     notes.setdefault(episode.fingerprint, []).extend(later)
-        rows += [(SLI_DIGEST, key, {"message_channel": channel, "ts": ts}) for channel, ts in sorted(digests)]
+        rows += await self._pages(events, episodes)
+        rows += edits + [(SLI_DIGEST, key, {"message_channel": channel, "ts": ts}) for channel, ts in sorted(digests)]
         by_thread: dict[tuple[str, str] | str, tuple[str, list[str]]] = {}
         for fp, lines in notes.items():
             episode = episodes[fp]
             target: tuple[str, str] | str = (str(episode.message_channel), str(episode.message_ts)) if episode.digest else fp
             by_thread.setdefault(target, (fp, []))[1].extend(lines)
         rows += [(SLI_NOTE, key, {"episode": fp, "lines": lines}) for fp, lines in by_thread.values()]
-        rows += await self._pages(events, episodes)
         return Expand(rows)
 
     async def _pages(self, events: dict[str, list[dict[str, Any]]], episodes: dict[str, SliEpisode]) -> list[tuple[str, str, dict[str, Any]]]:
@@ -122,7 +126,7 @@ class SliDelivery:
         episode = await self.sli.episode(item.payload["episode"])
         reply = await self._render(episode)
         if episode.message_ts and episode.message_channel:
-            await call(self.client, "chat.update", channel=episode.message_channel, ts=episode.message_ts, text=reply.fallback, blocks=reply.blocks)
+            await self._edit(episode.message_channel, episode.message_ts, reply)
             return
         posted = await self._post(episode.channel, reply)
         await self.sli.save_message([episode.fingerprint], str(posted["channel"]), str(posted["ts"]), digest=False)
@@ -133,8 +137,7 @@ class SliDelivery:
         if payload.get("ts"):
             episodes = await self.sli.in_message(payload["message_channel"], payload["ts"])
             if episodes:
-                reply = await self._digest(episodes)
-                await call(self.client, "chat.update", channel=payload["message_channel"], ts=payload["ts"], text=reply.fallback, blocks=reply.blocks)
+                await self._edit(payload["message_channel"], payload["ts"], await self._digest(episodes))
             return
         found = await self.sli.episodes(payload["episodes"])
         episodes = [found[fp] for fp in payload["episodes"] if fp in found and found[fp].message_ts is None]
@@ -150,6 +153,17 @@ class SliDelivery:
             raise GiveUp(f"alert {episode.fingerprint} has no message to thread under (it could not be posted)")
         reply = Reply.sections(item.payload["lines"][0], item.payload["lines"][1:60])
         await self._post(episode.message_channel, reply, thread_ts=episode.message_ts)
+
+    async def _edit(self, channel: str, ts: str, reply: Reply) -> None:
+        """``chat.update``, unless the message already shows exactly this (an edit queued behind one that already showed
+        the newest state)."""
+        shown = hash((reply.fallback, repr(reply.blocks)))
+        if self._shown.get((channel, ts)) == shown:
+            return
+        await call(self.client, "chat.update", channel=channel, ts=ts, text=reply.fallback, blocks=reply.blocks)
+        self._shown[(channel, ts)] = shown
+        if len(self._shown) > SHOWN_KEPT:
+            del self._shown[next(iter(self._shown))]
 
     async def _post(self, channel: str, reply: Reply, thread_ts: str | None = None) -> Any:
         """``chat.postMessage``, at most one per ``POST_SPACING`` seconds per channel from this replica."""

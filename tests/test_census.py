@@ -1,0 +1,176 @@
+"""A census that is complete or says it is not, on the real broker: 300 groups seeded while another producer loads
+the broker, twenty censuses in a row, each lists all 300 or names what Kafka did not answer for; a group Kafka does
+not answer for is kept as last seen, never dropped; `bot consumers` refuses a topic the cluster does not have and,
+with the cluster away, shows the stored census with its age and exit 3, never a live state."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from bot.kafka import census as kafka_census
+from bot.kafka.census import Snapshot, take
+from bot.services import census as census_module
+from bot.services.census import CensusService, _changes
+from bot.services.lineage import LineageService
+from bot.services.outbox import Outbox
+from bot.services.sli import SliService
+from bot.store.database import Database
+from tests.conftest import Clock
+from tests.test_ops import new_topic
+
+
+@pytest.fixture
+def database_url(postgres_url: str) -> str:
+    """PostgreSQL only: the broker is the slow part."""
+    return postgres_url
+
+
+def seed_groups(admin: AdminClient, topic: str, groups: list[str], partitions: int = 3) -> None:
+    """Commit offsets for each group, again for those whose commit came back with a partition error (a coordinator
+    still loading refuses them: the group would not exist, and a census would be right not to list it)."""
+    left = list(groups)
+    for _ in range(20):
+        futures = {g: admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(g, [TopicPartition(topic, p, 1) for p in range(partitions)])])[g]
+                   for g in left}
+        left = [g for g, f in futures.items() if any(tp.error is not None for tp in f.result(timeout=30).topic_partitions)]
+        if not left:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"{len(left)} groups could not be seeded")
+
+
+@pytest.fixture
+def loaded_broker(kafka_bootstrap: str) -> Iterator[None]:
+    """Another producer keeps the broker busy meanwhile."""
+    stop = threading.Event()
+    topic = new_topic(AdminClient({"bootstrap.servers": kafka_bootstrap}), "census-load")
+
+    def load() -> None:
+        producer = Producer({"bootstrap.servers": kafka_bootstrap, "linger.ms": 5})
+        deadline = time.monotonic() + 120
+        while not stop.is_set() and time.monotonic() < deadline:
+            for _ in range(2_000):
+                try:
+                    producer.produce(topic, b"x" * 200)
+                except BufferError:
+                    producer.poll(0.05)
+            producer.poll(0)
+        producer.flush(10)
+
+    thread = threading.Thread(target=load, daemon=True)
+    thread.start()
+    yield
+    stop.set()
+    thread.join(30)
+
+
+def test_twenty_censuses_of_300_groups_under_load_each_list_all_or_say_what_is_missing(kafka_bootstrap: str, loaded_broker: None) -> None:
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    topic = new_topic(admin, "census-300")
+    groups = [f"{topic}-reader-{n}" for n in range(300)]
+    seed_groups(admin, topic, groups)
+    complete = 0
+    for _ in range(20):
+        snapshot = take(admin, [topic])
+        found = {g.group for g in snapshot.groups if topic in g.topics()}
+        missing = set(groups) - found
+        told = set(snapshot.unanswered) | ({g for g in groups if g not in snapshot.listed} if snapshot.listing else set())
+        assert missing <= told, f"{len(missing - told)} groups missing and not said: {sorted(missing - told)[:5]}"
+        assert missing == set() or snapshot.partial
+        complete += not missing
+        assert topic in snapshot.topics
+    assert complete >= 1  # a healthy broker answers in full at least once in twenty
+
+
+def test_a_group_kafka_does_not_answer_for_is_kept_as_last_seen_and_counted() -> None:
+    """The stored rows of a group that Kafka did not answer for stay (with their old ``seen_at``); a group answered and gone
+    is dropped; with an incomplete listing, a group it did not name stays too."""
+    earlier = Clock().now
+    stored = [(1, "orders", "a", {"0": 5}, earlier), (2, "orders", "b", {"0": 5}, earlier), (3, "orders", "c", {"0": 5}, earlier),
+              (4, "orders", "d", {"0": 5}, earlier)]
+    snapshot = Snapshot([], {}, {}, listed={"a", "b", "c"}, unanswered={"b": "committed offsets of b: no answer in 10 s"})
+    _, _, gone, partial = _changes(snapshot, stored, earlier + timedelta(minutes=5))
+    assert sorted(gone) == [1, 3, 4] and partial == 1  # a and c answered without reading it; d is not listed by a complete listing
+    snapshot.listing = "listing consumer groups: Coordinator load in progress"
+    _, _, gone, partial = _changes(snapshot, stored, earlier + timedelta(minutes=5))
+    assert sorted(gone) == [1, 3] and partial == 2
+
+
+async def test_a_partial_census_keeps_the_unanswered_group_and_says_so_and_the_cli_without_a_cluster_shows_the_stored_one(
+        migrated_url: str, kafka_bootstrap: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    topic = new_topic(admin, "census-partial")
+    groups = [f"{topic}-a", f"{topic}-b"]
+    seed_groups(admin, topic, groups)
+    db = Database(migrated_url)
+    lineage = LineageService(db)
+    clock = Clock()
+    census = CensusService(db, lineage, SliService(db, lineage, Outbox()), kafka_bootstrap, "test", lambda: clock.now, timedelta(minutes=5))
+    try:
+        assert await census.refresh()
+        first = await census.census(topic)
+        assert {r.reading.group for r in first.readers} == set(groups) and first.live and first.partial == 0
+
+        real = kafka_census.take
+
+        def refused(client: Any, topics: Any = None) -> Snapshot:
+            snapshot = real(client, topics)
+            snapshot.groups = [g for g in snapshot.groups if g.group != groups[1]]
+            snapshot.unanswered[groups[1]] = f"committed offsets of {groups[1]}: no answer in 10 s"
+            return snapshot
+
+        monkeypatch.setattr(census_module, "take", refused)
+        clock.advance(minutes=1)
+        assert await census.refresh()
+        second = await census.census(topic)
+        by_group = {r.reading.group: r for r in second.readers}
+        assert set(by_group) == set(groups) and second.partial == 1 and second.live  # never dropped
+        assert by_group[groups[0]].live and by_group[groups[0]].state == "idle"
+        assert not by_group[groups[1]].live and by_group[groups[1]].state == "last seen idle"
+        assert "last seen idle at" in by_group[groups[1]].state_text()
+        assert any("partial: Kafka did not answer for 1 group" in note for note in second.notes())
+        shown = second.as_json()
+        assert shown["partial"] is True and shown["unanswered"] == 1 and "no answer" in shown["partial_reason"]
+
+        clock.advance(minutes=10)  # nobody took a census since: nothing is live any more
+        old = await census.census(topic)
+        assert not old.live and old.stale and all(r.state.startswith("last seen") for r in old.readers)
+    finally:
+        await db.close()
+
+    env = {**os.environ, "DATABASE_URL": migrated_url, "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:9"}  # the cluster is away
+    printed = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "consumers", topic, "--format", "json"], env=env,
+                                      capture_output=True, text=True, timeout=120)
+    assert printed.returncode == 3, printed.stderr
+    answer = json.loads(printed.stdout)
+    assert answer["live"] is False and "did not answer" in answer["failed"] and answer["age_seconds"] > 0 and answer["taken_at"]
+    assert answer["partial"] is True and {r["group"] for r in answer["readers"]} == set(groups)
+    assert all(r["state"].startswith("last seen") and r["live"] is False for r in answer["readers"])
+
+
+async def test_an_unknown_topic_is_bad_input_with_the_nearest_names(migrated_url: str, kafka_bootstrap: str) -> None:
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    topic = new_topic(admin, "payments")
+    env = {**os.environ, "DATABASE_URL": migrated_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap}
+    for args in ([topic[:-1], "--refresh"], [topic[:-1] + "x", "--format", "json"]):
+        done = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "consumers", *args], env=env, capture_output=True, text=True,
+                                       timeout=120)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert f"no topic {args[0]} on the cluster" in done.stderr and f"did you mean {topic}" in done.stderr
+        assert done.stdout == ""
+    far = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "consumers", "zzzz-qqqq"], env=env, capture_output=True,
+                                  text=True, timeout=120)
+    assert far.returncode == 2 and "no topic zzzz-qqqq on the cluster" in far.stderr
