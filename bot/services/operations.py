@@ -402,7 +402,15 @@ class Operations:
             return await self._move(row, (row.state,), Actor("changeops", "scheduler"), "failed", {"error": str(err)},
                                     f":x: The replay failed: {_plain(err)}. {progress.copied:,} were copied, each once.", self._finish_entry,
                                     state=OpState.FAILED.value, result=str(err), progress=self._progress_json(row, progress))
-        row = await self.get(operation)
+        for _ in range(5):  # a cancel (or a heartbeat) may land between reading the row and writing its end: read it again
+            try:
+                return await self._end(await self.get(operation), finished, progress, plan, request)
+            except OpsError:
+                continue
+        return await self.get(operation)
+
+    async def _end(self, row: Operation, finished: bool, progress: Progress, plan: ReplayPlan, request: ReplayRequest) -> Operation:
+        """Write how a run ended: done, cancelled (where the DLQ was copied up to), or handed over (this process stops)."""
         if finished:
             seconds = time.monotonic() - progress.started
             text = f"Copied {progress.copied:,} of {plan.count:,} to {request.target}, each exactly once, keeping keys, headers and timestamps."
@@ -417,8 +425,7 @@ class Operations:
                                     f":octagonal_sign: {text}", self._finish_entry, state=OpState.CANCELLED.value, result=text,
                                     lease_owner=None, lease_until=None, progress=self._progress_json(row, progress))
         # stopped without a cancel: this process is stopping; another bot resumes it at once
-        await self._move(row, (row.state,), None, "", None, None, lease_until=self.clock(), progress=self._progress_json(row, progress))
-        return await self.get(operation)
+        return await self._move(row, (row.state,), None, "", None, None, lease_until=self.clock(), progress=self._progress_json(row, progress))
 
     def _progress_json(self, row: Operation, progress: Progress, final: bool = False) -> dict[str, Any]:
         plan = ReplayPlan.from_json(row.plan)
