@@ -27,6 +27,7 @@ class ApiToken:
     name: str
     token: str = field(repr=False)
     scopes: frozenset[str]
+    user: str | None = None  # the Slack user the token acts for: its proposals are that user's (four eyes holds through the API)
 
 
 @dataclass(frozen=True)
@@ -158,7 +159,8 @@ def _port(env: Mapping[str, str]) -> int:
 
 def _api_tokens(env: Mapping[str, str]) -> tuple[ApiToken, ...]:
     """``CHANGEOPS_API_TOKEN`` (every scope, named ``default``) and ``CHANGEOPS_API_TOKENS``: entries
-    ``NAME:SCOPE[+SCOPE...]=TOKEN`` separated by commas or white space, e.g. ``ci:proposals:write=...``."""
+    ``NAME[@USER]:SCOPE[+SCOPE...]=TOKEN`` separated by commas or white space, e.g. ``ci:proposals:write=...`` or
+    ``alice@U0123ABCD:proposals:write=...`` (a token that proposes as that Slack user)."""
     tokens: list[ApiToken] = []
     single = _optional(env, "CHANGEOPS_API_TOKEN")
     if single is not None:
@@ -169,18 +171,21 @@ def _api_tokens(env: Mapping[str, str]) -> tuple[ApiToken, ...]:
         if not entry:
             continue
         head, equals, token = entry.partition("=")
-        name, colon, scopes = head.partition(":")
+        named, colon, scopes = head.partition(":")
+        name, at, user = named.partition("@")
         granted = frozenset(SCOPES) if scopes == "*" else frozenset(scopes.split("+"))
         where = f"CHANGEOPS_API_TOKENS entry {number}"
         if not (equals and colon and re.fullmatch(r"[A-Za-z0-9_.-]{1,32}", name)):
-            raise ConfigError(f"{where} is malformed: expected NAME:SCOPE[+SCOPE...]=TOKEN, e.g. ci:proposals:write=<token>")
+            raise ConfigError(f"{where} is malformed: expected NAME[@USER]:SCOPE[+SCOPE...]=TOKEN, e.g. ci:proposals:write=<token>")
+        if at and not re.fullmatch(r"[UW][A-Z0-9]{2,20}", user):
+            raise ConfigError(f"{where} ({name}): {user!r} is not a Slack user id (U... or W...)")
         if not granted <= set(SCOPES):
             raise ConfigError(f"{where} ({name}) names an unknown scope: use {', '.join(SCOPES)} or *")
         if len(token) < 16:
             raise ConfigError(f"{where} ({name}): the token is too short: use at least 16 characters")
         if any(t.name == name or t.token == token for t in tokens):
             raise ConfigError(f"{where} ({name}): the name or the token is used twice")
-        tokens.append(ApiToken(name, token, granted))
+        tokens.append(ApiToken(name, token, granted, user or None))
     return tuple(tokens)
 
 

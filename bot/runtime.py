@@ -39,7 +39,7 @@ from bot.services.sli import SLI_EVENT, SliService
 from bot.slack.app import add_listeners, create_app
 from bot.slack.calendar_commands import CalendarCommands
 from bot.slack.client import SlackConnections
-from bot.slack.delivery import SlackDelivery
+from bot.slack.delivery import CARD, SlackDelivery
 from bot.slack.health import HealthSlack
 from bot.slack.inflight import Inflight
 from bot.slack.membership import SlackMembership
@@ -100,7 +100,7 @@ class Bot:
         health = HealthSlack(self.connections.client(retries=False), self.health)
         self.dispatcher = Dispatcher(self.db, self.outbox, {**delivery.handlers(), **alerts.handlers(), **operations.handlers(),
                                                             **out_of_band.handlers(), **health.handlers(), REGISTER: self.proposals.register},
-                                     coalesce=frozenset({SLI_EVENT}))
+                                     coalesce=frozenset({SLI_EVENT, CARD}))  # queued card edits: one render, the newest state
         calendar = CalendarCommands(self.calendar, self.slack.client, membership, lambda: config.public_url or self.url)
         actions = AlertActions(SliCommands(self.sli, membership), self.proposals, self.calendar, self._dead_letters if config.kafka_bootstrap_servers else None)
         add_listeners(self.slack, Services(self.proposals, self.registry, self.slack.client), calendar, actions, OpsActions(self.ops, self.sli),

@@ -38,16 +38,26 @@ class SchemaRegistry:
             conf["basic.auth.user.info"] = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
         self.client = AsyncSchemaRegistryClient(conf)
 
-    async def register(self, subject: str, schema_text: str) -> int:
-        """Register ``schema_text`` under ``subject``; the registry's schema id."""
+    async def register(self, subject: str, schema_text: str) -> tuple[int, int | None]:
+        """Register ``schema_text`` under ``subject``; the registry's schema id, and its version number under the subject
+        (None when the registry did not say and could not be asked)."""
         try:
-            return int(await self.client.register_schema(subject, Schema(schema_text, "AVRO")))
+            registered = await self.client.register_schema_full_response(subject, Schema(schema_text, "AVRO"))
+            version = registered.version
+            if version is None:  # the Confluent API answers a registration with the id alone: ask which version it is
+                try:
+                    version = (await self.client.lookup_schema(subject, Schema(schema_text, "AVRO"))).version
+                except Exception:  # the registration stands; the version stays unknown
+                    version = None
         except SchemaRegistryError as err:
             status = err.http_status_code if isinstance(err.http_status_code, int) else 0
             raise RegistrationError(f"{self.url} refused it: {err.error_message} (HTTP {status}, code {err.error_code})",
                                     retryable=status >= 500 or status in (0, 408, 429)) from None
         except Exception as err:  # connection failures come from the HTTP library underneath
             raise RegistrationError(f"{self.url} could not be reached: {type(err).__name__}", retryable=True) from None
+        if registered.schema_id is None:
+            raise RegistrationError(f"{self.url} answered without a schema id", retryable=False)
+        return int(registered.schema_id), version
 
     async def close(self) -> None:
         """Close the HTTP client."""

@@ -20,6 +20,7 @@ import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from bot.domain.calendar import Freeze
 from bot.domain.lineage.catalog import read_catalog
 from bot.domain.ops import OpsError
 from bot.emulator.render import as_text
@@ -398,3 +399,17 @@ async def test_a_replay_whose_bot_stops_is_resumed_by_the_next_bot_and_says_so(o
         lambda: (lambda t: t if "Resumed" in t else None)(thread(slack, done)), timeout=30)
     copies = await asyncio.to_thread(read_committed, kafka_bootstrap, names["target"], 4_000)
     assert len({dict(m.headers())["changeops-source"] for m in copies}) == len(copies) == 4_000
+
+
+async def test_a_replay_planned_inside_a_freeze_names_it_in_the_plan_and_the_confirm_dialog(ops: tuple[SlackHarness, dict[str, str]],
+                                                                                            kafka_bootstrap: str) -> None:
+    slack, names = ops
+    now = datetime.now(UTC)
+    await slack.bot.calendar.add_freeze(Freeze("year-end", "the year-end close", start=now - timedelta(hours=1), end=now + timedelta(hours=2)), ALICE)
+    await asyncio.to_thread(produce, kafka_bootstrap, names["dlq"], 30, NOW - timedelta(hours=1), timedelta(seconds=1))
+    assert "is posted" in await answer(slack, f"/replay {names['dlq']} --to {names['target']}", ALICE)  # not refused: an incident
+    row = await latest(slack)
+    plan = await op_message(slack, int(row.id or 0), lambda t: "Inside the freeze year-end" in t)
+    assert "the year-end close" in as_text(plan.text, plan.blocks)
+    [confirm] = [e for b in plan.blocks if b.get("type") == "actions" for e in b["elements"] if e["action_id"] == ids.OPS_CONFIRM]
+    assert "inside the freeze *year-end*" in confirm["confirm"]["text"]["text"]

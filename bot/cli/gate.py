@@ -1,5 +1,6 @@
 """``bot gate SUBJECT FILE``: may this schema ship? For a producer's deploy pipeline: exit 0 only when the exact
-schema is an approved version of the subject (1 otherwise, 2 for usage errors)."""
+schema is an approved version of the subject and no freeze covers it now (or an emergency override stands); 1
+otherwise (``frozen`` names the freeze and when it ends); 2 for usage errors."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from urllib.parse import quote
 from bot.cli.api import Unreachable, call
 
 VERDICT = {"approved": "approved as version {version}", "pending": "waiting for acknowledgements (proposal #{proposal})",
-           "rejected": "not approved: proposal #{proposal} was {proposal_state}", "unknown": "not approved: no proposal carries this schema"}
+           "rejected": "not approved: proposal #{proposal} was {proposal_state}", "unknown": "not approved: no proposal carries this schema",
+           "frozen": "approved as version {version}, but frozen: {freeze[name]} covers it until {freeze[ends]}"}
 
 
 def add_parsers(sub: Any) -> None:
@@ -49,8 +51,11 @@ def run_gate(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(answer, ensure_ascii=False))
     else:
-        print(f"{args.subject}: {VERDICT[answer['status']].format(**answer)}" + ("" if answer["status"] == "approved" else f" ({answer['level']})"))
-        if answer["status"] != "approved":
+        tail = "" if answer["status"] in ("approved", "frozen") else f" ({answer['level']})"
+        if answer["status"] == "approved" and answer.get("override"):
+            tail = f" (inside the freeze {answer['freeze']['name']}: an emergency override stands until {answer['override']['until']})"
+        print(f"{args.subject}: {VERDICT[answer['status']].format(**answer)}{tail}")
+        if answer["status"] not in ("approved", "frozen"):
             for change in answer["changes"][:50]:
                 print(f"  {change['rule']} {change['path']}: {change['message']}")
     return 0 if answer["status"] == "approved" else 1

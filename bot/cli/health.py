@@ -23,7 +23,8 @@ from bot.store.database import Database
 from bot.store.models import utcnow
 
 FIGURES = ("undeclared_readers_total", "undeclared_readers_trend", "registered_share", "black_box_share", "black_box_trend", "proposals", "out_of_band", "through_proposals_share", "expired",
-           "approved_late", "median_hours_to_acknowledge", "sli_episodes", "median_minutes_to_acknowledge_sli")
+           "approved_late", "through_freezes", "registrations_failed", "median_hours_to_acknowledge", "sli_episodes",
+           "median_minutes_to_acknowledge_sli")
 
 
 def add_parsers(sub: Any) -> None:

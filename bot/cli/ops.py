@@ -217,6 +217,9 @@ def _show(row: Operation, form: str, final: bool) -> None:
             print(json.dumps(as_json(row), indent=2, ensure_ascii=False))
         return
     print(f"#{row.id} {row.kind} {row.state}: {summary(row)}")
+    freeze = row.plan.get("freeze")
+    if freeze and row.state in (OpState.PLANNED.value, DRY_RUN):
+        print(f"  inside the freeze {freeze['name']} (until {freeze['ends']}): it is not refused, and the run is booked in the calendar inside it")
     if row.kind == OpKind.BACKFILL.value and row.state in (OpState.PLANNED.value, DRY_RUN):
         print(f"  {'partition':>9} {'committed':>12} {'target':>12} {'re-read':>10}")
         for move in row.plan["moves"]:

@@ -18,7 +18,8 @@ def add_parsers(sub: Any) -> None:
     propose.add_argument("subject")
     propose.add_argument("file", help="the new schema (.avsc), - for stdin")
     propose.add_argument("--notes", default="", help="for consumers: migration plan, dual-version period")
-    propose.add_argument("--proposer", required=True, help="the proposer's Slack user id (U...): the bot confirms it with Slack")
+    propose.add_argument("--proposer", help="the proposer's Slack user id (U...): the bot confirms it with Slack; required unless "
+                                            "the token proposes as a user (NAME@USER in CHANGEOPS_API_TOKENS)")
     propose.add_argument("--window-start", help="planned start, ISO 8601 with an offset (2026-12-03T02:00:00Z)")
     propose.add_argument("--window-hours", type=float, help="planned duration in hours")
     propose.add_argument("--revision-of", type=int, help="the proposal this one revises")
@@ -33,7 +34,7 @@ def run_propose(args: argparse.Namespace) -> int:
     except OSError as err:
         print(f"bot propose: cannot read {args.file}: {err.strerror}", file=sys.stderr)
         return 2
-    body = {"subject": args.subject, "schema": schema, "notes": args.notes, "proposer": args.proposer,
+    body = {"subject": args.subject, "schema": schema, "notes": args.notes, **({"proposer": args.proposer} if args.proposer else {}),
             "window_start": args.window_start, "window_hours": args.window_hours, "revision_of": args.revision_of}
     try:
         status, answer = call("/api/v1/proposals", body)

@@ -27,6 +27,7 @@ class Kind(enum.StrEnum):
     BACKFILL = "backfill"
     REPLAY = "replay"
     MAINTENANCE = "maintenance"
+    EMERGENCY = "emergency"  # a held change shipped during a freeze, by two oncall people
 
 
 class Status(enum.StrEnum):
@@ -130,6 +131,7 @@ class Freeze:
     timezone: str = "UTC"
     start: datetime | None = None
     end: datetime | None = None
+    excepted: Scope = field(default_factory=Scope)  # what it leaves out (``except:``): teams, subjects, datasets, jobs
 
     def __post_init__(self) -> None:
         if self.cron is not None:
@@ -166,11 +168,18 @@ class Freeze:
         return found
 
     def applies_to(self, entry: Entry) -> bool:
-        """Global, or the entry's owner, subjects or jobs are among the frozen ones."""
+        """Global, or the entry's owner, subjects, datasets or jobs are among the frozen ones; and the freeze does not leave
+        it out (its owner team is excepted, or everything it names is)."""
+        if self.excepted.teams and entry.owner in self.excepted.teams:
+            return False
+        named, left_out = entry.scope, self.excepted
+        if (named.subjects or named.datasets or named.jobs) and (
+                named.subjects <= left_out.subjects and named.datasets <= left_out.datasets and named.jobs <= left_out.jobs):
+            return False
         if self.scope.empty:
             return True
-        return (entry.owner in self.scope.teams or bool(self.scope.subjects & entry.scope.subjects)
-                or bool(self.scope.jobs & entry.scope.jobs))
+        return (entry.owner in self.scope.teams or bool(self.scope.subjects & named.subjects) or bool(self.scope.datasets & named.datasets)
+                or bool(self.scope.jobs & named.jobs))
 
 
 DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")

@@ -36,6 +36,8 @@ class ProposalFacts:
     decided: datetime | None
     deadline: datetime | None
     acknowledged: tuple[datetime, ...] = ()
+    emergency: bool = False  # shipped through a freeze by two oncall people
+    unregistered: bool = False  # approved, but the Schema Registry never took it (the bot stopped trying)
 
 
 @dataclass(frozen=True)
@@ -121,6 +123,8 @@ def _figures(facts: Facts, team: str | None) -> dict[str, Any]:
         "through_proposals_share": _share(len(proposals), len(proposals) + len(detected)),
         "expired": sum(1 for p in proposals if p.state == "expired"),
         "approved_late": sum(1 for p in proposals if p.state == "approved" and p.decided and p.deadline and p.decided > p.deadline),
+        "through_freezes": sum(1 for p in proposals if p.emergency),
+        "registrations_failed": sum(1 for p in proposals if p.unregistered),
         "median_hours_to_acknowledge": round(statistics.median(waits), 2) if waits else None,
         "pipelines_missing_sli": sorted(name for owner, name in facts.pipelines_missing if mine(owner)),
         "sli_episodes": len(episodes),
@@ -160,6 +164,8 @@ def describe(figures: dict[str, Any]) -> list[tuple[str, str]]:
                    f"({percent(figures['through_proposals_share'])}); {figures['out_of_band']} detected out of band"),
         (":hourglass:", f"Proposals expired: {figures['expired']}; approved late: {figures['approved_late']}; median time to acknowledge: "
                         + (f"{hours:g} h" if hours is not None else "n/a")),
+        (":snowflake:", f"Changes shipped through freezes (emergencies): {figures.get('through_freezes', 0)}; approved versions the Schema "
+                        f"Registry did not take: {figures.get('registrations_failed', 0)}"),
         (":bar_chart:", "Pipelines missing a mandatory SLI: " + (", ".join(figures["pipelines_missing_sli"]) or "none")),
         (":rotating_light:", f"SLI episodes: {figures['sli_episodes']}; median time to acknowledge: " + (f"{minutes:g} min" if minutes is not None else "n/a")),
     ]

@@ -1,6 +1,7 @@
 """A Confluent-compatible Schema Registry, emulated over real HTTP (the part the bot uses).
 
-``POST /subjects/{subject}/versions`` registers (an identical schema keeps its id and version),
+``POST /subjects/{subject}/versions`` registers (an identical schema keeps its id and version), ``POST
+/subjects/{subject}`` looks a schema up (its subject, version and id; 404 when the subject does not have it),
 ``GET /subjects`` lists subjects, ``GET /subjects/{subject}/versions`` lists versions,
 ``GET /subjects/{subject}/versions/{version}`` (or ``latest``) returns one, ``GET /schemas/ids/{id}`` returns a schema.
 ``refuse(subject, status, code, message)`` makes the next registration fail the way a registry does
@@ -33,6 +34,7 @@ class SchemaRegistryEmulator:
         """The aiohttp application to serve."""
         app = web.Application()
         app.router.add_post("/subjects/{subject}/versions", self._register)
+        app.router.add_post("/subjects/{subject}", self._lookup)
         app.router.add_get("/subjects", self._subjects)
         app.router.add_get("/subjects/{subject}/versions", self._versions)
         app.router.add_get("/subjects/{subject}/versions/{version}", self._version)
@@ -57,6 +59,20 @@ class SchemaRegistryEmulator:
         if ident not in versions:
             versions.append(ident)
         return _json({"id": ident})
+
+    async def _lookup(self, request: web.Request) -> web.Response:
+        subject = request.match_info["subject"]
+        try:
+            text = json.dumps(json.loads(json.loads(await request.text())["schema"]), sort_keys=True)
+        except (json.JSONDecodeError, KeyError, TypeError):
+            return _json({"error_code": 42201, "message": "Invalid schema"}, 422)
+        if subject not in self.subjects:
+            return _json({"error_code": 40401, "message": f"Subject '{subject}' not found."}, 404)
+        ids = self.subjects[subject]
+        ident = next((i for i in ids if self.schemas[i] == text), None)
+        if ident is None:
+            return _json({"error_code": 40403, "message": "Schema not found"}, 404)
+        return _json({"subject": subject, "version": ids.index(ident) + 1, "id": ident, "schema": self.schemas[ident]})
 
     async def _versions(self, request: web.Request) -> web.Response:
         subject = request.match_info["subject"]

@@ -126,6 +126,8 @@ class CalendarService:
             raise CalendarError(f"kind: {kind!r} is not one of {', '.join(k.value for k in Kind)}") from None
         if booked is Kind.SCHEMA_CHANGE:
             raise CalendarError("kind: schema changes are booked by their proposals (/schema propose with a planned window)")
+        if booked is Kind.EMERGENCY:
+            raise CalendarError("kind: emergency entries are booked when two oncall people ship a held change during a freeze")
         if not title.strip() or len(title) > MAX_TITLE:
             raise CalendarError(f"title: required, at most {MAX_TITLE} characters")
         window = Window(start, end)
@@ -142,6 +144,14 @@ class CalendarService:
                   {"kind": booked.value, "start": window.start.isoformat(), "end": window.end.isoformat(), "scope": scope.as_json()})
             await session.commit()
         return entry.id
+
+    async def override_for(self, subject: str, at: datetime) -> CalendarEntry | None:
+        """The emergency entry that lets ``subject`` ship at ``at`` during a freeze (two oncall people confirmed it), if one stands."""
+        async with self.db.session() as session:
+            rows = (await session.exec(select(CalendarEntry).where(col(CalendarEntry.kind) == Kind.EMERGENCY.value,
+                                                                   col(CalendarEntry.status) == Status.CONFIRMED.value,
+                                                                   col(CalendarEntry.start) <= at, col(CalendarEntry.end) > at))).all()
+        return next((r for r in rows if subject in Scope.from_json(r.scope).subjects), None)
 
     async def freeze_over(self, window: Window, owner: str, scope: Scope) -> tuple[Freeze, Window] | None:
         """The first freeze occurrence that covers an entry with this window, owner and scope (None when free)."""
@@ -194,7 +204,7 @@ class CalendarService:
         async with self.db.session() as session:
             rows = (await session.exec(select(FreezeRow).order_by(col(FreezeRow.name)))).all()
         return [Freeze(r.name, r.reason, Scope.from_json(r.scope), r.cron, timedelta(minutes=r.minutes) if r.minutes else None, r.timezone,
-                       aware(r.start) if r.start else None, aware(r.end) if r.end else None) for r in rows]
+                       aware(r.start) if r.start else None, aware(r.end) if r.end else None, Scope.from_json(r.excepted)) for r in rows]
 
     async def listing(self, start: datetime, end: datetime, *, sequences: bool = False) -> list[dict[str, Any]]:
         """The entries overlapping ``[start, end)``, oldest first, each with its conflicts (the CLI's and the API's JSON;

@@ -1,22 +1,27 @@
 """The deploy gate: is this exact schema an approved version of the subject? A schema that was not approved does
 not exist. Approved means identical in every attribute (docs, defaults, aliases, custom properties), not just
 in Parsing Canonical Form; otherwise the proposal that carries it (pending or rejected), or nothing, with its
-classification against the current version."""
+classification against the current version. An approved schema is ``frozen`` while a freeze covers the subject
+now, unless an emergency override (two oncall people) stands for it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlmodel import col, select
 
 from bot.domain.approvals import State
+from bot.domain.calendar import Scope, Window
 from bot.domain.compat.analysis import analyse, fingerprints
+from bot.services.calendar import CalendarService
 from bot.services.registry import Registry
 from bot.store.database import Database
-from bot.store.models import Proposal, SchemaVersion, Subject
+from bot.store.models import Proposal, SchemaVersion, Subject, aware, utcnow
 from bot.workers import off_loop
 
-APPROVED, PENDING, REJECTED, UNKNOWN = "approved", "pending", "rejected", "unknown"
+APPROVED, PENDING, REJECTED, UNKNOWN, FROZEN = "approved", "pending", "rejected", "unknown", "frozen"
 STATUS_OF = {State.PENDING.value: PENDING, State.REJECTED.value: REJECTED, State.CHANGES_REQUESTED.value: REJECTED}
 
 
@@ -31,11 +36,29 @@ class GateError(ValueError):
 class Gate:
     """Answers deploy pipelines."""
 
-    def __init__(self, db: Database, registry: Registry) -> None:
-        self.db, self.registry = db, registry
+    def __init__(self, db: Database, registry: Registry, calendar: CalendarService, clock: Callable[[], datetime] = utcnow) -> None:
+        self.db, self.registry, self.calendar, self.clock = db, registry, calendar, clock
 
     async def check(self, subject_name: str, schema_text: str) -> dict[str, Any]:
-        """``{"subject", "status", "proposal", "proposal_state", "version", "level", "changes"}``."""
+        """``{"subject", "status", "proposal", "proposal_state", "version", "level", "changes", "freeze", "override"}``."""
+        answer = await self._approval(subject_name, schema_text)
+        answer["freeze"], answer["override"] = None, None
+        if answer["status"] != APPROVED:
+            return answer
+        now = self.clock()
+        owner = (await self.registry.subject(subject_name)).owner_team or ""  # type: ignore[union-attr]
+        frozen = await self.calendar.freeze_over(Window(now, now + timedelta(microseconds=1)), owner, Scope(subjects=frozenset({subject_name})))
+        if frozen is None:
+            return answer
+        freeze, occurrence = frozen
+        answer["freeze"] = {"name": freeze.name, "ends": occurrence.end.isoformat(), "reason": freeze.reason}
+        override = await self.calendar.override_for(subject_name, now)
+        if override is None:
+            return {**answer, "status": FROZEN}
+        answer["override"] = {"entry": override.id, "proposal": override.proposal_id, "until": aware(override.end).isoformat()}
+        return answer
+
+    async def _approval(self, subject_name: str, schema_text: str) -> dict[str, Any]:
         subject = await self.registry.subject(subject_name)
         if subject is None:
             raise GateError(f"there is no subject {subject_name!r}: nothing is approved for it", 404)

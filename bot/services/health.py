@@ -95,7 +95,8 @@ class HealthService:
         for p in proposals:
             facts.proposals.append(ProposalFacts(owner.get(p.subject_id), p.state, aware(p.created_at), aware(p.decided_at) if p.decided_at else None,
                                                  aware(p.deadline) if p.deadline else None,
-                                                 tuple(aware(a.created_at) for a in acks if a.proposal_id == p.id)))
+                                                 tuple(aware(a.created_at) for a in acks if a.proposal_id == p.id),
+                                                 bool(p.emergency and p.emergency.get("confirmed_by")), p.registry_state == "failed"))
         names = {s.name: s.owner_team for s in subjects}
         facts.out_of_band = [names.get(o.subject) for o in observed]
         pipelines = await self.sli.pipelines()

@@ -64,7 +64,7 @@ class LineageService:
             for team in catalog.teams.values():
                 session.add(TeamRow(name=team.name, usergroup=team.usergroup, members=team.members, oncall=team.oncall,
                                     oncall_usergroup=team.oncall_usergroup, consumer_groups=team.consumer_groups, channel=team.channel,
-                                    change_hours=team.change_hours))
+                                    change_hours=team.change_hours, self_approval=team.self_approval))
             oncall = await session.get(CatalogSetting, GLOBAL_ONCALL) or CatalogSetting(name=GLOBAL_ONCALL)
             oncall.value = {"usergroup": catalog.oncall.usergroup, "members": catalog.oncall.members} if catalog.oncall else {}
             session.add(oncall)
@@ -247,7 +247,7 @@ class LineageService:
         async with self.db.session() as session:
             rows = (await session.exec(select(TeamRow))).all()
         return {r.name: Team(r.name, r.usergroup, list(r.members), list(r.oncall), r.channel, r.change_hours, r.oncall_usergroup,
-                             list(r.consumer_groups or [])) for r in rows}
+                             list(r.consumer_groups or []), r.self_approval) for r in rows}
 
     async def setting(self, name: str) -> dict[str, Any]:
         """A catalog-wide setting (``RETIRED_GROUPS``, ``DOCUMENT``...): {} when the catalog has none."""
@@ -275,7 +275,7 @@ async def _replace_freezes(session: AsyncSession, freezes: Iterable[Freeze]) -> 
 
 def freeze_row(freeze: Freeze, source: str, created_by: str | None = None) -> FreezeRow:
     """How a freeze is stored (``source``: the catalog, or Slack)."""
-    return FreezeRow(name=freeze.name, reason=freeze.reason, scope=freeze.scope.as_json(), cron=freeze.cron,
+    return FreezeRow(name=freeze.name, reason=freeze.reason, scope=freeze.scope.as_json(), excepted=freeze.excepted.as_json(), cron=freeze.cron,
                      minutes=int(freeze.duration.total_seconds() // 60) if freeze.duration else None, timezone=freeze.timezone,
                      start=freeze.start, end=freeze.end, source=source, created_by=created_by)
 

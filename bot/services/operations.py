@@ -129,7 +129,7 @@ class Operations:
         if actor.surface == "slack" and (why := await self.refusal(actor.user, team)):
             raise OpsError(why)
         moves, state = await self._ask(lambda cluster: cluster.plan_backfill(request))
-        plan = {"moves": [m.as_json() for m in moves], "group_state": state}
+        plan = {"moves": [m.as_json() for m in moves], "group_state": state, "freeze": await self._freeze_now(request)}
         return await self._create(OpKind.BACKFILL, DRY_RUN if dry_run else OpState.PLANNED, team, actor, request.as_json(), plan, channel)
 
     async def plan_replay(self, request: ReplayRequest, dry_run: bool, actor: Actor, channel: str | None) -> Operation:
@@ -140,7 +140,22 @@ class Operations:
         await self._one_at_a_time(request.dlq)
         earlier = await self.copied(request.dlq)
         plan: ReplayPlan = await self._ask(lambda cluster: scan(cluster, request, earlier, self.registry))
-        return await self._create(OpKind.REPLAY, DRY_RUN if dry_run else OpState.PLANNED, team, actor, request.as_json(), plan.as_json(), channel)
+        return await self._create(OpKind.REPLAY, DRY_RUN if dry_run else OpState.PLANNED, team, actor, request.as_json(),
+                                  {**plan.as_json(), "freeze": await self._freeze_now(request)}, channel)
+
+    async def _freeze_now(self, request: BackfillRequest | ReplayRequest) -> dict[str, str] | None:
+        """The freeze covering the operation's pipeline now, named in its plan and its confirm dialog (it is not refused:
+        oncall must be able to act in an incident)."""
+        pipeline = next((p for p in (await self.sli.pipelines()).values()
+                         if (isinstance(request, BackfillRequest) and p.group == request.group) or (isinstance(request, ReplayRequest) and p.dlq == request.dlq)),
+                        None)
+        scope = Scope(jobs=frozenset(pipeline.jobs)) if pipeline is not None else Scope()
+        now = self.clock()
+        frozen = await self.calendar.freeze_over(Window(now, now + timedelta(microseconds=1)), pipeline.owner if pipeline else "", scope)
+        if frozen is None:
+            return None
+        freeze, occurrence = frozen
+        return {"name": freeze.name, "ends": occurrence.end.isoformat(), "reason": freeze.reason}
 
     async def _one_at_a_time(self, dlq: str) -> None:
         """OpsError while a replay of ``dlq`` runs: two at once could copy a message twice."""

@@ -289,6 +289,14 @@ class Dispatcher:
 
 
 
+async def failed_in(db: Database, key: str) -> str | None:
+    """Why the newest row of ``key`` that was given up on could not be delivered (None when none was)."""
+    async with db.session() as session:
+        row = (await session.exec(select(OutboxMessage).where(col(OutboxMessage.key) == key, col(OutboxMessage.state) == FAILED)
+                                  .order_by(col(OutboxMessage.id).desc()).limit(1))).first()
+    return (row.last_error or "given up") if row is not None else None
+
+
 def _place(table: Any) -> Any:
     """A row's place in its key's line: its parent's position for an expanded row, else its own id."""
     return func.coalesce(table.position, table.id)

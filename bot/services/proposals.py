@@ -40,6 +40,7 @@ from bot.store.database import Database
 from bot.store.models import (
     Acknowledgement,
     AuditEntry,
+    CardCopy,
     Proposal,
     Subject,
     aware,
@@ -52,6 +53,17 @@ IMPACT_KEPT = 40  # impacted fields kept with a proposal (what its card lists); 
 MAX_SCHEMA_BYTES = 1_000_000
 NOTICE = "proposal.notice"  # outbox kind: tell people what happened to a proposal (the Slack edge renders it)
 REGISTER = "proposal.register"  # outbox kind: register an approved schema in the Schema Registry
+EMERGENCY_WINDOW = timedelta(hours=1)  # an emergency override stands at least this long (and until the freeze ends)
+REGISTRY_ATTEMPTS = 8  # failed attempts (backed off: about two minutes) before the subject's oncall is asked to retry
+
+
+class RegistryState(enum.StrEnum):
+    """Where the registration of an approved version stands (it only moves forward, or back to registering by hand)."""
+
+    REGISTERING = "registering"
+    RETRYING = "retrying"
+    REGISTERED = "registered"
+    FAILED = "failed"
 
 
 class ProposalError(Exception):
@@ -75,7 +87,11 @@ class Event(enum.StrEnum):
     WITHDRAWN = "withdrawn"
     EXTENDED = "extended"
     REGISTERED = "registered"
+    REGISTERING = "registering"  # the first failure (retrying from now on), or a retry by hand
+    NOT_REGISTERED = "not_registered"  # refused, or given up after the attempts
     HELD = "held"
+    EMERGENCY_REQUESTED = "emergency_requested"  # an oncall asked to ship a held change during its freeze
+    EMERGENCY_SHIPPED = "emergency_shipped"  # a second oncall confirmed: approved and recorded through the freeze
     RELEASED = "released"
     RESCHEDULED = "rescheduled"
     READER = "reader"  # someone said who answers for a consumer group nobody declared (or that it is retired)
@@ -133,8 +149,14 @@ class Membership(Protocol):
         """The team's members."""
 
 
+def registry_key(proposal_id: int) -> str:
+    """The outbox lane of a proposal's registration: nothing Slack is owed waits behind it."""
+    return f"registry:{proposal_id}"
+
+
 def thread_key(proposal_id: int) -> str:
-    """The outbox key of everything said about one proposal (its card and thread), in order."""
+    """The outbox key of a proposal's notices, in order; each expands into rows in lanes of their own (the card, its
+    thread, each DM), so a message that cannot be delivered holds up no other."""
     return f"proposal:{proposal_id}"
 
 
@@ -303,6 +325,11 @@ class Proposals:
             assert earlier is not None
             raise ProposalError(f"{memberships[0]} has already decided on #{proposal_id} "
                                 f"({state_words(earlier.decision)} by <@{earlier.user}>); nothing changed")
+        own = [t for t in mine if decision is Decision.APPROVE and user == view.proposal.proposer and not self_approves(view, t)]
+        if own:
+            mine = [t for t in mine if t not in own]
+            if not mine:
+                raise ProposalError(await self._four_eyes(view, own, user))
         analysis = await off_loop(analyse, [], view.proposal.schema_text, view.proposal.mode) if decision is Decision.APPROVE else None
         hold = await self._hold(view) if decision is Decision.APPROVE else None
         recorded: list[str] = []
@@ -317,6 +344,8 @@ class Proposals:
                     continue  # the team decided meanwhile (another member, a retry): only this team's savepoint is undone
                 recorded.append(name)
                 action = "acknowledged for unowned readers" if name == UNOWNED and decision is Decision.APPROVE else decision.value
+                if decision is Decision.APPROVE and user == view.proposal.proposer:
+                    action = "self-approved"
                 audit(session, user, surface, action, "proposal", str(proposal_id), {"team": name, "reason": reason.strip()})
             if not recorded:
                 await session.rollback()
@@ -386,6 +415,70 @@ class Proposals:
         if released:
             self.outbox.wake()
         return released
+
+    async def request_emergency(self, proposal_id: int, user: str, reason: str, surface: str = "slack") -> ProposalView:
+        """An oncall (the owner team's, or the global one) asks to ship a change held by a freeze now, saying why; a second
+        oncall must confirm it. Audited, and shown on the card and in its thread."""
+        view = await self.view(proposal_id)
+        if view.state is not State.PENDING or not view.proposal.held:
+            raise ProposalError(f"#{proposal_id} is not held by a freeze: there is nothing to ship through one; nothing changed")
+        if not reason.strip():
+            raise ProposalError("an emergency change needs a reason: what breaks if it waits for the freeze to end", "reason")
+        if not await self.is_oncall(view, user):
+            raise ProposalError(f"only the oncall of {view.subject.owner_team or 'the owner team'} (or the global oncall) can ship a change "
+                                "during a freeze; nothing changed")
+        if view.proposal.emergency:
+            raise ProposalError(f"<@{view.proposal.emergency['requested_by']}> already asked to ship #{proposal_id} during the freeze; "
+                                "a second oncall confirms it on the card")
+        asked = {"requested_by": user, "reason": reason.strip()[:1000], "requested_at": self.clock().isoformat()}
+        async with self.db.session() as session:
+            moved = await session.exec(update(Proposal).where(col(Proposal.id) == proposal_id, col(Proposal.state) == State.PENDING.value,
+                                                              col(Proposal.held).is_not(None), col(Proposal.emergency).is_(None))
+                                       .values(emergency=asked))
+            if not getattr(moved, "rowcount", 0):
+                await session.rollback()
+                raise ProposalError(f"#{proposal_id} changed meanwhile (released, withdrawn, or someone asked first); nothing changed")
+            audit(session, user, surface, "emergency requested", "proposal", str(proposal_id), {"reason": asked["reason"]})
+            self._notice(session, proposal_id, Event.EMERGENCY_REQUESTED, user, detail=asked["reason"])
+            await session.commit()
+        self.outbox.wake()
+        return await self.view(proposal_id)
+
+    async def confirm_emergency(self, proposal_id: int, user: str, surface: str = "slack") -> ProposalView:
+        """A second oncall confirms the emergency: the held change is approved and recorded now, an ``emergency`` entry is
+        booked in the calendar until the freeze ends (the deploy gate lets it through meanwhile), all audited."""
+        view = await self.view(proposal_id)
+        asked = view.proposal.emergency
+        if view.state is not State.PENDING or not view.proposal.held or not asked:
+            raise ProposalError(f"#{proposal_id} has no emergency waiting for a second oncall; nothing changed")
+        if user == asked["requested_by"]:
+            raise ProposalError("four eyes: a second person from oncall must confirm the emergency you asked for; nothing changed")
+        if not await self.is_oncall(view, user):
+            raise ProposalError(f"only the oncall of {view.subject.owner_team or 'the owner team'} (or the global oncall) can confirm an "
+                                "emergency change; nothing changed")
+        p, now = view.proposal, self.clock()
+        window = Window(aware(p.window_start), aware(p.window_end)) if p.window_start and p.window_end else Window(now, now + EMERGENCY_WINDOW)
+        scope = Scope(subjects=frozenset({view.subject.name}))
+        frozen = await self.calendar.freeze_over(Window(min(now, window.start), max(window.end, now + EMERGENCY_WINDOW)), view.subject.owner_team or "",
+                                                 scope)
+        until = max(now + EMERGENCY_WINDOW, window.end, frozen[1].end if frozen else now)
+        shipped = {**asked, "confirmed_by": user, "confirmed_at": now.isoformat(), "freeze": frozen[0].name if frozen else None,
+                   "until": until.isoformat()}
+        analysis = await off_loop(analyse, [], p.schema_text, p.mode)
+        async with self.db.session() as session:
+            await self._claim_pending(session, proposal_id, "before the emergency was confirmed")
+            version = await self._record(session, p, view.subject.name, analysis, "shipped during a freeze as an emergency")
+            await session.exec(update(Proposal).where(col(Proposal.id) == proposal_id).values(held=None, emergency=shipped))
+            self.calendar.book(session, kind=Kind.EMERGENCY, title=f"Emergency: schema change #{proposal_id} on {view.subject.name}",
+                               window=Window(now, until), owner=view.subject.owner_team or "", booked_by=user, scope=scope,
+                               status=Status.CONFIRMED, proposal=proposal_id)
+            audit(session, user, surface, "emergency change confirmed", "proposal", str(proposal_id),
+                  {"requested_by": asked["requested_by"], "reason": asked["reason"], "freeze": shipped["freeze"], "version": version})
+            self._notice(session, proposal_id, Event.EMERGENCY_SHIPPED, user, detail=shipped["freeze"] or "", version=version)
+            await session.commit()
+        self.outbox.wake()
+        log.info("proposal #%d shipped during the freeze %s as an emergency", proposal_id, shipped["freeze"])
+        return await self.view(proposal_id)
 
     async def reschedule(self, proposal_id: int, user: str, surface: str = "slack") -> ProposalView:
         """The proposer moves a held proposal to the next free window; it is approved there at once."""
@@ -506,7 +599,9 @@ class Proposals:
             await self.calendar.follow_proposal(session, proposal.id, Status.CONFIRMED)
         audit(session, "changeops", "workflow", "approved", "proposal", str(proposal.id), {"version": number, "why": why})
         if self.schema_registry is not None:
-            self.outbox.add(session, REGISTER, thread_key(proposal.id), {"proposal": proposal.id, "subject": subject, "version": number})
+            await session.exec(update(Proposal).where(col(Proposal.id) == proposal.id)
+                               .values(registry_state=RegistryState.REGISTERING.value, registry_since=self.clock()))
+            self.outbox.add(session, REGISTER, registry_key(proposal.id), {"proposal": proposal.id, "subject": subject, "version": number})
         return number
 
     async def _transition(self, session: AsyncSession, proposal_id: int, state: State, *, actor: str = "changeops",
@@ -530,31 +625,84 @@ class Proposals:
     # --- the Schema Registry --------------------------------------------------------------------
 
     async def register(self, item: Item) -> Expand | None:
-        """Outbox handler: register an approved version in the Schema Registry; a refusal is recorded on the card."""
+        """Outbox handler: register an approved version in the Schema Registry, in a lane of its own (nothing else the
+        proposal owes waits behind it). The card follows its state: registering, retrying (since the first failure, with
+        the reason), registered (version and id), or failed; after ``REGISTRY_ATTEMPTS`` failed attempts it stops, and the
+        subject's oncall is asked once, with a Retry button."""
         if self.schema_registry is None:
             raise GiveUp("no Schema Registry is configured (SCHEMA_REGISTRY_URL)")
         proposal_id = int(item.payload["proposal"])
         view = await self.view(proposal_id)
-        if view.proposal.registry_id is not None:
-            return None
-        registry_id, error = None, None
+        p = view.proposal
+        if p.registry_id is not None or p.registry_state in (RegistryState.REGISTERED, RegistryState.FAILED):
+            return None  # (no state at all: owed before registrations had one; registered now like any other)
+        registry_id, registry_version, error, again = None, None, None, False
         try:
-            registry_id = await self.schema_registry.register(view.subject.name, view.proposal.schema_text)
+            registry_id, registry_version = await self.schema_registry.register(view.subject.name, p.schema_text)
         except RegistrationError as err:
-            if err.retryable:
-                raise Retry(str(err)) from None
-            error = str(err)
-            log.error("proposal #%d approved but not registered: %s", proposal_id, err)
+            error, again = str(err), err.retryable and p.registry_attempts + 1 < REGISTRY_ATTEMPTS
+            if not again:
+                log.error("proposal #%d approved but not registered: %s", proposal_id, err)
+        now = self.clock()
+        state = RegistryState.RETRYING if again else RegistryState.REGISTERED if error is None else RegistryState.FAILED
         async with self.db.session() as session:
-            await session.exec(update(Proposal).where(col(Proposal.id) == proposal_id)
-                               .values(registry_id=registry_id, registry_error=error))
-            if registry_id is not None:
-                await self.registry.note_registry_id(session, view.subject.name, int(item.payload["version"]), registry_id)
-            audit(session, "changeops", "workflow", "registered" if error is None else "not registered", "proposal", str(proposal_id),
-                  {"registry_id": registry_id, "registry_error": error})
-            self._notice(session, proposal_id, Event.REGISTERED)
+            expected = col(Proposal.registry_state).is_(None) if p.registry_state is None else col(Proposal.registry_state) == p.registry_state
+            moved = await session.exec(update(Proposal).where(col(Proposal.id) == proposal_id, expected,
+                                                              col(Proposal.registry_attempts) == p.registry_attempts)
+                                       .values(registry_state=state.value, registry_attempts=p.registry_attempts + 1, registry_error=error,
+                                               registry_id=registry_id, registry_version=registry_version,
+                                               registry_since=p.registry_since if state.value == p.registry_state else now))
+            if not getattr(moved, "rowcount", 0):  # another replica took it further meanwhile
+                await session.rollback()
+                return None
+            if state is not RegistryState.RETRYING:
+                if registry_id is not None:
+                    await self.registry.note_registry_id(session, view.subject.name, int(item.payload["version"]), registry_id)
+                audit(session, "changeops", "workflow", "registered" if error is None else "not registered", "proposal", str(proposal_id),
+                      {"registry_id": registry_id, "registry_version": registry_version, "registry_error": error,
+                       "attempts": p.registry_attempts + 1})
+                self._notice(session, proposal_id, Event.REGISTERED if error is None else Event.NOT_REGISTERED, detail=error or "")
+            elif p.registry_state != RegistryState.RETRYING:  # the card says so once; later attempts change nothing people see
+                self._notice(session, proposal_id, Event.REGISTERING, detail=error or "")
             await session.commit()
+        self.outbox.wake()
+        if again:
+            raise Retry(error or "")
         return None
+
+    async def retry_registration(self, proposal_id: int, user: str, surface: str = "slack") -> ProposalView:
+        """Start the registration of an approved version again (the subject's oncall, once the bot stopped trying)."""
+        view = await self.view(proposal_id)
+        if view.proposal.registry_id is not None:
+            raise ProposalError(f"#{proposal_id} is already registered (schema id {view.proposal.registry_id}); nothing changed")
+        if view.proposal.registry_state != RegistryState.FAILED or view.proposal.version is None:
+            raise ProposalError(f"the registration of #{proposal_id} is not stopped (it is {view.proposal.registry_state or 'not owed'}); "
+                                "nothing changed")
+        if not await self.is_oncall(view, user):
+            raise ProposalError(f"only the oncall of {view.subject.owner_team or 'the owner team'} (or the global oncall) can retry "
+                                "the registration; nothing changed")
+        async with self.db.session() as session:
+            moved = await session.exec(update(Proposal).where(col(Proposal.id) == proposal_id, col(Proposal.registry_state) == RegistryState.FAILED.value)
+                                       .values(registry_state=RegistryState.REGISTERING.value, registry_attempts=0, registry_error=None,
+                                               registry_since=self.clock()))
+            if not getattr(moved, "rowcount", 0):
+                await session.rollback()
+                raise ProposalError(f"the registration of #{proposal_id} was retried meanwhile; nothing changed")
+            self.outbox.add(session, REGISTER, registry_key(proposal_id), {"proposal": proposal_id, "subject": view.subject.name,
+                                                                           "version": view.proposal.version})
+            audit(session, user, surface, "registration retried", "proposal", str(proposal_id), {})
+            self._notice(session, proposal_id, Event.REGISTERING, user, detail="retried by hand")
+            await session.commit()
+        self.outbox.wake()
+        return await self.view(proposal_id)
+
+    async def is_oncall(self, view: ProposalView, user: str) -> bool:
+        """Whether ``user`` is oncall for the subject's owner team, or the global oncall."""
+        owner = view.teams.get(view.subject.owner_team or "")
+        if owner is not None and user in owner.oncall:
+            return True
+        everyone = await self.lineage.global_oncall()
+        return everyone is not None and user in await self.membership.members(everyone)
 
     # --- the clock ------------------------------------------------------------------------------
 
@@ -607,6 +755,17 @@ class Proposals:
             await session.commit()
         return bool(getattr(moved, "rowcount", 0))
 
+    async def save_copy(self, proposal_id: int, channel: str, ts: str, team: str, intro: str) -> None:
+        """Remember a DM copy of the card, so it follows the card."""
+        async with self.db.session() as session:
+            session.add(CardCopy(proposal_id=proposal_id, channel=channel, ts=ts, team=team, intro=intro))
+            await session.commit()
+
+    async def copies(self, proposal_id: int) -> list[CardCopy]:
+        """The DM copies of a proposal's card."""
+        async with self.db.session() as session:
+            return list((await session.exec(select(CardCopy).where(CardCopy.proposal_id == proposal_id).order_by(col(CardCopy.id)))).all())
+
     async def view(self, proposal_id: int) -> ProposalView:
         """A proposal with its subject, decisions and teams; ProposalError when there is none."""
         async with self.db.session() as session:
@@ -641,9 +800,20 @@ class Proposals:
                     break
         return views
 
+    async def _four_eyes(self, view: ProposalView, teams: list[str], user: str) -> str:
+        """Why the proposer's own approval does not count, and who else can approve."""
+        others: set[str] = set()
+        for team in teams:
+            others |= await self.approvers(view, team)
+        others.discard(user)
+        who = (", ".join(f"<@{u}>" for u in sorted(others)[:10]) if others else
+               "nobody else: a team of one may allow it with `self_approval: true` in the catalog")
+        return (f"four eyes: your own approval of #{view.id} does not count for {team_names(teams)}; nothing changed. "
+                f"Who else can approve: {who}")
+
     async def _waits_on(self, view: ProposalView, user: str) -> bool:
         for team in view.waiting():
-            if user in await self.approvers(view, team):
+            if (user != view.proposal.proposer or self_approves(view, team)) and user in await self.approvers(view, team):
                 return True
         return False
 
@@ -664,6 +834,13 @@ class Proposals:
             return list((await session.exec(select(AuditEntry).where(AuditEntry.target_kind == "proposal",
                                                                      AuditEntry.target_id == str(proposal_id))
                                             .order_by(col(AuditEntry.id)))).all())
+
+
+def self_approves(view: ProposalView, team: str) -> bool:
+    """Whether the proposer's own approval counts for ``team`` (its catalog entry says ``self_approval: true``; for
+    the readers nobody owns, the subject's owner team's does)."""
+    name = view.subject.owner_team if team == UNOWNED else team
+    return name is not None and name in view.teams and view.teams[name].self_approval
 
 
 def team_names(teams: Sequence[str]) -> str:

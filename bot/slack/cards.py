@@ -35,10 +35,7 @@ def card(view: ProposalView, *, team: str | None = None, clashes: list[str] | No
              f"Proposed by {mention(p.proposer)} · *{STATE_TEXT[view.state]}*"]
     if p.version:
         facts.append(f"Recorded as version {p.version} of {escape(view.subject.name)}")
-    if p.registry_id is not None:
-        facts.append(f"Registered in the Schema Registry as schema id {p.registry_id}")
-    if p.registry_error:
-        facts.append(f":warning: Not registered in the Schema Registry: {escape(p.registry_error)}")
+    facts += registry_line(view)
     if p.window_start:
         facts.append(f"Planned window: {_when(p.window_start)} → {_when(p.window_end)} (booked in the change calendar)")
     else:
@@ -46,6 +43,7 @@ def card(view: ProposalView, *, team: str | None = None, clashes: list[str] | No
     facts += [f":warning: Calendar conflict: {escape(reason)}" for reason in (clashes or [])[:5]]
     if p.held and view.state is State.PENDING:
         facts.append(f":snowflake: *Approved by every team but held:* {escape(p.held)}")
+    facts += emergency_lines(view)
     if p.deadline and view.state is State.PENDING:
         facts.append(f"Deadline: {_when(p.deadline)}{' (extended)' if p.extended else ''}")
     if p.revision_of:
@@ -67,12 +65,29 @@ def card(view: ProposalView, *, team: str | None = None, clashes: list[str] | No
     if p.notes:
         blocks.append(section(f"*Notes for consumers*\n{escape(p.notes)}"))
     if view.state is State.PENDING:
-        blocks.append(_buttons(view.id, team, bool(p.held)))
+        blocks.append(_buttons(view.id, team, bool(p.held), bool(p.emergency)))
     elif view.state in (State.REJECTED, State.CHANGES_REQUESTED) and team is None:
         blocks.append({"type": "actions", "block_id": f"proposal-{view.id}", "elements": [
             {"type": "button", "action_id": ids.REVISE, "style": "primary", "text": {"type": "plain_text", "text": "Revise"}, "value": str(view.id)}]})
     blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": f"ChangeOps · proposal #{view.id} · `/schema status {view.id}`"}]})
     return Reply(f"{escape(title)}: {STATE_TEXT[view.state]}", blocks)
+
+
+def registry_line(view: ProposalView) -> list[str]:
+    """Where the registration of the approved version stands, as its own line."""
+    p = view.proposal
+    if p.registry_id is not None:
+        return ["Registered in the Schema Registry as " + (f"version {p.registry_version} (id {p.registry_id})" if p.registry_version
+                                                           else f"schema id {p.registry_id}")]
+    if p.registry_state == "registering":
+        return [f":hourglass_flowing_sand: Registering version {p.version} in the Schema Registry…"]
+    if p.registry_state == "retrying":
+        return [f":hourglass_flowing_sand: Registering version {p.version} in the Schema Registry — retrying since "
+                f"{_when(p.registry_since)} ({escape((p.registry_error or '')[:200])})"]
+    if p.registry_error:
+        return [f":warning: Not registered in the Schema Registry after {p.registry_attempts} attempt{'s' if p.registry_attempts != 1 else ''}: "
+                f"{escape(p.registry_error[:300])} (the subject's oncall can retry)"]
+    return []
 
 
 def readers_part(proposal_id: int, census: dict[str, Any], breaks: bool, pending: bool) -> list[dict[str, Any]]:
@@ -171,16 +186,34 @@ def _team_line(view: ProposalView, team: str) -> str:
         if decision is None:
             return f"• unowned readers, answered by the fallback approvers ({who}): :hourglass_flowing_sand: waiting"
         if decision.decision == Decision.APPROVE:
-            return f"• unowned readers: :white_check_mark: acknowledged by {mention(decision.user)} for the readers nobody owns"
+            verb = "self-approved" if decision.user == view.proposal.proposer else "acknowledged"
+            return f"• unowned readers: :white_check_mark: {verb} by {mention(decision.user)} for the readers nobody owns"
     if decision is None:
         return f"• {escape(team)}: :hourglass_flowing_sand: waiting"
     mark = {Decision.APPROVE: ":white_check_mark: approved", Decision.REJECT: ":x: rejected",
             Decision.REQUEST_CHANGES: ":pencil2: changes requested"}[Decision(decision.decision)]
+    if decision.decision == Decision.APPROVE and decision.user == view.proposal.proposer:
+        mark = ":white_check_mark: self-approved (the team allows it)"
     reason = f": {escape(decision.reason)}" if decision.reason else ""
     return f"• {escape(team)}: {mark} by {mention(decision.user)}{reason}"
 
 
-def _buttons(proposal_id: int, team: str | None, held: bool = False) -> dict[str, Any]:
+def emergency_lines(view: ProposalView) -> list[str]:
+    """Shipping a held change during its freeze: asked (waiting for a second oncall), or done."""
+    asked = view.proposal.emergency
+    if not asked:
+        return []
+    if asked.get("confirmed_by"):
+        return [f":rotating_light: *Shipped during the freeze {escape(asked.get('freeze') or '')} as an emergency*: asked by "
+                f"{mention(asked['requested_by'])} ({escape(asked['reason'][:300])}), confirmed by {mention(asked['confirmed_by'])}; "
+                f"booked in the calendar until {_when(datetime.fromisoformat(asked['until']))}"]
+    if view.state is not State.PENDING:
+        return []
+    return [f":rotating_light: *Emergency asked* by {mention(asked['requested_by'])}: {escape(asked['reason'][:300])} — a second person "
+            "from oncall must confirm it to ship during the freeze"]
+
+
+def _buttons(proposal_id: int, team: str | None, held: bool = False, emergency: bool = False) -> dict[str, Any]:
     value = f"{proposal_id}:{team}" if team else str(proposal_id)
     elements = [
         {"type": "button", "action_id": ids.APPROVE, "style": "primary", "text": {"type": "plain_text", "text": "Approve"}, "value": value},
@@ -192,6 +225,16 @@ def _buttons(proposal_id: int, team: str | None, held: bool = False) -> dict[str
     if team is None and held:
         elements.append({"type": "button", "action_id": ids.RESCHEDULE, "text": {"type": "plain_text", "text": "Move to the next free window"},
                          "value": value})
+        if emergency:
+            elements.append({"type": "button", "action_id": ids.EMERGENCY_CONFIRM, "style": "danger", "value": value,
+                             "text": {"type": "plain_text", "text": "Confirm the emergency"},
+                             "confirm": {"title": {"type": "plain_text", "text": "Ship during the freeze?"},
+                                         "text": {"type": "mrkdwn", "text": "The change is recorded now and the deploy gate lets it through "
+                                                                            "the freeze. You confirm as the second person from oncall."},
+                                         "confirm": {"type": "plain_text", "text": "Ship it"}, "deny": {"type": "plain_text", "text": "Cancel"}}})
+        else:
+            elements.append({"type": "button", "action_id": ids.EMERGENCY, "value": value,
+                             "text": {"type": "plain_text", "text": "Ship during the freeze…"}})
     return {"type": "actions", "block_id": f"proposal-{proposal_id}", "elements": elements}
 
 

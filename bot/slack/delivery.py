@@ -5,6 +5,7 @@ network errors, and given up (audited, logged) on Slack's permanent refusals suc
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -13,20 +14,27 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.domain.approvals import UNOWNED, State
-from bot.services.outbox import Expand, GiveUp, Handler, Item, Outbox, Retry
-from bot.services.proposals import NOTICE, Event, Proposals, ProposalView, team_names, thread_key
+from bot.services.outbox import Expand, GiveUp, Handler, Item, Outbox, Retry, failed_in
+from bot.services.proposals import NOTICE, Event, Proposals, ProposalView, self_approves, team_names
+from bot.slack import ids
 from bot.slack.cards import card
 from bot.slack.render import Reply, escape, mention
 
-MESSAGE, CARD = "slack.message", "proposal.card"  # outbox kinds delivered here
+MESSAGE, CARD, DM_CARD = "slack.message", "proposal.card", "proposal.dm_card"  # outbox kinds delivered here
+log = logging.getLogger(__name__)
 RETRYABLE_ERRORS = {"ratelimited", "internal_error", "fatal_error", "service_unavailable", "request_timeout"}
 
 
 def message_row(channel: str, reply: Reply, *, thread_of: int | None = None, key: str | None = None) -> tuple[str, str, dict[str, Any]]:
     """An outbox row that posts ``reply`` to a channel or a user's DM (``channel`` a user id), or into the
-    thread of a proposal's card (``thread_of``)."""
+    thread of a proposal's card (``thread_of``). Each message has its own lane: a DM by user, thread notes by card."""
     payload = {"channel": channel, "text": reply.fallback, "blocks": reply.blocks, "thread_of": thread_of}
-    return MESSAGE, key or (thread_key(thread_of) if thread_of else f"dm:{channel}"), payload
+    return MESSAGE, key or (f"thread:{thread_of}" if thread_of else f"dm:{channel}"), payload
+
+
+def card_key(proposal_id: int) -> str:
+    """The lane of a proposal's card and its copies: edits in order, never behind a note, a DM or the registry."""
+    return f"card:{proposal_id}"
 
 
 def tell(outbox: Outbox, session: Any, user: str, text: str) -> None:
@@ -61,7 +69,7 @@ class SlackDelivery:
 
     def handlers(self) -> Mapping[str, Handler]:
         """Kind -> handler, for the dispatcher."""
-        return {NOTICE: self.notice, MESSAGE: self.message, CARD: self.card}
+        return {NOTICE: self.notice, MESSAGE: self.message, CARD: self.card, DM_CARD: self.dm_card}
 
     # --- sending --------------------------------------------------------------------------------
 
@@ -71,16 +79,21 @@ class SlackDelivery:
         thread_ts, channel = None, payload["channel"]
         if payload.get("thread_of"):
             view = await self.proposals.view(int(payload["thread_of"]))
-            if not (view.proposal.card_channel and view.proposal.card_ts):
-                raise GiveUp(f"proposal #{view.id} has no card to thread under (its card could not be posted)")
+            if not (view.proposal.card_channel and view.proposal.card_ts):  # its lane runs beside the card's: wait for it, unless it failed
+                if why := await failed_in(self.proposals.db, card_key(view.id)):
+                    raise GiveUp(f"proposal #{view.id} has no card to thread under (its card could not be posted: {why})")
+                raise Retry(f"proposal #{view.id} has no card to thread under yet")
             channel, thread_ts = view.proposal.card_channel, view.proposal.card_ts
         await call(self.client, "chat.postMessage", channel=channel, text=payload["text"], blocks=payload["blocks"],
                    thread_ts=thread_ts, unfurl_links=False)
 
     async def card(self, item: Item) -> None:
-        """Post the proposal's card in the changes channel and in the subject's channel, or edit them in place.
+        """Post the proposal's card in the changes channel and in the subject's channel, or edit them in place, and
+        edit every DM copy to match (their buttons go once the proposal is final).
 
-        A card once posted is remembered before anything else happens, so a retry edits it, never reposts it."""
+        A card once posted is remembered before anything else happens, so a retry edits it, never reposts it. Card rows
+        run one at a time in the card's lane and render the state as it is when they run, so an edit never shows an
+        older state than the one before it."""
         view = await self.proposals.view(int(item.payload["proposal"]))
         p = view.proposal
         shown = card(view, clashes=await self.proposals.calendar.proposal_conflicts(view.id))
@@ -90,6 +103,7 @@ class SlackDelivery:
             posted = await call(self.client, "chat.postMessage", channel=self.changes_channel, **_body(shown))
             p.card_channel, p.card_ts = str(posted["channel"]), str(posted["ts"])
             await self.proposals.save_card(view.id, p.card_channel, p.card_ts)
+        await self._copies(view)
         if not view.subject.channel or view.subject.channel.lstrip("#") == self.changes_channel.lstrip("#"):
             return
         link = await call(self.client, "chat.getPermalink", channel=p.card_channel, message_ts=p.card_ts)
@@ -100,6 +114,25 @@ class SlackDelivery:
             posted = await call(self.client, "chat.postMessage", channel=view.subject.channel, **_body(mirrored))
             await self.proposals.save_card(view.id, str(posted["channel"]), str(posted["ts"]), subject_channel=True)
 
+    async def _copies(self, view: ProposalView) -> None:
+        for copy in await self.proposals.copies(view.id):
+            try:
+                await call(self.client, "chat.update", channel=copy.channel, ts=copy.ts, **_body(personal(view, copy.team, copy.intro)))
+            except GiveUp as err:  # that copy is gone (deleted, the DM closed): the others still follow
+                log.info("proposal #%d: the DM copy %s/%s could not be edited: %s", view.id, copy.channel, copy.ts, err)
+
+    async def dm_card(self, item: Item) -> None:
+        """Post a team member's copy of the card in their DM, remembered so it follows the card; if the proposal moved
+        while it was posted, edited at once."""
+        payload = item.payload
+        view = await self.proposals.view(int(payload["proposal"]))
+        shown = personal(view, payload["team"], payload["intro"])
+        posted = await call(self.client, "chat.postMessage", channel=payload["user"], **_body(shown))
+        await self.proposals.save_copy(view.id, str(posted["channel"]), str(posted["ts"]), payload["team"], payload["intro"])
+        now = await self.proposals.view(view.id)
+        if (now.state, len(now.acknowledgements), now.proposal.registry_state) != (view.state, len(view.acknowledgements), view.proposal.registry_state):
+            await call(self.client, "chat.update", channel=str(posted["channel"]), ts=str(posted["ts"]), **_body(personal(now, payload["team"], payload["intro"])))
+
     # --- expanding a notice ---------------------------------------------------------------------
 
     async def notice(self, item: Item) -> Expand:
@@ -107,7 +140,7 @@ class SlackDelivery:
         payload = item.payload
         view = await self.proposals.view(int(payload["proposal"]))
         event, actor, teams, detail = Event(payload["event"]), payload.get("actor"), list(payload.get("teams") or []), payload.get("detail") or ""
-        rows = [(CARD, thread_key(view.id), {"proposal": view.id})]
+        rows = [(CARD, card_key(view.id), {"proposal": view.id})]
 
         def note(text: str) -> None:
             rows.append(message_row("", Reply.text(text), thread_of=view.id))
@@ -119,19 +152,21 @@ class SlackDelivery:
             if view.state is State.APPROVED:
                 owners = [escape(o) for o in view.proposal.impact.get("owners", [])]
                 note(f"Approved at once and recorded as version {payload.get('version')}; announced to {team_names(owners) or 'nobody downstream'}.")
-            await self._team_dms(view, view.proposal.teams, "Your team is asked to acknowledge this schema change.", dm)
+            await self._team_dms(view, view.proposal.teams, "Your team is asked to acknowledge this schema change.", rows)
         elif event is Event.DECIDED:
             decision = view.decision_of(teams[0]) if teams else None
             verb = {"approve": "approved", "reject": "rejected", "request_changes": "requested changes"}.get(decision.decision if decision else "", "decided")
             if verb == "approved" and teams == [UNOWNED]:
                 verb = "acknowledged"
+            if verb in ("approved", "acknowledged") and actor == view.proposal.proposer:
+                verb = "self-approved (the team allows it: `self_approval`)"
             reason = f": {escape(detail)}" if detail else ""
             note(f"{mention(actor)} {verb} for {team_names([escape(t) for t in teams])}{reason}")
             if view.state.final:
                 dm(view.proposal.proposer, Reply.text(self._outcome(view, payload.get("version"))))
         elif event is Event.REMINDER:
             note(f":alarm_clock: Reminder: still waiting for {self._mentions(view, teams)}")
-            await self._team_dms(view, teams, "Reminder: your team has not acknowledged this schema change yet.", dm)
+            await self._team_dms(view, teams, "Reminder: your team has not acknowledged this schema change yet.", rows)
         elif event is Event.EXPIRED:
             oncall = sorted({u for t in teams if t in view.teams for u in view.teams[t].oncall})
             who = ", ".join(mention(u) for u in oncall) or "no oncall listed in the catalog"
@@ -153,20 +188,53 @@ class SlackDelivery:
             dm(view.proposal.proposer, Reply.text(self._outcome(view, payload.get("version"))))
         elif event is Event.RESCHEDULED:
             note(f"{mention(actor)} moved the planned window to {escape(detail)}")
+        elif event is Event.EMERGENCY_REQUESTED:
+            note(f":rotating_light: {mention(actor)} asks to ship this change during the freeze: {escape(detail)}. A second person from "
+                 "oncall must confirm it on the card.")
+            for user in await self._oncall(view):
+                if user != actor:
+                    dm(user, Reply.text(f":rotating_light: {mention(actor)} asks to ship schema change #{view.id} on {escape(view.subject.name)} "
+                                        f"during its freeze: {escape(detail)}. As oncall you may confirm it on the card (you would be the "
+                                        "second pair of eyes), or leave it."))
+        elif event is Event.EMERGENCY_SHIPPED:
+            asked = view.proposal.emergency or {}
+            note(f":rotating_light: {mention(actor)} confirmed the emergency asked by {mention(asked.get('requested_by'))}: shipped during the "
+                 f"freeze {escape(detail)}, recorded as version {payload.get('version')}, booked in the calendar as an emergency.")
+            dm(view.proposal.proposer, Reply.text(self._outcome(view, payload.get("version")) + " It shipped during a freeze as an emergency."))
+        elif event is Event.REGISTERING and actor:
+            note(f"{mention(actor)} retried the registration in the Schema Registry")
+        elif event is Event.NOT_REGISTERED:
+            note(f":warning: Version {view.proposal.version} was not registered in the Schema Registry: {escape(detail)}")
+            retry = {"type": "actions", "elements": [{"type": "button", "action_id": ids.REGISTRY_RETRY, "value": str(view.id), "style": "primary",
+                                                      "text": {"type": "plain_text", "text": "Retry the registration"}}]}
+            text = (f":warning: Schema change #{view.id} on {escape(view.subject.name)} is approved and recorded as version "
+                    f"{view.proposal.version}, but the Schema Registry did not take it: {escape(detail)}. Producers that register "
+                    "or look it up will not find it. Retry once the registry answers:")
+            for user in await self._oncall(view):
+                dm(user, Reply(text, [*Reply.text(text).blocks, retry]))
         elif event is Event.READER:
             note(f"{mention(actor)} {escape(detail)}")
             await self._team_dms(view, teams, "Kafka says a consumer group your team answers for reads this topic, so your team is asked "
-                                              "to acknowledge this schema change.", dm)
+                                              "to acknowledge this schema change.", rows)
         return Expand(rows)
 
-    async def _team_dms(self, view: ProposalView, teams: list[str], intro: str, dm: Any) -> None:
+    async def _team_dms(self, view: ProposalView, teams: list[str], intro: str, rows: list[tuple[str, str, dict[str, Any]]]) -> None:
         for name in teams:
             if name not in view.teams and name != UNOWNED:
                 continue
-            personal = card(view, team=name)
             why = f"{intro} You are a fallback approver: nobody owns some of its readers." if name == UNOWNED else intro
             for user in sorted(await self.proposals.approvers(view, name)):
-                dm(user, Reply(f"{why} {personal.fallback}", [*Reply.text(f"{why} (for *{escape(name)}*)").blocks, *personal.blocks]))
+                if user == view.proposal.proposer and not self_approves(view, name):
+                    continue  # four eyes: not asked to approve their own change
+                rows.append((DM_CARD, f"dm:{user}", {"proposal": view.id, "user": user, "team": name, "intro": why}))
+
+    async def _oncall(self, view: ProposalView) -> list[str]:
+        """Who answers for the subject now: its owner team's oncall, else the global oncall."""
+        owner = view.teams.get(view.subject.owner_team or "")
+        if owner is not None and owner.oncall:
+            return sorted(owner.oncall)
+        everyone = await self.proposals.lineage.global_oncall()
+        return sorted(await self.proposals.membership.members(everyone)) if everyone is not None else []
 
     def _outcome(self, view: ProposalView, version: Any) -> str:
         outcome = {State.APPROVED: f"was approved and recorded as version {version or view.proposal.version}",
@@ -179,6 +247,12 @@ class SlackDelivery:
         marks = [f"<!subteam^{view.teams[t].usergroup}>" if t in view.teams and view.teams[t].usergroup
                  else "the fallback approvers (for unowned readers)" if t == UNOWNED else escape(t) for t in teams]
         return ", ".join(marks) or "nobody"
+
+
+def personal(view: ProposalView, team: str, intro: str) -> Reply:
+    """A team member's DM copy of the card: why they got it, then the card with that team's buttons (while it waits)."""
+    shown = card(view, team=team)
+    return Reply(f"{intro} {shown.fallback}", [*Reply.text(f"{intro} (for *{escape(team)}*)").blocks, *shown.blocks])
 
 
 def with_link(reply: Reply, link: str | None) -> Reply:

@@ -71,6 +71,18 @@ def reason_modal(action: str, value: str, channel: str) -> dict[str, Any]:
     }
 
 
+def emergency_modal(value: str) -> dict[str, Any]:
+    """Asks the first oncall why a held change must ship during its freeze."""
+    return {
+        "type": "modal", "callback_id": ids.EMERGENCY_VIEW, "private_metadata": json.dumps({"value": value}),
+        "title": {"type": "plain_text", "text": "Ship during the freeze"}, "submit": {"type": "plain_text", "text": "Ask a second oncall"},
+        "blocks": [section("An emergency change ships a held change now, during its freeze. You ask; a second person from oncall "
+                           "confirms on the card. Both names, the reason and the calendar entry are kept for the audit."),
+                   {"type": "input", "block_id": ids.REASON_BLOCK, "label": {"type": "plain_text", "text": "Why can it not wait?"},
+                    "element": {"type": "plain_text_input", "action_id": ids.REASON_ACTION, "multiline": True, "max_length": 1000}}],
+    }
+
+
 class DownloadError(Exception):
     """An uploaded file the bot could not read."""
 
@@ -254,7 +266,66 @@ def register(app: AsyncApp, proposals: Proposals, outbox: Outbox, track: Callabl
                               revision_of=proposal_id)
         await client.views_open(trigger_id=body["trigger_id"], view=modal)
 
+    async def on_registry_retry(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
+        await ack()
+        try:
+            proposal_id = int(body["actions"][0]["value"])
+            view = await proposals.retry_registration(proposal_id, body["user"]["id"])
+            await respond(**ephemeral(f"Registering version {view.proposal.version} of {escape(view.subject.name)} again; the card follows it."))
+        except ValueError:
+            await respond(**ephemeral("That button does not name a proposal; nothing changed."))
+        except ProposalError as err:
+            await respond(**ephemeral(str(err)))
+
+    async def on_emergency(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient) -> None:
+        await ack()
+        try:
+            proposal_id, _ = parse_value(body["actions"][0]["value"])
+            view = await proposals.view(proposal_id)
+        except ValueError:
+            await respond(**ephemeral("That button does not name a proposal; nothing changed."))
+            return
+        except ProposalError as err:
+            await respond(**ephemeral(str(err)))
+            return
+        if not await proposals.is_oncall(view, body["user"]["id"]):
+            await respond(**ephemeral(f"Only the oncall of {escape(view.subject.owner_team or 'the owner team')} (or the global oncall) can "
+                                      "ship a change during a freeze; nothing changed."))
+            return
+        await client.views_open(trigger_id=body["trigger_id"], view=emergency_modal(str(proposal_id)))
+
+    async def on_emergency_reason(ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]) -> None:
+        reason = (view["state"]["values"][ids.REASON_BLOCK][ids.REASON_ACTION].get("value") or "").strip()
+        if not reason:
+            await ack(response_action="errors", errors={ids.REASON_BLOCK: "Say why it cannot wait: it is kept for the audit"})
+            return
+        try:
+            proposal_id, _ = parse_value(str(json.loads(view.get("private_metadata") or "{}").get("value", "")))
+            await proposals.request_emergency(proposal_id, body["user"]["id"], reason)
+        except (ValueError, KeyError):
+            await ack(response_action="errors", errors={ids.REASON_BLOCK: "That form does not name a proposal; nothing changed."})
+            return
+        except ProposalError as err:
+            await ack(response_action="errors", errors={ids.REASON_BLOCK: str(err)[:150]})
+            return
+        await ack()
+
+    async def on_emergency_confirm(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
+        await ack()
+        try:
+            proposal_id, _ = parse_value(body["actions"][0]["value"])
+            view = await proposals.confirm_emergency(proposal_id, body["user"]["id"])
+            await respond(**ephemeral(f"Confirmed: #{proposal_id} ships during the freeze, recorded as version {view.proposal.version}."))
+        except ValueError:
+            await respond(**ephemeral("That button does not name a proposal; nothing changed."))
+        except ProposalError as err:
+            await respond(**ephemeral(str(err)))
+
     app.action(ids.APPROVE)(track(on_approve))
+    app.action(ids.REGISTRY_RETRY)(track(on_registry_retry))
+    app.action(ids.EMERGENCY)(track(on_emergency))
+    app.action(ids.EMERGENCY_CONFIRM)(track(on_emergency_confirm))
+    app.view(ids.EMERGENCY_VIEW)(track(on_emergency_reason))
     app.action(ids.REVISE)(track(on_revise))
     app.action(ids.REJECT)(track(on_reason_button))
     app.action(ids.REQUEST_CHANGES)(track(on_reason_button))

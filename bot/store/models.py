@@ -89,8 +89,27 @@ class Proposal(SQLModel, table=True):
     surface: str = Field(default="slack", max_length=16)
     version: int | None = None
     registry_id: int | None = None
-    registry_error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    registry_version: int | None = None  # the version number the Schema Registry gave it under the subject
+    registry_error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))  # the last refusal or failure
+    registry_state: str | None = Field(default=None, max_length=16)  # registering, retrying, registered, failed (None: no registry)
+    registry_since: datetime | None = _when(nullable=True)  # when it entered that state
+    registry_attempts: int = 0
     held: str | None = Field(default=None, sa_column=Column(Text, nullable=True))  # why an approved breaking change waits (a freeze)
+    emergency: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON(none_as_null=True), nullable=True))  # shipping through a freeze: who asked,
+    # why, who confirmed (``requested_by``, ``reason``, ``requested_at``, ``confirmed_by``, ``confirmed_at``, ``freeze``, ``until``)
+
+
+class CardCopy(SQLModel, table=True):
+    """A copy of a proposal's card in someone's DM (for one team): edited with the card, buttons gone once it is final."""
+
+    __tablename__ = "card_copies"
+
+    id: int | None = Field(default=None, primary_key=True)
+    proposal_id: int = Field(foreign_key="proposals.id", index=True)
+    channel: str = Field(max_length=64)
+    ts: str = Field(max_length=32)
+    team: str = Field(max_length=255)
+    intro: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
 
 
 class Acknowledgement(SQLModel, table=True):
@@ -146,6 +165,7 @@ class TeamRow(SQLModel, table=True):
     consumer_groups: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False, default=list))
     channel: str | None = Field(default=None, max_length=64)
     change_hours: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    self_approval: bool = False
 
 
 class LineageDataset(SQLModel, table=True):
@@ -266,6 +286,7 @@ class FreezeRow(SQLModel, table=True):
     name: str = Field(max_length=100, unique=True)
     reason: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
     scope: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    excepted: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False, default=dict))  # what it leaves out
     cron: str | None = Field(default=None, max_length=100)
     minutes: int | None = None
     timezone: str = Field(default="UTC", max_length=64)

@@ -127,7 +127,10 @@ def add_routes(app: web.Application, tokens: Sequence[ApiToken], lineage: Lineag
         start, hours, revision_of = _window(body)
         try:
             checked = await proposals.check(subject, schema, hours)
-            proposer = await _proposer(slack, body.get("proposer"))
+            named = body.get("proposer")
+            if token.user is not None and named not in (None, token.user):
+                raise BadRequest(f"proposer: this token proposes as {token.user}; leave proposer out or give that user", "proposer")
+            proposer = await _proposer(slack, token.user or named)
             view = await proposals.propose(subject, schema, proposer, notes=notes, window_start=start, window_hours=hours,
                                            surface="api", revision_of=revision_of, api_token=token.name, checked=checked)
         except ProposalError as err:
@@ -187,7 +190,7 @@ def add_routes(app: web.Application, tokens: Sequence[ApiToken], lineage: Lineag
             raise BadRequest(str(err), str(err).split(":", 1)[0] if ":" in str(err) else None) from None
         return web.json_response(await calendar.listed(number), status=201)
 
-    gate = Gate(proposals.db, proposals.registry)
+    gate = Gate(proposals.db, proposals.registry, proposals.calendar, proposals.clock)
 
     async def post_check(request: web.Request, _token: ApiToken) -> web.StreamResponse:
         body = await read_json(request)

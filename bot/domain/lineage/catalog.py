@@ -194,26 +194,28 @@ class _Reader:
 
     def freezes(self, freezes: list[Any]) -> None:
         """Freeze windows: recurring (cron, duration, timezone) or one-off (start, end), scoped or global."""
-        known = {"teams": set(self.catalog.teams), "subjects": set(self.catalog.subjects), "jobs": {j.id.name for j in self.catalog.jobs}}
+        known = {"teams": set(self.catalog.teams), "subjects": set(self.catalog.subjects), "jobs": {j.id.name for j in self.catalog.jobs},
+                 "datasets": {d.name for d in self.catalog.datasets}}
         for number, raw in enumerate(freezes):
             place = f"freezes[{number}]"
             if not isinstance(raw, dict) or not isinstance(raw.get("name"), str) or not raw["name"].strip():
                 self.problem(place, "a freeze needs a name (and cron, duration, timezone, or start and end)")
                 continue
             place = f"{place} ({raw['name']})"
-            scope = raw.get("scope") or {}
-            if not isinstance(scope, dict) or set(scope) - set(known) or not all(isinstance(v, list) for v in scope.values()):
-                self.problem(f"{place}.scope", "expected lists under teams, subjects and/or jobs")
+            scopes = {part: raw.get(part) or {} for part in ("scope", "except")}
+            if any(not isinstance(s, dict) or set(s) - set(known) or not all(isinstance(v, list) for v in s.values()) for s in scopes.values()):
+                self.problem(f"{place}.scope", "expected lists under teams, subjects, datasets and/or jobs (in scope and in except)")
                 continue
-            for key, names in scope.items():
-                for name in names:
-                    if name not in known[key]:
-                        self.problem(f"{place}.scope.{key}", f"unknown {key[:-1]} {name!r}")
+            for part, named in scopes.items():
+                for key, names in named.items():
+                    for name in names:
+                        if name not in known[key]:
+                            self.problem(f"{place}.{part}.{key}", f"unknown {key[:-1]} {name!r}")
             try:
-                freeze = Freeze(raw["name"], str(raw.get("reason") or ""), Scope.from_json(scope), raw.get("cron"),
+                freeze = Freeze(raw["name"], str(raw.get("reason") or ""), Scope.from_json(scopes["scope"]), raw.get("cron"),
                                 duration(raw["duration"]) if raw.get("duration") is not None else None, str(raw.get("timezone") or "UTC"),
                                 moment(raw["start"]) if raw.get("start") is not None else None,
-                                moment(raw["end"]) if raw.get("end") is not None else None)
+                                moment(raw["end"]) if raw.get("end") is not None else None, Scope.from_json(scopes["except"]))
             except CalendarError as err:
                 self.problem(place, str(err).removeprefix(f"freeze {raw['name']}: "))
                 continue
@@ -252,6 +254,9 @@ class _Reader:
                 except CalendarError as err:
                     self.problem(f"{place}.change_hours", str(err))
             team.oncall_usergroup = raw.get("oncall_usergroup")
+            if not isinstance(raw.get("self_approval", False), bool):
+                self.problem(f"{place}.self_approval", "expected true or false")
+            team.self_approval = raw.get("self_approval") is True
             team.consumer_groups = self.groups(raw, "consumer_groups", f"{place}.consumer_groups")
             for key in ("usergroup", "oncall_usergroup"):
                 if raw.get(key) is not None and not (isinstance(raw[key], str) and USERGROUP.match(raw[key])):

@@ -54,6 +54,7 @@ class Team:
     change_hours: dict[str, Any] | None = None  # {days, start, end, timezone}: when the team makes changes
     oncall_usergroup: str | None = None  # the Slack user group of whoever is oncall now (``oncall`` is its fallback)
     consumer_groups: list[str] = field(default_factory=list)  # Kafka consumer groups the team answers for (no job named)
+    self_approval: bool = False  # a proposer's own approval counts for this team (a team of one); recorded as self-approved
 
 
 @dataclass(slots=True)

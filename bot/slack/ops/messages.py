@@ -37,7 +37,7 @@ def operation_message(row: Operation) -> Reply:
     context = f"{STATE_TEXT.get(row.state, row.state)} · asked by {mention(row.requested_by) if row.surface == 'slack' else escape(row.requested_by) + ' (terminal)'}" \
               f" · {'team ' + escape(row.team) if row.team else 'no pipeline team: global oncall'}"
     blocks: list[dict[str, Any]] = [section(head), {"type": "context", "elements": [{"type": "mrkdwn", "text": context}]}]
-    lines = backfill_lines(row) if row.kind == OpKind.BACKFILL.value else replay_lines(row)
+    lines = freeze_line(row) + (backfill_lines(row) if row.kind == OpKind.BACKFILL.value else replay_lines(row))
     blocks += [section(line) for line in lines]
     if row.result and row.state not in (OpState.RUNNING.value,):
         blocks.append(section(escape(row.result)))
@@ -98,13 +98,25 @@ def replay_lines(row: Operation) -> list[str]:
     return lines
 
 
+def freeze_line(row: Operation) -> list[str]:
+    """The freeze the operation was planned in, named (oncall may still act: it is an incident)."""
+    freeze = row.plan.get("freeze")
+    if not freeze or row.state not in (OpState.PLANNED.value, DRY_RUN):
+        return []
+    return [f":snowflake: *Inside the freeze {escape(freeze['name'])}* (until {_when(freeze['ends'])})"
+            + (f": {escape(freeze['reason'])}" if freeze.get("reason") else "") + ". Oncall may act in an incident; the run is booked in "
+            "the calendar inside it, for everyone to see."]
+
+
 def buttons(row: Operation) -> list[dict[str, Any]]:
     """What can be done now: Confirm and Cancel a plan, Cancel a run, Undo an applied backfill."""
     value = str(row.id)
     if row.state == OpState.PLANNED.value:
         what = "move the group's offsets" if row.kind == OpKind.BACKFILL.value else f"copy {row.plan.get('count', 0):,} messages"
+        freeze = row.plan.get("freeze")
+        inside = f", inside the freeze *{escape(freeze['name'])}* (until {_when(freeze['ends'])})" if freeze else ""
         return [_button("Confirm", ids.OPS_CONFIRM, value, "primary", {
-                    "title": {"type": "plain_text", "text": "Run it?"}, "text": {"type": "mrkdwn", "text": f"This will {what} now."},
+                    "title": {"type": "plain_text", "text": "Run it?"}, "text": {"type": "mrkdwn", "text": f"This will {what} now{inside}."},
                     "confirm": {"type": "plain_text", "text": "Run"}, "deny": {"type": "plain_text", "text": "Not yet"}}),
                 _button("Cancel", ids.OPS_CANCEL, value, "danger")]
     if row.state == OpState.RUNNING.value:
