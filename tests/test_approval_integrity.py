@@ -326,3 +326,21 @@ async def test_a_token_bound_to_a_person_proposes_as_that_person_and_four_eyes_h
     assert view.proposal.proposer == ALICE
     with pytest.raises(proposals_module.ProposalError, match="four eyes"):
         await slack.bot.proposals.decide(view.id, ALICE, Decision.APPROVE)
+
+
+async def test_a_proposer_in_two_teams_is_told_which_approval_counted(slack: SlackHarness) -> None:
+    catalog = {"teams": {"orders-team": {"members": [ALICE, CAROL]}, "analytics-team": {"members": [BOB, ALICE], "self_approval": True}},
+               "subjects": {"orders-value": {"owner": "orders-team"}},
+               "datasets": [{"name": "dwd_orders", "namespace": "iceberg://lake", "owner": "analytics-team", "fields": ["amount"]}],
+               "jobs": [{"name": "enrich", "owner": "orders-team", "inputs": ["orders-value"], "outputs": ["dwd_orders"],
+                         "mappings": {"dwd_orders.amount": ["orders-value.price"]}}]}
+    parsed, problems = read_catalog(catalog, lambda _: None)  # type: ignore[arg-type, return-value]
+    assert problems == []
+    await slack.bot.lineage.load_catalog(parsed)
+    await slack.bot.registry.record("orders-value", parse(V1))
+    await slack.bot.proposals.propose("orders-value", json.dumps(BREAKING), ALICE, surface="api")
+    card = await card_message(slack)
+    told = await click(slack, card, ids.APPROVE, ALICE)
+    assert "You approved #1 for analytics-team." in told and "does not count for orders-team (four eyes)" in told
+    view = await slack.bot.proposals.view(1)
+    assert [a.team for a in view.acknowledgements] == ["analytics-team"] and view.waiting() == ["orders-team"]

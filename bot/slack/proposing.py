@@ -14,7 +14,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.domain.approvals import Decision
 from bot.services.outbox import Outbox
-from bot.services.proposals import ProposalError, Proposals
+from bot.services.proposals import ProposalError, Proposals, self_approves
 from bot.slack import delivery, ids
 from bot.slack.cards import STATE_TEXT
 from bot.slack.render import ephemeral, escape, mention, section
@@ -137,8 +137,13 @@ def register(app: AsyncApp, proposals: Proposals, outbox: Outbox, track: Callabl
         await ack()
         try:
             proposal_id, team = parse_value(body["actions"][0]["value"])
-            _, teams = await proposals.decide(proposal_id, body["user"]["id"], Decision.APPROVE, team=team)
-            await respond(**ephemeral(f"You approved #{proposal_id} for {escape(', '.join(teams))}."))
+            user = body["user"]["id"]
+            view, teams = await proposals.decide(proposal_id, user, Decision.APPROVE, team=team)
+            own = [t for t in view.waiting() if user == view.proposal.proposer and not self_approves(view, t)
+                   and user in await proposals.approvers(view, t)]
+            await respond(**ephemeral(f"You approved #{proposal_id} for {escape(', '.join(teams))}."
+                                      + (f" Your own approval does not count for {escape(', '.join(own))} (four eyes): someone else "
+                                         "there must approve." if own else "")))
         except ValueError:
             await respond(**ephemeral("That button does not name a proposal; nothing changed."))
         except ProposalError as err:
