@@ -41,13 +41,16 @@ class Gate:
 
     async def check(self, subject_name: str, schema_text: str) -> dict[str, Any]:
         """``{"subject", "status", "proposal", "proposal_state", "version", "level", "changes", "freeze", "override"}``."""
-        answer = await self._approval(subject_name, schema_text)
+        subject = await self.registry.subject(subject_name)
+        if subject is None:
+            raise GateError(f"there is no subject {subject_name!r}: nothing is approved for it", 404)
+        answer = await self._approval(subject, schema_text)
         answer["freeze"], answer["override"] = None, None
         if answer["status"] != APPROVED:
             return answer
         now = self.clock()
-        owner = (await self.registry.subject(subject_name)).owner_team or ""  # type: ignore[union-attr]
-        frozen = await self.calendar.freeze_over(Window(now, now + timedelta(microseconds=1)), owner, Scope(subjects=frozenset({subject_name})))
+        frozen = await self.calendar.freeze_over(Window(now, now + timedelta(microseconds=1)), subject.owner_team or "",
+                                                 Scope(subjects=frozenset({subject_name})))
         if frozen is None:
             return answer
         freeze, occurrence = frozen
@@ -58,10 +61,8 @@ class Gate:
         answer["override"] = {"entry": override.id, "proposal": override.proposal_id, "until": aware(override.end).isoformat()}
         return answer
 
-    async def _approval(self, subject_name: str, schema_text: str) -> dict[str, Any]:
-        subject = await self.registry.subject(subject_name)
-        if subject is None:
-            raise GateError(f"there is no subject {subject_name!r}: nothing is approved for it", 404)
+    async def _approval(self, subject: Subject, schema_text: str) -> dict[str, Any]:
+        subject_name = subject.name
         history = await self.registry.history(subject_name)
         analysis = await off_loop(analyse, [v.schema_text for v in history], schema_text, subject.compatibility)
         if analysis.error is not None or analysis.verdict is None:

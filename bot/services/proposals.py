@@ -696,13 +696,18 @@ class Proposals:
         self.outbox.wake()
         return await self.view(proposal_id)
 
+    async def oncall(self, view: ProposalView) -> tuple[set[str], set[str]]:
+        """Who is oncall for the subject now: its owner team's oncall (their ``oncall_usergroup``, the ``oncall`` list as
+        its fallback, as for operations), and the global oncall."""
+        owner = view.teams.get(view.subject.owner_team or "")
+        team = await self.membership.members(Team(f"{owner.name} oncall", owner.oncall_usergroup, list(owner.oncall))) if owner else set()
+        everyone = await self.lineage.global_oncall()
+        return team, await self.membership.members(everyone) if everyone is not None else set()
+
     async def is_oncall(self, view: ProposalView, user: str) -> bool:
         """Whether ``user`` is oncall for the subject's owner team, or the global oncall."""
-        owner = view.teams.get(view.subject.owner_team or "")
-        if owner is not None and user in owner.oncall:
-            return True
-        everyone = await self.lineage.global_oncall()
-        return everyone is not None and user in await self.membership.members(everyone)
+        team, everyone = await self.oncall(view)
+        return user in team or user in everyone
 
     # --- the clock ------------------------------------------------------------------------------
 

@@ -230,11 +230,8 @@ class SlackDelivery:
 
     async def _oncall(self, view: ProposalView) -> list[str]:
         """Who answers for the subject now: its owner team's oncall, else the global oncall."""
-        owner = view.teams.get(view.subject.owner_team or "")
-        if owner is not None and owner.oncall:
-            return sorted(owner.oncall)
-        everyone = await self.proposals.lineage.global_oncall()
-        return sorted(await self.proposals.membership.members(everyone)) if everyone is not None else []
+        team, everyone = await self.proposals.oncall(view)
+        return sorted(team or everyone)
 
     def _outcome(self, view: ProposalView, version: Any) -> str:
         outcome = {State.APPROVED: f"was approved and recorded as version {version or view.proposal.version}",

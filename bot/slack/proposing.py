@@ -14,7 +14,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.domain.approvals import Decision
 from bot.services.outbox import Outbox
-from bot.services.proposals import ProposalError, Proposals, self_approves
+from bot.services.proposals import ProposalError, Proposals, ProposalView, self_approves
 from bot.slack import delivery, ids
 from bot.slack.cards import STATE_TEXT
 from bot.slack.render import ephemeral, escape, mention, section
@@ -253,17 +253,22 @@ def register(app: AsyncApp, proposals: Proposals, outbox: Outbox, track: Callabl
         except ProposalError as err:
             await respond(**ephemeral(str(err)))
 
-    async def on_revise(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient) -> None:
-        await ack()
+    async def clicked_proposal(body: dict[str, Any], respond: AsyncRespond) -> ProposalView | None:
+        """The proposal a button names; None (the clicker told why) when it names none."""
         try:
-            proposal_id, _ = parse_value(body["actions"][0]["value"])
-            view = await proposals.view(proposal_id)
+            return await proposals.view(parse_value(body["actions"][0]["value"])[0])
         except ValueError:
             await respond(**ephemeral("That button does not name a proposal; nothing changed."))
-            return
         except ProposalError as err:
             await respond(**ephemeral(str(err)))
+        return None
+
+    async def on_revise(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient) -> None:
+        await ack()
+        view = await clicked_proposal(body, respond)
+        if view is None:
             return
+        proposal_id = view.id
         if view.proposal.proposer != body["user"]["id"]:
             await respond(**ephemeral(f"Only {mention(view.proposal.proposer)}, who proposed #{proposal_id}, can revise it."))
             return
@@ -284,20 +289,14 @@ def register(app: AsyncApp, proposals: Proposals, outbox: Outbox, track: Callabl
 
     async def on_emergency(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient) -> None:
         await ack()
-        try:
-            proposal_id, _ = parse_value(body["actions"][0]["value"])
-            view = await proposals.view(proposal_id)
-        except ValueError:
-            await respond(**ephemeral("That button does not name a proposal; nothing changed."))
-            return
-        except ProposalError as err:
-            await respond(**ephemeral(str(err)))
+        view = await clicked_proposal(body, respond)
+        if view is None:
             return
         if not await proposals.is_oncall(view, body["user"]["id"]):
             await respond(**ephemeral(f"Only the oncall of {escape(view.subject.owner_team or 'the owner team')} (or the global oncall) can "
                                       "ship a change during a freeze; nothing changed."))
             return
-        await client.views_open(trigger_id=body["trigger_id"], view=emergency_modal(str(proposal_id)))
+        await client.views_open(trigger_id=body["trigger_id"], view=emergency_modal(str(view.id)))
 
     async def on_emergency_reason(ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]) -> None:
         reason = (view["state"]["values"][ids.REASON_BLOCK][ids.REASON_ACTION].get("value") or "").strip()
