@@ -35,7 +35,8 @@ from tests.test_proposals_slack import ALICE, BOB, CAROL, V1, card_message, rety
 BREAKING = retyped(V1, "price", "string")
 
 
-async def load(slack: SlackHarness, *, self_approval: bool = False, readers: bool = True, freezes: list[dict[str, Any]] | None = None) -> None:
+async def load(slack: SlackHarness, *, self_approval: bool = False, readers: bool = True, freezes: list[dict[str, Any]] | None = None,
+               global_oncall: list[str] | None = None) -> None:
     """orders-team (alice, carol; both oncall) owns orders-value and reads it through enrich; analytics-team (bob) is asked nothing."""
     groups = {g["handle"]: g["id"] for g in slack.ws.usergroups.values()}
     catalog: dict[str, Any] = {
@@ -46,6 +47,7 @@ async def load(slack: SlackHarness, *, self_approval: bool = False, readers: boo
         "jobs": [{"name": "enrich", "owner": "orders-team", "inputs": ["orders-value"], "outputs": ["dwd_orders"],
                   "mappings": {"dwd_orders.amount": ["orders-value.price"]}}] if readers else [],
         "freezes": freezes or [],
+        **({"oncall": {"members": global_oncall}} if global_oncall else {}),
     }
     parsed, problems = read_catalog(catalog, lambda _: None)  # type: ignore[arg-type, return-value]
     assert problems == [], problems
@@ -207,6 +209,8 @@ async def test_the_registration_stops_after_its_attempts_and_oncall_can_retry_it
     assert "again" in await click(slack, asked, ids.REGISTRY_RETRY, ALICE)
     await slack.ws.wait_for(lambda: "Registered in the Schema Registry as version 1" in shown(slack.ws.find_message(card.channel, card.ts)) or None,
                             timeout=30)
+    assert "already registered" in await click(slack, asked, ids.REGISTRY_RETRY, CAROL)  # a late click on the same DM: nothing twice
+    assert len([a for a in await slack.bot.proposals.audit_trail(1) if a.action == "registration retried"]) == 1
     figures = await slack.bot.health.compute(slack.clock.now.date().replace(day=1))
     assert figures["overall"]["registrations_failed"] == 0  # registered in the end
 
@@ -344,3 +348,43 @@ async def test_a_proposer_in_two_teams_is_told_which_approval_counted(slack: Sla
     assert "You approved #1 for analytics-team." in told and "does not count for orders-team (four eyes)" in told
     view = await slack.bot.proposals.view(1)
     assert [a.team for a in view.acknowledgements] == ["analytics-team"] and view.waiting() == ["orders-team"]
+
+
+async def test_two_oncall_people_confirming_at_once_ship_it_once(slack: SlackHarness) -> None:
+    await load(slack, freezes=[FREEZE], global_oncall=[BOB])
+    await slack.bot.proposals.propose("orders-value", json.dumps(BREAKING), ALICE, surface="api",
+                                      window_start=slack.clock.now + timedelta(days=2, hours=2), window_hours=1)
+    await slack.bot.proposals.decide(1, CAROL, Decision.APPROVE)
+    await slack.bot.proposals.request_emergency(1, ALICE, "the provider changes its format at noon")
+    with pytest.raises(proposals_module.ProposalError, match="already asked"):
+        await slack.bot.proposals.request_emergency(1, CAROL, "me too")
+    outcomes = await asyncio.gather(slack.bot.proposals.confirm_emergency(1, CAROL), slack.bot.proposals.confirm_emergency(1, BOB),
+                                    return_exceptions=True)
+    assert sum(isinstance(o, proposals_module.ProposalError) for o in outcomes) == 1, outcomes
+    await slack.bot.idle()
+    assert [v.number for v in await slack.bot.registry.history("orders-value")] == [1, 2]
+    entries = await slack.bot.calendar.listing(slack.clock.now - timedelta(days=1), slack.clock.now + timedelta(days=5))
+    assert len([e for e in entries if e["kind"] == "emergency"]) == 1
+    assert len([a for a in await slack.bot.proposals.audit_trail(1) if a.action == "emergency change confirmed"]) == 1
+
+
+async def test_slack_failing_while_a_proposal_is_decided_leaves_every_copy_final_and_nothing_doubled(slack: SlackHarness) -> None:
+    await load(slack)
+    slack.bot.dispatcher.backoff, slack.bot.dispatcher.max_backoff = 0.1, 0.5
+    await slack.bot.proposals.propose("orders-value", json.dumps(BREAKING), ALICE, surface="api")
+    card = await card_message(slack)
+    await slack.bot.idle()
+    slack.ws.outage = 500  # Slack fails every call while the decision lands, then rate-limits
+    await slack.bot.proposals.decide(1, CAROL, Decision.APPROVE)
+    await slack.ws.wait_for(lambda: len([c for c in slack.ws.calls if c.status == 500]) >= 3)
+    slack.ws.outage = 429
+    await slack.ws.wait_for(lambda: len([c for c in slack.ws.calls if c.status == 429]) >= 2)
+    slack.ws.outage = None
+    await slack.bot.idle()
+    final = slack.ws.find_message(card.channel, card.ts)
+    assert "approved by <@U0000CAROL>" in shown(final) and buttons(final) == []
+    [copy] = dm_copies(slack, CAROL)  # one copy, edited in place, not posted again
+    assert "approved" in shown(slack.ws.find_message(copy.channel, copy.ts)) and buttons(slack.ws.find_message(copy.channel, copy.ts)) == []
+    assert len(slack.ws.channel_messages("schema-changes")) == 1
+    notes = [m.text for m in slack.ws.channel_messages("schema-changes", thread_ts=card.ts)]
+    assert len([n for n in notes if "approved for orders-team" in n]) == 1
