@@ -23,10 +23,11 @@ from fastavro import parse_schema, schemaless_writer
 from bot.domain.sli.samples import PIPELINE_SAMPLE_SCHEMA
 from bot.emulator.render import as_text
 from bot.emulator.schema_registry import SchemaRegistryEmulator
+from bot.kafka.metrics import MetricsConsumer
 from bot.runtime import Bot
 from bot.slack import ids
 from tests.conftest import SlackHarness, bot_config
-from tests.test_sli_alerts import ALICE, FAST, alerts, catalog, load, read
+from tests.test_sli_alerts import ALICE, FAST, alerts, catalog, load, read, sample, send
 
 PARSED = parse_schema(PIPELINE_SAMPLE_SCHEMA)
 
@@ -238,3 +239,38 @@ async def test_a_backlog_on_the_metrics_topic_is_the_bots_own_lag_said_once_and_
     assert await slack.bot.sli.history("backlog-pipe") == []  # fifteen-minute-old samples that arrived are data, not silence
     [row] = await slack.bot.sli.series("backlog-pipe")
     assert row.state["status"] == "ok" and row.state["late"] == 0
+
+
+async def test_a_metrics_cluster_that_does_not_answer_is_the_bots_reachability_and_no_data_waits(
+        slack: SlackHarness, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="bot.services.sli")
+    await load(slack, catalog(slack, [{"name": "away-pipe", "owner": "orders-team", "channel": "#orders-pipeline", "interval": "1m",
+                                       "reports": ["commit_success_rate"]}]))
+    status, _ = await send(slack, [sample("commit_success_rate", 1.0, pipeline="away-pipe")])
+    assert status == 200
+    consumer = MetricsConsumer("127.0.0.1:9", "metrics-away", "g-away", slack.bot.sli)  # the bot's metrics cluster is away
+    consumer.start()
+    try:
+        for _ in range(300):
+            if slack.bot.sli.feed is not None and slack.bot.sli.feed.unreachable:
+                break
+            await asyncio.sleep(0.1)
+        assert slack.bot.sli.feed is not None and slack.bot.sli.feed.behind and slack.bot.sli.feed.unreachable
+        slack.clock.advance(minutes=10)
+        await slack.bot.sli.sweep()
+        assert await slack.bot.sli.history("away-pipe") == []  # nothing arrived, but that is the bot's, not the pipeline's
+        await slack.driver.command("/sli coverage", user=ALICE, channel="orders-pipeline")
+        told = await slack.ws.wait_for(lambda: [e for e in slack.ws.ephemerals_for(ALICE) if "cannot reach the cluster" in as_text(e.text, e.blocks)]
+                                       or None)
+        assert "metrics-away" in as_text(told[0].text, told[0].blocks)
+        await asyncio.sleep(1.0)  # more polls, still away
+        said = [r.getMessage() for r in caplog.records if r.name == "bot.services.sli" and "cannot reach" in r.getMessage()]
+        assert len(said) == 1, said  # said once, however many polls find it away
+    finally:
+        await consumer.stop()
+
+    slack.bot.sli.feed_report("metrics-away", 0, timedelta(0))  # the cluster answers again (what the consumer reports then)
+    assert not slack.bot.sli.feed.behind and any("answers again" in r.getMessage() for r in caplog.records)
+    await slack.bot.sli.sweep()
+    [episode] = await slack.bot.sli.history("away-pipe")  # and no data is judged again: ten minutes without a sample
+    assert episode.no_data

@@ -12,7 +12,7 @@ import logging
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from bot.domain.sli.samples import PIPELINE_SAMPLE_SCHEMA, Sample, SampleError, checked, latest_believed
 from bot.kafka.avro import DecodeError, Decoder, Registry
@@ -21,7 +21,8 @@ from bot.store.models import utcnow
 
 log = logging.getLogger(__name__)
 BATCH = 2000
-Batch = tuple[list[Message], list[Sample], list[tuple[str, str]], tuple[int, timedelta]]
+Batch = tuple[list[Message], list[Sample], list[tuple[str, str]], tuple[int, timedelta, str | None]]
+UNREACHABLE = (KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT, KafkaError._RESOLVE)  # the cluster, not a record
 
 
 class MetricsConsumer:
@@ -31,11 +32,12 @@ class MetricsConsumer:
         self.topic, self.sli = topic, sli
         self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
                                   "auto.offset.reset": "earliest", "client.id": "changeops-sli", "session.timeout.ms": 30000,
-                                  "fetch.wait.max.ms": 100})
+                                  "fetch.wait.max.ms": 100, "error_cb": self._on_error})
         self.decoder = Decoder(PIPELINE_SAMPLE_SCHEMA, Registry(registry_url) if registry_url else None)
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self.consumed = 0
+        self._unreachable: str | None = None  # set by the client's error callback, cleared once the cluster answers
 
     def start(self) -> None:
         """Consume in the background until ``stop``."""
@@ -58,15 +60,15 @@ class MetricsConsumer:
         stored: list[TopicPartition] = []
         while True:
             try:
-                messages, samples, refused, (left, age) = await reading
+                messages, samples, refused, (left, age, unreachable) = await reading
             except Exception:
                 log.exception("SLI metrics: could not read the metrics topic; trying again")
                 await asyncio.sleep(1.0)
-                messages, samples, refused, (left, age) = [], [], [], (0, timedelta(0))
+                messages, samples, refused, (left, age, unreachable) = [], [], [], (0, timedelta(0), None)
             if self._stopping:
                 break
             reading = asyncio.ensure_future(asyncio.to_thread(self._poll, utcnow()))
-            self.sli.feed_report(self.topic, left, age)
+            self.sli.feed_report(self.topic, left, age, unreachable)
             for kind, message in refused:
                 self.sli.reject(kind, message)
             if not messages:
@@ -98,7 +100,22 @@ class MetricsConsumer:
                 samples.append(sample_of(self.decoder, message.value() or b"", latest))
             except (DecodeError, SampleError) as err:
                 refused.append((err.kind, f"{err} (partition {message.partition()}, offset {message.offset()})"))
-        return messages, samples, refused, self._behind(messages, now)
+        return messages, samples, refused, (*self._behind(messages, now), self._reachable(bool(messages)))
+
+    def _on_error(self, error: KafkaError) -> None:
+        """The client's error callback (called from ``consume``, in the worker thread)."""
+        if error.code() in UNREACHABLE:
+            self._unreachable = self._unreachable or str(error.str())
+
+    def _reachable(self, read: bool) -> str | None:
+        """Why the cluster cannot be reached now (None when it answers): a read clears it, else a metadata request does."""
+        if self._unreachable is not None:
+            try:
+                if read or self.consumer.list_topics(self.topic, timeout=1.0).topics:
+                    self._unreachable = None
+            except KafkaException:
+                pass
+        return self._unreachable
 
     def _behind(self, messages: list[Message], now: datetime) -> tuple[int, timedelta]:
         """Messages left to read on the assigned partitions (from the watermarks the fetches brought: no request), and how

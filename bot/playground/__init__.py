@@ -85,6 +85,7 @@ class Playground:
         self._runner: web.AppRunner | None = None
         self.page: PlaygroundPage | None = None
         self._feeder: asyncio.Task[None] | None = None
+        self._stopping = asyncio.Event()
 
     async def start(self, port: int, slack_port: int) -> None:
         """Migrate, then start the emulator and the bot pointed at it."""
@@ -109,17 +110,18 @@ class Playground:
             self._feeder = asyncio.create_task(self._feed(self.bot))
 
     async def _feed(self, bot: Bot) -> None:
-        """The demo pipeline's own healthy samples, each minute (what its job would report)."""
-        while True:
+        """The demo pipeline's own healthy samples, each minute (what its job would report), until the stop: a
+        batch in hand is finished, never cancelled halfway through its database session."""
+        while not self._stopping.is_set():
             await bot.sli.ingest(kafka_demo.healthy_samples(DEMO_PIPELINE, bot.sli.clock()))
-            await asyncio.sleep(FEED_SECONDS)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), FEED_SECONDS)
 
     async def stop(self) -> None:
         """Stop everything started."""
+        self._stopping.set()
         if self._feeder is not None:
-            self._feeder.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._feeder
+            await self._feeder
         if self.driver:
             await self.driver.close()
         if self.bot:

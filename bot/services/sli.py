@@ -438,31 +438,44 @@ class SliService:
 
     # --- the bot's own feed of samples ----------------------------------------------------------
 
-    def feed_report(self, topic: str, messages: int, age: timedelta) -> None:
+    def feed_report(self, topic: str, messages: int, age: timedelta, unreachable: str | None = None) -> None:
         """What the metrics consumer of this replica read last: ``messages`` still to read on ``topic``, the newest record
-        read written ``age`` ago. Falling behind is said once in the log, and once when it has caught up; while it lasts,
-        "no data" waits for the samples the pipelines report (their silence would be the bot's lag)."""
-        was = self.feed is not None and self.feed.behind
-        behind = (messages > 0 and age > FEED_BEHIND) or (was and messages > 0 and age > FEED_BEHIND / 2)
-        since = self.feed.since if self.feed is not None and was else self.clock()
-        self.feed = Feed(topic, messages, age, behind, since)
-        if behind and not was:
+        read written ``age`` ago, and why it cannot reach the cluster (None: it can). Falling behind and losing the cluster
+        are each said once in the log, and once when over; while either lasts, "no data" waits for the samples the
+        pipelines report (their silence would be the bot's lag, or its reachability, not theirs)."""
+        before = self.feed
+        was_lagging, was_away = before is not None and before.lagging, before is not None and before.unreachable is not None
+        lagging = messages > 0 and (age > FEED_BEHIND or (was_lagging and age > FEED_BEHIND / 2))
+        since = before.since if before is not None and before.behind else self.clock()
+        self.feed = Feed(topic, messages, age, lagging, since, unreachable)
+        if unreachable is not None and not was_away:
+            log.warning("SLI metrics: this bot cannot reach the cluster to read %s (%s); no data waits until it can: this is the bot's "
+                        "reachability, not the pipelines'", topic, unreachable)
+        elif unreachable is None and was_away:
+            log.warning("SLI metrics: the cluster answers again for %s", topic)
+        if lagging and not was_lagging:
             log.warning("SLI metrics: this bot reads %s late (%d message(s) behind, reading samples written %.0f s ago); samples are "
                         "evaluated on their own times, and no data waits until it catches up: this is the bot's lag, not the pipelines'",
                         topic, messages, age.total_seconds())
-        elif was and not behind:
+        elif was_lagging and not lagging:
             log.warning("SLI metrics: caught up on %s", topic)
 
 
 @dataclass(frozen=True)
 class Feed:
-    """How far behind this replica's metrics consumer is."""
+    """How far behind this replica's metrics consumer is, or why it cannot read at all."""
 
     topic: str
     messages: int  # still to read
     age: timedelta  # of the newest record read
-    behind: bool
+    lagging: bool
     since: datetime  # behind since, or when this was measured
+    unreachable: str | None = None  # why the consumer cannot reach the cluster now
+
+    @property
+    def behind(self) -> bool:
+        """Whether samples the pipelines report may be missing because of the bot: it lags, or cannot reach the cluster."""
+        return self.lagging or self.unreachable is not None
 
 
 def _time_of(sample: Sample) -> datetime:

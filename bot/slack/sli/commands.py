@@ -113,7 +113,10 @@ class SliCommands:
         if late:
             lines.append("Samples dropped for arriving after newer ones of their series (they never change an alert): " + "; ".join(late))
         feed = self.sli.feed
-        if feed is not None and feed.behind:
+        if feed is not None and feed.unreachable is not None:
+            lines.append(f":electric_plug: This bot cannot reach the cluster to read `{escape(feed.topic)}` ({escape(feed.unreachable[:200])}; "
+                         f"since {feed.since:%H:%M} UTC). That is the bot's reachability, not the pipelines': no data waits until it can.")
+        elif feed is not None and feed.behind:
             lines.append(f":hourglass: This bot reads `{escape(feed.topic)}` late: {feed.messages:,} sample records behind, reading ones written "
                          f"{int(feed.age.total_seconds())} s ago (since {feed.since:%H:%M} UTC). That is the bot's lag, not the pipelines': "
                          "no data waits until it catches up.")
