@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 DEFAULT_DATABASE_URL = "sqlite:///changeops.db"
@@ -52,6 +53,8 @@ class Config:
     metrics_group: str = "changeops-sli"
     poll_seconds: float = 30.0  # how often the bot measures source lag and DLQ size itself
     census_seconds: float = 300.0  # how often one replica takes the census of consumer groups
+    flink_root: str = ""  # the folder of Flink runtimes for the release gate (scripts/flink.sh install)
+    flink_version: str = "2.3.0"  # the planner a job is checked with when the catalog names no version
     watch_seconds: float = 300.0  # how often one replica looks for schema changes made around the bot
     ops_lease_seconds: float = 30.0  # a running replay's lease: another bot resumes it this long after its owner went quiet
 
@@ -104,7 +107,17 @@ class Config:
             ops_lease_seconds=_seconds(env, "OPS_LEASE_SECONDS", 30.0),
             census_seconds=_seconds(env, "CENSUS_SECONDS", 300.0, most=86400),
             watch_seconds=_seconds(env, "WATCH_SECONDS", 300.0, most=86400),
+            flink_root=_optional(env, "CHANGEOPS_FLINK_ROOT") or str(Path(_optional(env, "CHANGEOPS_CACHE") or Path(
+                _optional(env, "XDG_CACHE_HOME") or Path.home() / ".cache") / "changeops") / "flink"),
+            flink_version=_flink_version(env),
         )
+
+
+def _flink_version(env: Mapping[str, str]) -> str:
+    value = _optional(env, "FLINK_VERSION") or "2.3.0"
+    if not re.fullmatch(r"\d+\.\d+(\.\d+)?", value):
+        raise ConfigError(f"FLINK_VERSION is malformed: {value!r} is not a Flink version such as 2.3.0")
+    return value
 
 
 def _optional(env: Mapping[str, str], name: str) -> str | None:

@@ -19,6 +19,7 @@ from slack_bolt.async_app import AsyncApp
 
 from bot import workers
 from bot.config import Config
+from bot.flink.planner import Planner
 from bot.kafka import dead_letters
 from bot.kafka.avro import Registry
 from bot.kafka.metrics import MetricsConsumer
@@ -35,6 +36,7 @@ from bot.services.out_of_band import OutOfBand
 from bot.services.outbox import Dispatcher, Outbox
 from bot.services.proposals import REGISTER, Proposals
 from bot.services.registry import Registry as SubjectRegistry
+from bot.services.releases import Releases
 from bot.services.sli import SLI_EVENT, SliService
 from bot.slack.app import add_listeners, create_app
 from bot.slack.calendar_commands import CalendarCommands
@@ -47,6 +49,7 @@ from bot.slack.ops.actions import OpsActions
 from bot.slack.ops.delivery import OpsDelivery
 from bot.slack.out_of_band import OutOfBandSlack
 from bot.slack.readers import Readers
+from bot.slack.releases import ReleaseReports
 from bot.slack.schema_commands import Services
 from bot.slack.sli.actions import AlertActions
 from bot.slack.sli.commands import SliCommands
@@ -98,15 +101,19 @@ class Bot:
         self.health = HealthService(self.db, self.lineage, self.sli, self.census, self.outbox, bool(config.schema_registry_url),
                                     bool(config.kafka_bootstrap_servers), config.changes_channel, clock)
         health = HealthSlack(self.connections.client(retries=False), self.health)
+        self.planner = Planner(config.flink_root)
+        self.releases = Releases(self.db, self.lineage, self.registry, self.calendar, self.outbox, self.planner, config.flink_version, clock)
         self.dispatcher = Dispatcher(self.db, self.outbox, {**delivery.handlers(), **alerts.handlers(), **operations.handlers(),
-                                                            **out_of_band.handlers(), **health.handlers(), REGISTER: self.proposals.register},
+                                                            **out_of_band.handlers(), **health.handlers(), **ReleaseReports(self.releases).handlers(),
+                                                            REGISTER: self.proposals.register},
                                      coalesce=frozenset({SLI_EVENT, CARD}))  # queued card edits: one render, the newest state
         calendar = CalendarCommands(self.calendar, self.slack.client, membership, lambda: config.public_url or self.url)
         actions = AlertActions(SliCommands(self.sli, membership), self.proposals, self.calendar, self._dead_letters if config.kafka_bootstrap_servers else None)
         add_listeners(self.slack, Services(self.proposals, self.registry, self.slack.client), calendar, actions, OpsActions(self.ops, self.sli),
                       Readers(self.census, self.proposals, self.registry, membership), HealthSlack(self.slack.client, self.health), out_of_band,
                       self.proposals, self.outbox, self.inflight)
-        self.web = build_web_app(self.slack, self.db, migrate.head(), config, self.lineage, self.proposals, self.sli, lambda: self.draining)
+        self.web = build_web_app(self.slack, self.db, migrate.head(), config, self.lineage, self.proposals, self.sli, self.releases,
+                                 lambda: self.draining)
         self.scheduler = AsyncIOScheduler(timezone="UTC")
         self.scheduler.add_job(self.inflight.track(self.deliveries.prune), "interval", hours=1, kwargs={"older_than": timedelta(days=1)},
                                id="prune-slack-deliveries", coalesce=True, max_instances=1)
@@ -187,6 +194,7 @@ class Bot:
             await asyncio.to_thread(self.pollers.close)
             self.pollers = None
         await self.dispatcher.stop(timeout=max(0.0, deadline - time.monotonic()))
+        await self.planner.close()
         if self.schema_registry is not None:
             await self.schema_registry.close()
         if self.avro_registry is not None:

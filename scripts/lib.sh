@@ -31,11 +31,17 @@ free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-# A virtualenv in .venv with the project installed (extras in $1, e.g. "[test]").
+# A virtualenv in .venv with the project installed (extras in $1, e.g. "[test]"). The install is editable, so only
+# a change to pyproject.toml (dependencies, packages, entry points) or other extras call for pip again.
 ensure_venv() {
-  local extras=${1:-}
+  local extras=${1:-} stamp=.venv/.changeops-installed wanted
   if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv >&2 || { ensure_command false python3-venv; python3 -m venv .venv >&2; }
   fi
+  wanted="$(sha256sum pyproject.toml | cut -d' ' -f1) ${extras}"
+  if [ -f "$stamp" ] && { [ "$(cat "$stamp")" = "$wanted" ] || { [ -z "$extras" ] && grep -q "^${wanted% } " "$stamp"; }; }; then
+    return 0
+  fi
   .venv/bin/python -m pip install -q --disable-pip-version-check -e ".${extras}" >&2
+  echo "$wanted" > "$stamp"
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Set up and run every test: .venv with the test dependencies, PostgreSQL, Kafka and headless Chromium
-# (installed from Debian's packages / Maven Central when missing), pytest, then stop what started.
+# Set up and run every test: .venv with the test dependencies, PostgreSQL, Kafka, Flink's planner (PyFlink) and
+# headless Chromium (installed from Debian's packages / PyPI / Maven Central when missing), pytest, then stop what started.
 # Arguments go to pytest (e.g. scripts/test.sh -k slack -x).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +19,8 @@ cleanup() {
 trap cleanup EXIT
 eval "$(scripts/postgres.sh start "$run_dir")"
 eval "$(scripts/kafka.sh start "$run_dir")"
-export TEST_DATABASE_URL KAFKA_BOOTSTRAP_SERVERS
+eval "$(scripts/flink.sh install)"  # Flink's planner for the release gate, in its own environment, once
+export TEST_DATABASE_URL KAFKA_BOOTSTRAP_SERVERS CHANGEOPS_FLINK_ROOT
 set +e
 .venv/bin/python -m pytest "$@"
 status=$?

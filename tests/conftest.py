@@ -145,6 +145,7 @@ def bot_config(emulator: Emulator, database_url: str, **overrides: str) -> Confi
         "SLACK_API_URL": f"{emulator.base_url}/api/",
         "HOST": "127.0.0.1",
         "CHANGEOPS_API_TOKEN": API_TOKEN,
+        "CHANGEOPS_FLINK_ROOT": os.environ.get("CHANGEOPS_FLINK_ROOT", ""),  # the runtime scripts/flink.sh installed
         **overrides,
     }
     return Config.from_env(env)

@@ -120,6 +120,13 @@ def card(browser: WebDriver, number: int) -> WebElement:
                                                if f"Schema change #{number} " in a.text), None))
 
 
+def card_text(browser: WebDriver, number: int) -> str:
+    """The card's text, read within the wait: the page re-renders a card when it changes, so an element found a
+    moment before can be gone by the time it is read."""
+    return str(wait(browser).until(lambda b: next((t for t in (a.text for a in reversed(b.find_elements(By.CSS_SELECTOR, "#messages article")))
+                                                   if f"Schema change #{number} " in t), None)))
+
+
 def press(browser: WebDriver, number: int, label: str) -> None:
     button = wait(browser).until(lambda b: next((x for x in card(b, number).find_elements(By.CSS_SELECTOR, "button")
                                                  if x.text == label), None))
@@ -149,7 +156,7 @@ def test_propose_through_the_form_then_owners_approve_and_the_card_turns_approve
     textarea.send_keys(new_schema(1, "long"))
     browser.find_element(By.CSS_SELECTOR, "#modal-layer [data-testid=modal-submit]").click()
     wait(browser).until(ec.invisibility_of_element_located((By.CSS_SELECTOR, "#modal-layer .modal")))
-    shown = card(browser, 1).text
+    shown = card_text(browser, 1)
     assert "BREAKING" in shown and "TYPE_PROMOTED" in shown and "analytics-team: ⏳ waiting" in shown.replace("\u23f3", "⏳")
 
     act_as(browser, "carol")  # analytics-team and growth-team: one click answers for both
@@ -160,7 +167,7 @@ def test_propose_through_the_form_then_owners_approve_and_the_card_turns_approve
     open_channel(browser, "orders-pipeline")
     press(browser, 1, "Approve")
     wait(browser).until(lambda b: not card(b, 1).find_elements(By.XPATH, ".//button[.='Approve']"))
-    assert "orders-team: ✅ approved" in card(browser, 1).text
+    assert "orders-team: ✅ approved" in card_text(browser, 1)
     SCREENSHOT.parent.mkdir(exist_ok=True)
     browser.save_screenshot(str(SCREENSHOT))
 
@@ -178,7 +185,7 @@ def test_an_outsiders_click_gets_the_ephemeral_refusal_and_changes_nothing(playg
     wait(browser).until(ec.invisibility_of_element_located((By.CSS_SELECTOR, "#modal-layer .modal")))
     number = wait(browser).until(lambda b: max((int(m.group(1)) for a in b.find_elements(By.CSS_SELECTOR, "#messages article")
                                                 if "TYPE_CHANGED" in a.text and (m := re.search(r"Schema change #(\d+) ", a.text))), default=0))
-    before = card(browser, number).text
+    before = card_text(browser, number)
     act_as(browser, "dave")
     open_channel(browser, "orders-pipeline")
     press(browser, number, "Approve")
@@ -186,7 +193,7 @@ def test_an_outsiders_click_gets_the_ephemeral_refusal_and_changes_nothing(playg
     assert "Only visible to you" in refusal.text and "not" in refusal.text.lower()
     act_as(browser, "you")
     open_channel(browser, "orders-pipeline")
-    assert card(browser, number).text == before  # nothing changed
+    assert card_text(browser, number) == before  # nothing changed
     assert not browser.find_elements(By.CSS_SELECTOR, "#messages article.ephemeral")  # the refusal was dave's alone
 
 

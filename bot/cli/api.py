@@ -16,7 +16,7 @@ class Unreachable(Exception):
     """No token, or the bot could not be reached: a usage problem (exit 2); the message says which."""
 
 
-def call(path: str, body: Any, url: str | None = None) -> tuple[int, Any]:
+def call(path: str, body: Any, url: str | None = None, timeout: float = 60) -> tuple[int, Any]:
     """POST ``body`` as JSON to ``path``; the HTTP status and the decoded answer (errors included)."""
     token = os.environ.get("CHANGEOPS_API_TOKEN", "").strip()
     if not token:
@@ -25,7 +25,7 @@ def call(path: str, body: Any, url: str | None = None) -> tuple[int, Any]:
     request = urllib.request.Request(base + path, data=json.dumps(body).encode(), method="POST",
                                      headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"})
     try:
-        with urllib.request.urlopen(request, timeout=60) as response:  # noqa: S310 (the operator's own bot)
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (the operator's own bot)
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as err:
         try:

@@ -1,6 +1,9 @@
 """``bot gate SUBJECT FILE``: may this schema ship? For a producer's deploy pipeline: exit 0 only when the exact
 schema is an approved version of the subject and no freeze covers it now (or an emergency override stands); 1
-otherwise (``frozen`` names the freeze and when it ends); 2 for usage errors."""
+otherwise (``frozen`` names the freeze and when it ends); 2 for usage errors.
+
+``bot gate job JOB --sql FILE [--state NAME=FILE ...]``: may this Flink job release ship? The five checks of the
+release gate, answered by the bot (its warm planner); exit 0 pass, 1 blocked, 2 bad input or no planner."""
 
 from __future__ import annotations
 
@@ -27,6 +30,15 @@ def add_parsers(sub: Any) -> None:
     gate.add_argument("--url", help="the bot's address (default $CHANGEOPS_URL, else http://127.0.0.1:3000)")
     gate.add_argument("--format", choices=("text", "json"), default="text")
     gate.set_defaults(run=run_gate)
+    job = sub.add_parser("gate-job", help="bot gate job JOB --sql FILE: the Flink release gate's five checks (exit 0 pass, 1 blocked)",
+                         description="Reads $CHANGEOPS_API_TOKEN (a token with proposals:read) and $CHANGEOPS_URL. Also: bot gate job ...")
+    job.add_argument("job", help="the job's name in the catalog")
+    job.add_argument("--sql", required=True, help="the job's Flink SQL (CREATE TABLE ... ; INSERT INTO ...), - for stdin")
+    job.add_argument("--state", action="append", default=[], metavar="NAME=FILE", help="a state's Avro schema (.avsc); repeat per state")
+    job.add_argument("--author", help="the developer's Slack user id (default: the token's user)")
+    job.add_argument("--url", help="the bot's address (default $CHANGEOPS_URL, else http://127.0.0.1:3000)")
+    job.add_argument("--format", choices=("text", "json"), default="text")
+    job.set_defaults(run=run_job_gate)
 
 
 def run_gate(args: argparse.Namespace) -> int:
@@ -59,3 +71,43 @@ def run_gate(args: argparse.Namespace) -> int:
             for change in answer["changes"][:50]:
                 print(f"  {change['rule']} {change['path']}: {change['message']}")
     return 0 if answer["status"] == "approved" else 1
+
+
+def run_job_gate(args: argparse.Namespace) -> int:
+    """Send the job's SQL and state schemas to the bot; print the verdict and every finding."""
+    try:
+        sql = sys.stdin.read() if args.sql == "-" else Path(args.sql).read_text(encoding="utf-8")
+        state = {}
+        for item in args.state:
+            name, _, file = item.partition("=")
+            if not name or not file:
+                print(f"bot gate job: --state {item}: expected NAME=FILE", file=sys.stderr)
+                return 2
+            state[name] = Path(file).read_text(encoding="utf-8")
+    except OSError as err:
+        print(f"bot gate job: cannot read {err.filename}: {err.strerror}", file=sys.stderr)
+        return 2
+    except UnicodeDecodeError:
+        print("bot gate job: a file is not UTF-8 text", file=sys.stderr)
+        return 2
+    body = {"sql": sql, "state": state, **({"author": args.author} if args.author else {})}
+    try:
+        status, answer = call(f"/api/v1/jobs/{quote(args.job, safe='')}/check", body, args.url, timeout=600)
+    except Unreachable as err:
+        print(f"bot gate job: {err}", file=sys.stderr)
+        return 2
+    if status >= 400:
+        print(f"bot gate job: {answer.get('error', status)}", file=sys.stderr)
+        return 2
+    if args.format == "json":
+        print(json.dumps(answer, ensure_ascii=False))
+    else:
+        print(f"{answer['job']}: {'release may ship' if answer['verdict'] == 'pass' else 'release blocked'} (Flink {answer['flink']})")
+        for check in answer["checks"]:
+            print(f"  {'ok     ' if check['ok'] else 'BLOCKED'} {check['check']}")
+            for finding in check["findings"]:
+                where = f"line {finding['line']}" + (f", column {finding['column_number']}" if finding["column_number"] else "") \
+                    if finding["line"] else ""
+                mark = "warning: " if finding["level"] == "warning" else ""
+                print(f"          {args.sql}:{where}: {mark}{finding['message']}" if where else f"          {mark}{finding['message']}")
+    return 0 if answer["verdict"] == "pass" else 1

@@ -60,6 +60,7 @@ class Facts:
     out_of_band: list[str | None] = field(default_factory=list)  # the team of each change detected out of band this month
     pipelines_missing: list[tuple[str, str]] = field(default_factory=list)  # (team, pipeline) missing a mandatory SLI
     episodes: list[EpisodeFacts] = field(default_factory=list)
+    releases: list[tuple[str | None, tuple[str, ...]]] = field(default_factory=list)  # (team, checks that blocked) per Flink release
     teams: list[str] = field(default_factory=list)
     unmeasured: list[str] = field(default_factory=list)  # what could not be measured, and why
     previous: dict[str, Any] | None = None  # last month's report, for trends
@@ -104,6 +105,7 @@ def _figures(facts: Facts, team: str | None) -> dict[str, Any]:
     detected = [t for t in facts.out_of_band if mine(t)]
     waits = [(a - p.created).total_seconds() / 3600 for p in proposals for a in p.acknowledged]
     episodes = [e for e in facts.episodes if mine(e.team)]
+    releases = [failed for owner, failed in facts.releases if mine(owner)]
     acked = [(e.acknowledged - e.started).total_seconds() / 60 for e in episodes if e.acknowledged is not None]
     black_share = _share(sum(jobs), len(jobs))
     previous = (facts.previous or {}).get("teams", {}).get(team) if team else (facts.previous or {}).get(OVERALL)
@@ -129,6 +131,9 @@ def _figures(facts: Facts, team: str | None) -> dict[str, Any]:
         "pipelines_missing_sli": sorted(name for owner, name in facts.pipelines_missing if mine(owner)),
         "sli_episodes": len(episodes),
         "median_minutes_to_acknowledge_sli": round(statistics.median(acked), 2) if acked else None,
+        "releases_passed": sum(1 for failed in releases if not failed),
+        "releases_blocked": {check: sum(1 for failed in releases if check in failed)
+                             for check in sorted({c for failed in releases for c in failed})},
     }
 
 
@@ -168,4 +173,6 @@ def describe(figures: dict[str, Any]) -> list[tuple[str, str]]:
                         f"Registry did not take: {figures.get('registrations_failed', 0)}"),
         (":bar_chart:", "Pipelines missing a mandatory SLI: " + (", ".join(figures["pipelines_missing_sli"]) or "none")),
         (":rotating_light:", f"SLI episodes: {figures['sli_episodes']}; median time to acknowledge: " + (f"{minutes:g} min" if minutes is not None else "n/a")),
+        (":rocket:", f"Flink releases through the gate: {figures.get('releases_passed', 0)} passed; blocked by "
+                     + (", ".join(f"{check} {count}" for check, count in (figures.get("releases_blocked") or {}).items()) or "none")),
     ]

@@ -160,7 +160,7 @@ class CensusService:
         for job in graph.jobs.values():
             for group in job.consumer_groups:
                 found[group] = Declared(job.id.name, job.owners[0] if job.owners else None,
-                                        "catalog" if job.learned == "catalog" else "openlineage")
+                                        "catalog" if job.learned.startswith("catalog") else "openlineage")
         return found
 
     async def attributions(self) -> list[GroupAttribution]:

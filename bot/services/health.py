@@ -23,6 +23,7 @@ from bot.store.models import (
     Acknowledgement,
     CatalogSetting,
     CensusRun,
+    FlinkRelease,
     HealthReport,
     ObservedSchema,
     Proposal,
@@ -76,6 +77,7 @@ class HealthService:
             blind = [r.value.get("problem") for r in (await session.exec(select(CatalogSetting).where(col(CatalogSetting.name).like("watch:%")))).all()
                      if r.value.get("down")]
             previous = await session.get(HealthReport, previous_month(month).strftime("%Y-%m"))
+            releases = list((await session.exec(select(FlinkRelease).where(col(FlinkRelease.created_at) >= start, col(FlinkRelease.created_at) < end))).all())
         owner = {s.id: s.owner_team for s in subjects}
         censuses = await self.census.censuses([topic_of(s) for s in subjects]) if self.kafka_configured else {}
         for subject in subjects:
@@ -104,6 +106,7 @@ class HealthService:
         facts.episodes = [EpisodeFacts(pipelines[e.pipeline].owner if e.pipeline in pipelines else None, aware(e.started_at),
                                        aware(e.acked_at) if e.acked_at else None) for e in episodes]
         facts.previous = previous.figures if previous else None
+        facts.releases = [(r.team, tuple(r.failed_checks)) for r in releases]
         if not self.registry_configured:
             facts.unmeasured.append("the share of topics with a registered schema: no Schema Registry is configured (SCHEMA_REGISTRY_URL)")
         if not self.kafka_configured:

@@ -25,6 +25,7 @@ from bot.domain.sli.pipeline import Pipeline
 from bot.store.database import Database
 from bot.store.models import (
     CatalogSetting,
+    FlinkRelease,
     FreezeRow,
     LineageDataset,
     LineageJob,
@@ -226,9 +227,14 @@ class LineageService:
         for claim in (await session.exec(select(LineageObservation).order_by(col(LineageObservation.id)))).all():
             if CLAIMED in claim.observed:
                 claimed[(claim.namespace, claim.name)] = str(claim.observed[CLAIMED])
+        released: dict[str, FlinkRelease] = {}
+        for release in (await session.exec(select(FlinkRelease).where(col(FlinkRelease.passed)).order_by(col(FlinkRelease.id)))).all():
+            released[release.job] = release  # the newest passed release of each job
         jobs = []
         for job_row in (await session.exec(select(LineageJob))).all():
             job = _job(job_row)
+            if job.id.name in released and job.black_box and released[job.id.name].lineage:
+                _learn_release(job, released[job.id.name])
             owner = claimed.get((job_row.namespace, job_row.name))
             if owner is not None and job_row.source != CATALOG and not set(job.owners) & teams:
                 job.owners, job.learned = [owner], f"{job.learned}, claimed for {owner}"
@@ -307,6 +313,7 @@ def _fill(row: LineageJob, job: Job) -> None:
     row.mappings = [[s.dataset.namespace, s.dataset.name, s.path, t.dataset.namespace, t.dataset.name, t.path] for s, t in job.mappings]
     row.unmapped_outputs = [[d.namespace, d.name] for d in job.unmapped_outputs]
     row.consumer_groups = list(job.consumer_groups)
+    row.flink = job.flink or row.flink
     row.digest = _digest(job)
 
 
@@ -317,8 +324,25 @@ def _job(row: LineageJob) -> Job:
         JobId(row.namespace, row.name), list(row.owners), row.channel,
         [DatasetId(*d) for d in row.inputs], [DatasetId(*d) for d in row.outputs],
         [(FieldRef(DatasetId(m[0], m[1]), m[2]), FieldRef(DatasetId(m[3], m[4]), m[5])) for m in row.mappings],
-        [DatasetId(*d) for d in row.unmapped_outputs], learned, list(row.consumer_groups or []),
+        [DatasetId(*d) for d in row.unmapped_outputs], learned, list(row.consumer_groups or []), row.flink,
     )
+
+
+def _learn_release(job: Job, release: FlinkRelease) -> None:
+    """Fill a black box's unmapped outputs with the field lineage of its newest passed release (Flink's compiled
+    plan): what the catalog or an OpenLineage event maps stays as they say."""
+    learned = [(FieldRef(DatasetId(m[0], m[1]), m[2]), FieldRef(DatasetId(m[3], m[4]), m[5])) for m in release.lineage]
+    open_outputs = set(job.unmapped_outputs)
+    for source, target in learned:
+        if target.dataset in open_outputs or target.dataset not in job.outputs:
+            job.mappings.append((source, target))
+            if source.dataset not in job.inputs:
+                job.inputs.append(source.dataset)
+            if target.dataset not in job.outputs:
+                job.outputs.append(target.dataset)
+    mapped = {target.dataset for _, target in job.mappings}
+    job.unmapped_outputs = [d for d in job.outputs if d not in mapped]
+    job.learned += f", field lineage from Flink release #{release.id}"
 
 
 def _digest(job: Job) -> str:

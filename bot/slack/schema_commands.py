@@ -112,7 +112,7 @@ class Services:
             where = ", ".join(f"`{escape(j.id.namespace)}/{escape(j.id.name)}`" for j in found)
             return f"No job is called `{escape(wanted)}`." if not found else f"Several jobs are called `{escape(name)}`: {where}; name one."
         job = found[0]
-        if job.learned == "catalog":
+        if job.learned.startswith("catalog"):  # "catalog, field lineage from Flink release #7" too
             return f"`{escape(job.id.name)}` is declared in the catalog: change its owner there; nothing changed."
         if set(job.owners) & set(teams):
             return f"`{escape(job.id.name)}` is already owned by {escape(', '.join(job.owners))}; nothing changed."

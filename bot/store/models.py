@@ -203,6 +203,7 @@ class LineageJob(SQLModel, table=True):
     source: str = Field(max_length=16)
     event_time: datetime | None = _when(nullable=True)
     digest: str = Field(default="", max_length=64)
+    flink: str | None = Field(default=None, max_length=32)
 
 
 class LineageRevision(SQLModel, table=True):
@@ -477,3 +478,24 @@ class HealthReport(SQLModel, table=True):
     month: str = Field(max_length=7, primary_key=True)
     figures: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     created_at: datetime = _when(nullable=False)
+
+
+class FlinkRelease(SQLModel, table=True):
+    """One release of a Flink job put through the gate: its verdict, the checks that blocked it, and (for a passed
+    one) the state schemas the next release must still read."""
+
+    __tablename__ = "flink_releases"
+
+    id: int | None = Field(default=None, primary_key=True)
+    job: str = Field(index=True, max_length=255)
+    passed: bool = False
+    failed_checks: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False, default=list))
+    states: dict[str, str] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False, default=dict))
+    flink: str = Field(default="", max_length=32)
+    sql_digest: str = Field(default="", max_length=64)
+    author: str | None = Field(default=None, max_length=32)
+    checked_by: str = Field(default="", max_length=255)
+    team: str | None = Field(default=None, max_length=255)  # the job's owner when it was checked
+    report: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False, default=dict))  # the gate's answer
+    lineage: list[list[str]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False, default=list))  # field mappings of the plan
+    created_at: datetime = _when(nullable=False, default=utcnow, index=True)

@@ -27,6 +27,7 @@ from bot.services.calendar import CalendarService
 from bot.services.gate import Gate, GateError
 from bot.services.lineage import LineageService
 from bot.services.proposals import ProposalError, Proposals, ProposalView
+from bot.services.releases import ReleaseError, Releases
 from bot.services.sli import SliService
 from bot.store.models import aware, utcnow
 
@@ -88,7 +89,7 @@ async def read_json(request: web.Request) -> Any:
 
 
 def add_routes(app: web.Application, tokens: Sequence[ApiToken], lineage: LineageService, proposals: Proposals, slack: AsyncWebClient,
-               calendar: CalendarService, sli: SliService) -> None:
+               calendar: CalendarService, sli: SliService, releases: Releases) -> None:
     """Mount the API."""
 
     async def post_metrics(request: web.Request, _token: ApiToken) -> web.StreamResponse:
@@ -202,7 +203,25 @@ def add_routes(app: web.Application, tokens: Sequence[ApiToken], lineage: Lineag
         except GateError as err:
             return web.json_response({"error": str(err)}, status=err.status)
 
+    async def post_job_check(request: web.Request, token: ApiToken) -> web.StreamResponse:
+        body = await read_json(request)
+        if not isinstance(body, dict) or not isinstance(body.get("sql"), str):
+            raise BadRequest('expected {"sql": "the job\'s SQL", "state": {"NAME": SCHEMA}, "author": "U..."}', "sql")
+        state = body.get("state") or {}
+        if not isinstance(state, dict) or not all(isinstance(k, str) and k for k in state):
+            raise BadRequest("state: an object of state names and their Avro schemas", "state")
+        texts = {k: v if isinstance(v, str) else json.dumps(v) for k, v in state.items()}
+        author = body.get("author") or token.user
+        if author is not None and (not isinstance(author, str) or not USER_ID.fullmatch(author)):
+            raise BadRequest("author: the Slack user id (U... or W...) of the developer releasing the job", "author")
+        try:
+            answer = await releases.check(request.match_info["job"], body["sql"], texts, author=author, checked_by=token.name)
+        except ReleaseError as err:
+            return _error(err.status, str(err))
+        return web.json_response(answer)
+
     app.router.add_post("/api/v1/subjects/{subject}/check", guarded(tokens, "proposals:read", post_check))
+    app.router.add_post("/api/v1/jobs/{job}/check", guarded(tokens, "proposals:read", post_job_check))
     app.router.add_get("/api/v1/calendar", guarded(tokens, "calendar:read", get_calendar))
     app.router.add_post("/api/v1/calendar", guarded(tokens, "calendar:write", post_calendar))
     app.router.add_post("/api/v1/proposals", guarded(tokens, "proposals:write", post_proposal))

@@ -15,6 +15,7 @@ from sqlalchemy import text
 from bot.config import Config
 from bot.services.lineage import LineageService
 from bot.services.proposals import Proposals
+from bot.services.releases import Releases
 from bot.services.sli import SliService
 from bot.store.database import Database
 from bot.web import api, ical
@@ -25,7 +26,7 @@ FEED_PAST_DAYS, FEED_FUTURE_DAYS = 30, 365
 
 
 def build_web_app(bolt: AsyncApp, db: Database, schema_head: str, config: Config, lineage: LineageService,
-                  proposals: Proposals, sli: SliService, draining: Callable[[], bool]) -> web.Application:
+                  proposals: Proposals, sli: SliService, releases: Releases, draining: Callable[[], bool]) -> web.Application:
     """Routes for Slack (unless Socket Mode alone carries it), the HTTP API and the orchestrator's probes."""
 
     async def slack_events(request: web.Request) -> web.Response:
@@ -79,5 +80,5 @@ def build_web_app(bolt: AsyncApp, db: Database, schema_head: str, config: Config
         app.router.add_post("/slack/events", slack_events)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
-    api.add_routes(app, config.api_tokens, lineage, proposals, bolt.client, proposals.calendar, sli)
+    api.add_routes(app, config.api_tokens, lineage, proposals, bolt.client, proposals.calendar, sli, releases)
     return app

@@ -358,6 +358,11 @@ class _Reader:
             targets = {target.dataset for _, target in job.mappings}
             job.unmapped_outputs = [d for d in job.outputs if d not in targets]
             job.consumer_groups = self.groups(raw, "consumer_groups", f"{place}.consumer_groups")
+            flink = raw.get("flink")
+            if flink is not None and not (isinstance(flink, str) and re.fullmatch(r"\d+\.\d+(\.\d+)?", flink)):
+                self.problem(f"{place}.flink", "expected the Flink version the job runs on, such as \"2.3.0\"")
+            elif flink is not None:
+                job.flink = flink
             self.catalog.jobs.append(job)
 
     def groups(self, raw: dict[str, Any], key: str, place: str) -> list[str]:

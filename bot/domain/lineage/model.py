@@ -81,6 +81,7 @@ class Job:
     unmapped_outputs: list[DatasetId] = field(default_factory=list)
     learned: str = "catalog"  # how the bot knows of it: "catalog", or "OpenLineage event of <time>"
     consumer_groups: list[str] = field(default_factory=list)  # the Kafka consumer groups it reads with
+    flink: str | None = None  # the Flink version a Flink job runs on (its release gate checks with that planner)
 
     @property
     def black_box(self) -> bool:

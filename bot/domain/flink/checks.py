@@ -1,0 +1,302 @@
+"""The release gate's five checks, from what the planner answered and what ChangeOps knows: each gives its
+findings (an error blocks the release, a warning is shown). Pure: the service gathers the inputs."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from bot.domain.avro.parse import SchemaError, parse
+from bot.domain.compat.changes import Direction
+from bot.domain.compat.classify import Mode, classify
+from bot.domain.flink.plan import PlanLineage, lineage
+from bot.domain.flink.statements import Statement
+from bot.domain.flink.types import SqlType, SqlTypeError, from_avro, lossy, parse_type, read_problems
+
+CHECKS = ("source_schema", "sql", "sink", "state", "lineage")
+AVRO_FORMATS = ("avro-confluent", "avro", "debezium-avro-confluent")
+KAFKA = ("kafka", "upsert-kafka")
+NOT_DATA = ("datagen", "print", "blackhole")  # test connectors: nothing flows to or from a dataset
+SINK_MISMATCH = ("Column types of query result and sink", "Different number of columns")
+SINK_COLUMN = re.compile(r"sink column '([^']+)' at position (\d+)")
+CREATE_TABLE = re.compile(r"(?is)CREATE\s+(?:TEMPORARY\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?([`\w.]+)")
+INSERT_TARGET = re.compile(r"(?is)INSERT\s+(?:INTO|OVERWRITE)\s+([`\w.]+)")
+
+
+@dataclass
+class Finding:
+    """One reason, with where it is when known."""
+
+    message: str
+    table: str | None = None
+    column: str | None = None
+    line: int | None = None
+    column_number: int | None = None
+    level: str = "error"
+
+
+@dataclass
+class Table:
+    """A table the job declares, as the planner resolved it."""
+
+    name: str
+    options: dict[str, str]
+    columns: list[tuple[str, SqlType, str]]  # (name, type, kind: physical, metadata or computed)
+    line: int | None = None
+
+    @property
+    def connector(self) -> str:
+        return self.options.get("connector", "")
+
+    @property
+    def topic(self) -> str | None:
+        return self.options.get("topic")
+
+    @property
+    def value_format(self) -> str:
+        return self.options.get("value.format") or self.options.get("format", "")
+
+    def dataset_names(self) -> list[str]:
+        """The names a catalog dataset of this table may carry: its topic, its table or its path where the connector
+        names one (that is where the data is), else the table's own name (a catalog table such as Iceberg's)."""
+        return [self.options[k] for k in ("topic", "table-name", "path") if self.options.get(k)][:1] or [self.name]
+
+
+@dataclass
+class Report:
+    """The gate's answer for one job."""
+
+    job: str
+    checks: dict[str, list[Finding]] = field(default_factory=lambda: {c: [] for c in CHECKS})
+    lineage: PlanLineage | None = None
+    tables: dict[str, Table] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return not any(f.level == "error" for findings in self.checks.values() for f in findings)
+
+    def failed(self) -> list[str]:
+        """The checks that block, in order."""
+        return [c for c in CHECKS if any(f.level == "error" for f in self.checks[c])]
+
+    def as_json(self) -> dict[str, Any]:
+        return {"job": self.job, "verdict": "pass" if self.passed else "blocked",
+                "checks": [{"check": c, "ok": not any(f.level == "error" for f in self.checks[c]),
+                            "findings": [asdict(f) for f in self.checks[c]]} for c in CHECKS]}
+
+
+def read_planner(report: Report, statements: list[Statement], answer: dict[str, Any]) -> None:
+    """Checks 2 and 3 from the planner's answer, plus the gate's own (names lined up, lossy casts); the tables
+    the job declares and the column lineage of the INSERTs that planned go into the report."""
+    for name, raw in answer.get("tables", {}).items():
+        columns = []
+        for column in raw.get("columns", []):
+            try:
+                columns.append((column["name"], parse_type(column["type"]), column["kind"]))
+            except SqlTypeError:
+                columns.append((column["name"], SqlType("RAW"), column["kind"]))
+        report.tables[name] = Table(name, raw.get("options", {}), columns)
+    for statement in statements:
+        found = CREATE_TABLE.match(statement.sql)
+        if found and _bare(found.group(1)) in report.tables:
+            report.tables[_bare(found.group(1))].line = statement.line
+    merged = PlanLineage()
+    for statement, result in zip(statements, answer.get("results", []), strict=False):
+        if not result.get("ok"):
+            _planner_error(report, statement, result.get("error") or [["", "the planner refused this statement"]])
+        elif statement.kind == "insert":
+            _insert(report, statement, result, merged)
+    if not any(s.kind == "insert" for s in statements):
+        report.checks["sql"].append(Finding("the job has no INSERT INTO: nothing would run", line=1, column_number=1))
+    report.lineage = merged
+
+
+def _planner_error(report: Report, statement: Statement, chain: list[list[str]]) -> None:
+    messages = [_clean(m) for _, m in chain if m and m != "None"]
+    positioned = [m for m in messages if "line " in m and ", column " in m]
+    message = (positioned[-1] if positioned else messages[0] if messages else "the planner refused this statement").split("\n\nQuery schema")[0]
+    line, column = statement.position(message)
+    if line is None:
+        line, column = statement.line, statement.column
+    created, target = CREATE_TABLE.match(statement.sql), INSERT_TARGET.match(statement.sql)
+    table = _bare(created.group(1)) if created else _bare(target.group(1)) if target else None
+    if target and any(marker in m for m in messages for marker in SINK_MISMATCH):
+        whole = next(m for m in messages if any(marker in m for marker in SINK_MISMATCH))
+        sink_column = SINK_COLUMN.search(whole)
+        text = whole.split("\n\nQuery schema")[0].replace("\n", " ")
+        report.checks["sink"].append(Finding(text, table, sink_column.group(1) if sink_column else None, line, column))
+        return
+    report.checks["sql"].append(Finding(message.replace("\n", " ")[:600], table, _column_in(message), line, column))
+
+
+def _insert(report: Report, statement: Statement, result: dict[str, Any], merged: PlanLineage) -> None:
+    target = result.get("target", "")
+    sink = report.tables.get(target)
+    plan = lineage(result["plan"]) if result.get("plan") else None
+    if plan is not None:
+        for table, mapped in plan.sinks.items():
+            merged.sinks.setdefault(table, {}).update(mapped)
+        merged.sources |= plan.sources
+        merged.casts += plan.casts
+        merged.coarse += plan.coarse
+    if sink is None:
+        return
+    physical = [(name, sql_type) for name, sql_type, kind in sink.columns if kind == "physical"]
+    query = [(name, _type(text)) for name, text in result.get("query", [])]
+    if result.get("target_columns") is None:
+        sink_names = {name for name, _ in physical}
+        for position, ((got, _), (into, _)) in enumerate(zip(query, physical, strict=False), start=1):
+            if got == into:
+                continue
+            if got in sink_names:
+                report.checks["sink"].append(Finding(
+                    f"query column '{got}' goes into sink column '{into}' (position {position}): INSERT lines columns up by position; "
+                    f"reorder the SELECT or name the columns (INSERT INTO {target} ({', '.join(n for n, _ in physical)}) ...)",
+                    target, into, statement.line, statement.column))
+            else:
+                report.checks["sink"].append(Finding(
+                    f"query column '{got}' goes into sink column '{into}' (position {position}) by position: alias it AS {into}",
+                    target, into, statement.line, statement.column, "warning"))
+    columns = physical if result.get("target_columns") is None else [
+        physical[path[0]] for path in result["target_columns"] if path and path[0] < len(physical)]
+    for (_, got), (into, sink_type) in zip(query, columns, strict=False):
+        for path, reason in lossy(got, sink_type, into):
+            if "a null fails the job" in reason:
+                report.checks["sink"].append(Finding(f"sink column '{path}': {reason}", target, into, statement.line, statement.column))
+    seen: set[tuple[str, str, str]] = set()
+    for cast in plan.casts if plan is not None else []:
+        for path, reason in lossy(SqlType(cast.source.name, cast.source.params, False, cast.source.fields, cast.source.parts),
+                                  cast.target, cast.column):
+            key = (path, str(cast.source), str(cast.target))
+            if key not in seen:
+                seen.add(key)
+                report.checks["sink"].append(Finding(f"'{path}': a cast of {reason}", target, cast.column, statement.line, statement.column))
+
+
+def source_schemas(report: Report, subjects: dict[str, str], approved: dict[str, str | None]) -> None:
+    """Check 1: each Kafka source read with an Avro format, against its subject's approved schema.
+
+    ``subjects``: source table -> subject (the service resolves it); ``approved``: subject -> newest approved schema text."""
+    for name, subject in sorted(subjects.items()):
+        table = report.tables[name]
+        text = approved.get(subject)
+        if text is None:
+            report.checks["source_schema"].append(Finding(
+                f"topic '{table.topic}' has no approved schema under subject '{subject}': propose it before a job reads it",
+                name, None, table.line, 1))
+            continue
+        try:
+            root = parse(text).root
+        except SchemaError as err:
+            report.checks["source_schema"].append(Finding(f"the approved schema of '{subject}' does not parse: {err}", name, None, table.line, 1))
+            continue
+        written = from_avro(root)
+        if written.name != "ROW":
+            report.checks["source_schema"].append(Finding(f"subject '{subject}' is not a record: a table reads records", name, None, table.line, 1))
+            continue
+        key_fields = set(filter(None, (f.strip() for f in table.options.get("key.fields", "").split(";"))))
+        except_key = table.options.get("value.fields-include", "ALL").upper() == "EXCEPT_KEY"
+        for column, sql_type, kind in table.columns:
+            if kind != "physical" or (except_key and column in key_fields):
+                continue
+            field_type = written.field(column)
+            if field_type is None:
+                report.checks["source_schema"].append(Finding(
+                    f"column '{column}' is not in the approved schema of '{subject}'", name, column, table.line, 1))
+                continue
+            for path, reason in read_problems(sql_type, field_type, column):
+                report.checks["source_schema"].append(Finding(f"column '{path}': {reason} (subject '{subject}')", name, column, table.line, 1))
+
+
+def states(report: Report, new: dict[str, str], old: dict[str, str] | None) -> None:
+    """Check 4: each state's new schema must read the state the last passed release wrote (Avro resolution)."""
+    findings = report.checks["state"]
+    for name, text in sorted(new.items()):
+        try:
+            parse(text)
+        except SchemaError as err:
+            findings.append(Finding(f"state '{name}' is not a valid Avro schema: {err}", column=name))
+    if old is None or any(f.level == "error" for f in findings):
+        return
+    for name in sorted(set(old) - set(new)):
+        findings.append(Finding(f"state '{name}' of the last passed release is gone: restore from the savepoint will fail "
+                                f"(its state has no reader; drop it with allowNonRestoredState only on purpose)", column=name))
+    for name in sorted(set(old) & set(new)):
+        verdict = classify([parse(old[name])], parse(new[name]), Mode.BACKWARD)
+        for finding in verdict.findings:
+            if Direction.BACKWARD in finding.breaks:
+                findings.append(Finding(f"state '{name}' {finding.path}: {finding.message} — restore from the savepoint will fail",
+                                        column=name))
+            elif finding.rule.startswith("FIELD_REMOVED"):
+                findings.append(Finding(f"state '{name}': field {finding.path} was removed — its values are dropped on restore",
+                                        column=name, level="warning"))
+
+
+def registered(report: Report, job_owners: list[str] | None, known: dict[str, bool]) -> None:
+    """Check 5: the job is registered with an owner, and every table it reads or writes is a known dataset.
+
+    ``known``: table name -> whether the catalog knows it (the service looks each one up)."""
+    findings = report.checks["lineage"]
+    if job_owners is None:
+        findings.append(Finding(f"job '{report.job}' is not registered: add it to the catalog (jobs:) with an owner, "
+                                f"or it is an unregistered black box"))
+    elif not job_owners:
+        findings.append(Finding(f"job '{report.job}' has no owner: nobody would be asked about changes that reach it"))
+    for name, is_known in sorted(known.items()):
+        if not is_known:
+            table = report.tables[name]
+            what = f"topic '{table.topic}'" if table.topic else f"table '{name}' ({table.connector})"
+            findings.append(Finding(f"{what} is not in the catalog (no subject or dataset): an unregistered black box in the lineage graph",
+                                    name, None, table.line, 1))
+
+
+def data_tables(report: Report) -> list[str]:
+    """The tables the job reads or writes that hold data (the test connectors do not)."""
+    used = set(report.lineage.sources if report.lineage else ()) | set(report.lineage.sinks if report.lineage else ())
+    return sorted(n for n in used if n in report.tables and report.tables[n].connector not in NOT_DATA)
+
+
+def avro_sources(report: Report) -> list[str]:
+    """The Kafka source tables read with an Avro format (those check 1 applies to)."""
+    sources = report.lineage.sources if report.lineage else set()
+    return sorted(n for n in sources if n in report.tables and report.tables[n].connector in KAFKA
+                  and report.tables[n].value_format in AVRO_FORMATS)
+
+
+def field_lineage(report: Report, datasets: dict[str, tuple[str, str]]) -> list[list[str]]:
+    """The job's column lineage as dataset field mappings ``[src_ns, src_name, path, dst_ns, dst_name, column]``,
+    for the tables ``datasets`` resolves (table -> (namespace, name))."""
+    mappings = []
+    for sink, columns in sorted((report.lineage.sinks if report.lineage else {}).items()):
+        if sink not in datasets:
+            continue
+        for column, origins in sorted(columns.items()):
+            for table, path in sorted(origins):
+                if table in datasets:
+                    mappings.append([*datasets[table], path, *datasets[sink], column])
+    return mappings
+
+
+def _type(text: str) -> SqlType:
+    try:
+        return parse_type(text)
+    except SqlTypeError:
+        return SqlType("RAW")
+
+
+def _bare(identifier: str) -> str:
+    return identifier.rsplit(".", 1)[-1].strip("`")
+
+
+def _clean(message: str) -> str:
+    while message.startswith("SQL validation failed. "):
+        message = message.removeprefix("SQL validation failed. ")
+    return message.strip()
+
+
+def _column_in(message: str) -> str | None:
+    found = re.search(r"Column '([^']+)'", message)
+    return found.group(1) if found else None
+
+

@@ -1,0 +1,136 @@
+"""The planner worker: Flink's SQL planner answering checks, one JSON line in and one out.
+
+Runs under the Python of a Flink runtime (``scripts/flink.sh install``), never in the bot's process: it imports
+the standard library and PyFlink only. One ``TableEnvironment`` is kept warm; each check runs in a database of
+its own that is dropped afterwards, and its ``SET`` keys are reset. It ends at the end of its input, which is
+also how it ends when the bot that started it dies (the JVM ends with it: PyFlink's gateway exits when its
+own input closes)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+
+def main(argv: list[str]) -> int:
+    """``planner_worker JAR...``: serve checks on stdin/stdout until stdin ends."""
+    out = sys.stdout
+    sys.stdout = sys.stderr  # whatever PyFlink prints must not mix into the answers
+    env = environment(argv)
+    import pyflink.version
+
+    out.write(json.dumps({"ready": True, "flink": pyflink.version.__version__}) + "\n")
+    out.flush()
+    checks = 0
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        checks += 1
+        try:
+            answer = check(env, json.loads(line), f"check_{checks}")
+        except Exception as err:  # the check itself failed, not the job: say so and stay up
+            answer = {"failure": f"{type(err).__name__}: {err}"}
+        out.write(json.dumps(answer) + "\n")
+        out.flush()
+    return 0
+
+
+def environment(jars: list[str]) -> Any:
+    """A streaming ``TableEnvironment`` with the connector and format jars loaded (the JVM starts here)."""
+    from pyflink.table import EnvironmentSettings, TableEnvironment
+
+    env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
+    if jars:
+        env.get_config().set("pipeline.jars", ";".join(f"file://{jar}" for jar in jars))
+    return env
+
+
+def check(env: Any, request: dict[str, Any], database: str) -> dict[str, Any]:
+    """Run one job's statements in a fresh database: every statement's outcome and every table it created."""
+    j_env = env._j_tenv
+    catalog = j_env.getCurrentCatalog()
+    env.execute_sql(f"CREATE DATABASE `{database}`")
+    env.execute_sql(f"USE `{database}`")
+    set_keys: list[str] = []
+    try:
+        results = [_statement(env, statement, set_keys) for statement in request["statements"]]
+        tables = {name: _table(env, catalog, database, name) for name in env.list_tables()}
+        return {"results": results, "tables": tables}
+    finally:
+        env.execute_sql("USE `default_database`")
+        env.execute_sql(f"DROP DATABASE IF EXISTS `{database}` CASCADE")
+        for key in set_keys:
+            _quietly(env, f"RESET '{key}'")
+
+
+def _statement(env: Any, statement: dict[str, Any], set_keys: list[str]) -> dict[str, Any]:
+    sql, kind = statement["sql"], statement["kind"]
+    try:
+        if kind != "insert":
+            env.execute_sql(sql)
+            if kind == "set" and statement.get("key"):
+                set_keys.append(statement["key"])
+            return {"ok": True}
+        return {"ok": True, **_insert(env, sql)}
+    except Exception as err:
+        return {"ok": False, "error": _chain(err)}
+
+
+def _insert(env: Any, sql: str) -> dict[str, Any]:
+    """The planner's whole validation of an INSERT (columns, types, the sink's shape, connector options) by
+    compiling its plan, which the gate reads for column lineage and casts; and what the gate checks beyond the
+    planner: the query's own columns (before the sink's implicit casts) and the explicit column list. A plan that
+    cannot be compiled (a connector without compiled-plan support) is validated by ``explain_sql`` instead."""
+    j_env = env._j_tenv
+    answer: dict[str, Any] = {"plan": None, "target_columns": None}
+    try:
+        answer["plan"] = json.loads(j_env.compilePlanSql(sql).asJsonString())
+    except Exception as err:
+        env.explain_sql(sql)  # raises what the planner refuses; if it passes, only the compiled plan was unavailable
+        answer["plan_error"] = _chain(err)[-1][1]
+    operation = j_env.getParser().parse(sql).get(0)
+    answer["target"] = str(operation.getContextResolvedTable().getIdentifier().getObjectName())
+    answer["query"] = [[c.getName(), c.getDataType().getLogicalType().asSerializableString()]
+                       for c in operation.getChild().getResolvedSchema().getColumns()]
+    targets = operation.getTargetColumns() if hasattr(operation, "getTargetColumns") else None
+    if targets is not None:
+        answer["target_columns"] = [list(path) for path in targets]
+    return answer
+
+
+def _table(env: Any, catalog: str, database: str, name: str) -> dict[str, Any]:
+    from pyflink.java_gateway import get_gateway
+
+    j_env = env._j_tenv
+    path = get_gateway().jvm.org.apache.flink.table.catalog.ObjectPath(database, name)
+    base = j_env.getCatalog(catalog).get().getTable(path)
+    kind = str(base.getTableKind().name())
+    columns = [{"name": c.getName(), "type": c.getDataType().getLogicalType().asSerializableString(),
+                "kind": c.getClass().getSimpleName().removesuffix("Column").lower()}
+               for c in getattr(j_env, "from")(f"`{name}`").getResolvedSchema().getColumns()]
+    options = dict(base.getOptions()) if kind == "TABLE" else {}
+    return {"kind": kind.lower(), "options": {str(k): str(v) for k, v in options.items()}, "columns": columns}
+
+
+def _chain(err: Exception) -> list[list[str]]:
+    """The Java exception and its causes, outermost first, as ``[class, message]``."""
+    cause = getattr(err, "java_exception", None)
+    if cause is None:
+        return [[type(err).__name__, str(err)]]
+    chain: list[list[str]] = []
+    while cause is not None and len(chain) < 20:
+        chain.append([str(cause.getClass().getName()), str(cause.getMessage())])
+        cause = cause.getCause()
+    return chain
+
+
+def _quietly(env: Any, sql: str) -> None:
+    try:
+        env.execute_sql(sql)
+    except Exception:  # a key the job set that has nothing to reset
+        pass
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

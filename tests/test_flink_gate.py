@@ -1,0 +1,227 @@
+"""The Flink release gate against Flink's own planner (the runtime scripts/flink.sh installs): a valid job passes;
+each kind of bad release is blocked by the right check, with the position Flink gives; state schemas follow the
+last passed release; the planner stays warm and comes back when killed; bad input is refused (exit 2)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from bot.domain.avro.parse import parse
+from bot.domain.lineage.catalog import read_catalog
+from tests.conftest import API_TOKEN, SlackHarness
+from tests.test_proposals_slack import ALICE, BOB
+
+pytestmark = pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)  # the planner is the point: one database
+
+ORDER = {"type": "record", "name": "Order", "namespace": "shop", "fields": [
+    {"name": "order_id", "type": "string"},
+    {"name": "customer_id", "type": "long"},
+    {"name": "price", "type": {"type": "bytes", "logicalType": "decimal", "precision": 10, "scale": 2}},
+    {"name": "shipping", "type": {"type": "record", "name": "Address", "fields": [
+        {"name": "country", "type": "string"}, {"name": "zip", "type": ["null", "string"], "default": None}]}},
+    {"name": "ts", "type": {"type": "long", "logicalType": "timestamp-millis"}}]}
+KAFKA = ("'connector' = 'kafka', 'properties.bootstrap.servers' = 'kafka:9092', 'properties.group.id' = 'enrich', "
+         "'scan.startup.mode' = 'earliest-offset', 'format' = 'avro-confluent', 'avro-confluent.url' = 'http://registry:8081'")
+SOURCE = f"""CREATE TABLE orders (
+  order_id STRING NOT NULL,
+  customer_id BIGINT NOT NULL,
+  price DECIMAL(10, 2) NOT NULL,
+  shipping ROW<country STRING NOT NULL, zip STRING> NOT NULL,
+  ts TIMESTAMP(3) NOT NULL{{extra}}
+) WITH ({KAFKA}, 'topic' = 'orders');
+"""
+SINK = f"""CREATE TABLE dwd_orders (order_id STRING, country STRING, total DECIMAL({{precision}}, 2)) WITH ({KAFKA}, 'topic' = '{{topic}}');
+"""
+INSERT = "INSERT INTO dwd_orders\nSELECT {select}\nFROM orders;\n"
+GOOD = "order_id, shipping.country AS country, price AS total"
+SEEN = {"type": "record", "name": "Seen", "fields": [{"name": "count", "type": "long"}]}
+
+
+def job_sql(select: str = GOOD, *, extra: str = "", precision: int = 10, topic: str = "dwd_orders", tail: str = "") -> str:
+    return "-- enrich-orders: orders joined with nothing, flattened\n" + SOURCE.format(extra=extra) + SINK.format(precision=precision, topic=topic) \
+        + INSERT.format(select=select) + tail
+
+
+async def setup(slack: SlackHarness, flink: str | None = None) -> None:
+    groups = {g["handle"]: g["id"] for g in slack.ws.usergroups.values()}
+    catalog: dict[str, Any] = {
+        "teams": {"orders-team": {"usergroup": groups["orders-team"], "members": [ALICE], "oncall": [ALICE]},
+                  "analytics-team": {"usergroup": groups["analytics-team"], "members": [BOB], "oncall": [BOB], "channel": "#orders-pipeline"}},
+        "subjects": {"orders-value": {"owner": "orders-team"}, "refunds-value": {"owner": "orders-team"}},
+        "datasets": [{"name": "dwd_orders", "namespace": "kafka://kafka:9092", "owner": "analytics-team", "fields": ["order_id", "country", "total"]}],
+        "jobs": [{"name": "enrich-orders", "owner": "analytics-team", "inputs": ["orders-value"], "outputs": ["dwd_orders"],
+                  **({"flink": flink} if flink else {})}],
+    }
+    parsed, problems = read_catalog(catalog, lambda _: None)  # type: ignore[arg-type, return-value]
+    assert problems == []
+    await slack.bot.lineage.load_catalog(parsed)
+    await slack.bot.registry.record("orders-value", parse(ORDER))
+
+
+async def gate(slack: SlackHarness, sql: str, state: dict[str, Any] | None = None, job: str = "enrich-orders") -> tuple[int, Any]:
+    body = {"sql": sql, "state": state or {}, "author": BOB}
+    async with aiohttp.ClientSession() as http, http.post(f"{slack.bot.url}/api/v1/jobs/{job}/check", data=json.dumps(body),
+                                                          headers={"Authorization": f"Bearer {API_TOKEN}"}) as response:
+        return response.status, await response.json()
+
+
+def blocked(answer: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """The failing checks and their error findings."""
+    assert answer["verdict"] == "blocked", answer
+    return {c["check"]: [f for f in c["findings"] if f["level"] == "error"] for c in answer["checks"] if not c["ok"]}
+
+
+async def test_a_valid_job_passes_and_each_bad_release_is_blocked_by_the_right_check(slack: SlackHarness) -> None:
+    await setup(slack)
+    status, answer = await gate(slack, job_sql())
+    assert status == 200 and answer["verdict"] == "pass", answer
+    assert answer["flink"] == "2.3.0" and [c["check"] for c in answer["checks"]] == ["source_schema", "sql", "sink", "state", "lineage"]
+
+    missing = blocked((await gate(slack, job_sql("order_idx, shipping.country AS country, price AS total")))[1])
+    [finding] = missing["sql"]
+    assert "order_idx" in finding["message"] and finding["column"] == "order_idx"
+    assert (finding["line"], finding["column_number"]) == (11, 8)  # the SELECT's line in the file, the column Flink gives
+
+    nested = blocked((await gate(slack, job_sql("order_id, shipping.countryx AS country, price AS total")))[1])
+    assert "shipping.countryx" in nested["sql"][0]["message"] and nested["sql"][0]["line"] == 11
+
+    into_sink = blocked((await gate(slack, job_sql("order_id, customer_id, price AS total")))[1])
+    assert list(into_sink) == ["sink"] and into_sink["sink"][0]["column"] == "country" and into_sink["sink"][0]["table"] == "dwd_orders"
+
+    count = blocked((await gate(slack, job_sql("order_id, price AS total")))[1])
+    assert "Different number of columns" in count["sink"][0]["message"]
+
+    swapped = blocked((await gate(slack, job_sql("shipping.country AS country, order_id, price AS total")))[1])
+    assert list(swapped) == ["sink"] and {f["column"] for f in swapped["sink"]} == {"order_id", "country"}
+    assert "by position" in swapped["sink"][0]["message"]
+
+    narrowed = blocked((await gate(slack, job_sql("order_id, shipping.country AS country, price * 100 AS total")))[1])
+    assert list(narrowed) == ["sink"] and narrowed["sink"][0]["column"] == "total" and "DECIMAL" in narrowed["sink"][0]["message"]
+
+    lacking = blocked((await gate(slack, job_sql(extra=",\n  discount DOUBLE")))[1])
+    assert list(lacking) == ["source_schema"] and lacking["source_schema"][0]["column"] == "discount"
+    assert lacking["source_schema"][0]["table"] == "orders" and lacking["source_schema"][0]["line"] == 2
+
+    refunds = f"CREATE TABLE refunds (order_id STRING) WITH ({KAFKA}, 'topic' = 'refunds');\n" \
+              "INSERT INTO dwd_orders SELECT order_id, CAST(NULL AS STRING), CAST(0 AS DECIMAL(10, 2)) FROM refunds;\n"
+    unapproved = blocked((await gate(slack, job_sql(tail=refunds)))[1])
+    assert list(unapproved) == ["source_schema"] and "refunds-value" in unapproved["source_schema"][0]["message"]
+
+    unknown_sink = blocked((await gate(slack, job_sql(topic="dwd_orders_tmp")))[1])
+    assert list(unknown_sink) == ["lineage"] and "dwd_orders_tmp" in unknown_sink["lineage"][0]["message"]
+
+    unregistered = blocked((await gate(slack, job_sql(), job="nobody-knows"))[1])
+    assert list(unregistered) == ["lineage"] and "not registered" in unregistered["lineage"][0]["message"]
+    assert slack.bot.planner.started == 1  # eleven checks, one warm worker
+
+
+async def test_state_schemas_follow_the_last_passed_release(slack: SlackHarness) -> None:
+    await setup(slack)
+    added_with_default = {**SEEN, "fields": [*SEEN["fields"], {"name": "last", "type": ["null", "long"], "default": None}]}
+    added_without = {**SEEN, "fields": [*SEEN["fields"], {"name": "first", "type": "long"}]}
+
+    async def reached(field: str) -> list[str]:
+        graph = await slack.bot.lineage.graph()
+        return sorted(f"{f.dataset}.{f.field}" for f in graph.impact(graph.find_dataset("orders-value"), [field]).impacted)
+
+    assert await reached("customer_id") == ["dwd_orders.country", "dwd_orders.order_id", "dwd_orders.total"]  # declared without mappings: a black box
+    assert (await gate(slack, job_sql(), {"seen": SEEN}))[1]["verdict"] == "pass"
+    assert await reached("customer_id") == []  # the passed release's compiled plan: the job does not read it
+    assert await reached("shipping.country") == ["dwd_orders.country"] and await reached("price") == ["dwd_orders.total"]
+    [job] = [j for j in (await slack.bot.lineage.graph()).jobs.values() if j.id.name == "enrich-orders"]
+    assert not job.black_box and "Flink release #1" in job.learned
+    refused = blocked((await gate(slack, job_sql(), {"seen": added_without}))[1])
+    assert list(refused) == ["state"] and "restore from the savepoint will fail" in refused["state"][0]["message"]
+    assert (await gate(slack, job_sql(), {"seen": added_with_default}))[1]["verdict"] == "pass"
+    removed = (await gate(slack, job_sql(), {"seen": SEEN}))[1]  # the field added just before is dropped: readable, its values lost
+    assert removed["verdict"] == "pass"
+    [warning] = next(c for c in removed["checks"] if c["check"] == "state")["findings"]
+    assert warning["level"] == "warning" and "dropped on restore" in warning["message"]
+    gone = blocked((await gate(slack, job_sql(), {}))[1])
+    assert "state 'seen'" in gone["state"][0]["message"]
+    async with slack.bot.db.session() as session:
+        from sqlmodel import select
+
+        from bot.store.models import AuditEntry, CalendarEntry
+        actions = [a.action for a in (await session.exec(select(AuditEntry).where(AuditEntry.target_kind == "job"))).all()]
+        releases = [e for e in (await session.exec(select(CalendarEntry))).all() if e.kind == "release"]
+    assert actions == ["release passed", "release blocked", "release passed", "release passed", "release blocked"]
+    assert len(releases) == 3 and all(e.owner == "analytics-team" for e in releases)
+
+    # the developer's DM and the team's channel: each verdict once, the blocked ones with their reasons
+    def reports(channel: str) -> list[str]:
+        return [m.text for m in slack.ws.channel_messages(channel) if "Flink release of" in m.text]
+
+    await slack.bot.idle()
+    for channel in (slack.ws.open_dm(BOB), slack.ws.channel_id("#orders-pipeline") or ""):
+        await slack.ws.wait_for(lambda channel=channel: len(reports(channel)) == 5)
+        shown = reports(channel)
+        assert ["blocked" in text for text in shown] == [False, True, False, False, True]
+        assert "restore from the savepoint will fail" in shown[1] and "dropped on restore" in shown[3]
+    figures = (await slack.bot.health.compute(slack.clock().date().replace(day=1)))["teams"]["analytics-team"]
+    assert (figures["releases_passed"], figures["releases_blocked"]) == (3, {"state": 2})
+
+
+async def test_a_planner_killed_mid_check_is_restarted_and_the_check_answered(slack: SlackHarness) -> None:
+    await setup(slack)
+    assert (await gate(slack, job_sql()))[1]["verdict"] == "pass"
+    worker = slack.bot.planner._workers["2.3.0"]
+    lock = slack.bot.planner._locks["2.3.0"]
+    asked = asyncio.create_task(gate(slack, job_sql("order_idx, shipping.country AS country, price AS total")))
+    while not lock.locked():
+        await asyncio.sleep(0.005)
+    worker.process.kill()
+    status, answer = await asked
+    assert status == 200 and "sql" in blocked(answer)
+    assert slack.bot.planner.started == 2
+
+
+async def test_bad_input_is_refused_and_the_cli_exits_by_verdict(slack: SlackHarness, tmp_path: Path) -> None:
+    await setup(slack)
+    status, answer = await gate(slack, job_sql("order_id,, price FROM"))
+    assert status == 400 and "does not parse" in answer["error"] and "line 11" in answer["error"]
+    status, answer = await gate(slack, SOURCE.format(extra=""))
+    assert status == 400 and "no INSERT" in answer["error"]
+    status, answer = await gate(slack, job_sql(), {"seen": {"type": "record", "name": "Seen"}})
+    assert status == 400 and "state seen" in answer["error"]
+
+    env = {**os.environ, "CHANGEOPS_API_TOKEN": API_TOKEN, "CHANGEOPS_URL": slack.bot.url}
+    (tmp_path / "good.sql").write_text(job_sql())
+    (tmp_path / "bad.sql").write_text(job_sql("order_idx, shipping.country AS country, price AS total"))
+    (tmp_path / "seen.avsc").write_text(json.dumps(SEEN))
+    (tmp_path / "not-avro.avsc").write_text("{not json")
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "bot", "gate", "job", *args], env=env, capture_output=True, text=True, timeout=600)
+
+    passed = await asyncio.to_thread(cli, "enrich-orders", "--sql", str(tmp_path / "good.sql"), "--state", f"seen={tmp_path / 'seen.avsc'}")
+    assert passed.returncode == 0 and "release may ship" in passed.stdout, passed.stderr
+    refused = await asyncio.to_thread(cli, "enrich-orders", "--sql", str(tmp_path / "bad.sql"))
+    assert refused.returncode == 1 and "BLOCKED sql" in refused.stdout and "bad.sql:line 11, column 8" in refused.stdout
+    as_json = await asyncio.to_thread(cli, "enrich-orders", "--sql", str(tmp_path / "bad.sql"), "--format", "json")
+    assert as_json.returncode == 1 and json.loads(as_json.stdout)["verdict"] == "blocked"
+    not_avro = await asyncio.to_thread(cli, "enrich-orders", "--sql", str(tmp_path / "good.sql"), "--state", f"seen={tmp_path / 'not-avro.avsc'}")
+    assert not_avro.returncode == 2 and "state seen" in not_avro.stderr
+    no_file = await asyncio.to_thread(cli, "enrich-orders", "--sql", str(tmp_path / "missing.sql"))
+    assert no_file.returncode == 2 and "cannot read" in no_file.stderr
+
+
+async def test_without_the_planner_the_gate_says_how_to_install_it(slack: SlackHarness) -> None:
+    await setup(slack, flink="1.20.3")  # the catalog pins the job to a Flink this machine has no planner for
+    status, answer = await gate(slack, job_sql())
+    assert status == 503 and "the Flink 1.20.3 planner is not installed here (installed: 2.3.0)" in answer["error"]
+    assert "scripts/flink.sh install 1.20.3" in answer["error"]
+    async with slack.bot.db.session() as session:
+        from sqlmodel import select
+
+        from bot.store.models import FlinkRelease
+        assert (await session.exec(select(FlinkRelease))).all() == []  # nothing checked, nothing recorded
