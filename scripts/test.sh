@@ -22,7 +22,7 @@ eval "$(scripts/kafka.sh start "$run_dir")"
 eval "$(scripts/flink.sh install)"  # Flink's planner for the release gate, in its own environment, once
 export TEST_DATABASE_URL KAFKA_BOOTSTRAP_SERVERS CHANGEOPS_FLINK_ROOT
 set +e
-.venv/bin/python -m pytest "$@"
+.venv/bin/python -m pytest -n "${PYTEST_WORKERS:-2}" --dist worksteal "$@"
 status=$?
 set -e
 if [ "$status" -eq 5 ]; then

@@ -121,6 +121,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if session.config.pluginmanager.hasplugin("dsession"):  # pytest-xdist's controller: each worker checks what it started
+        return
     left = leaked(session.config.stash[_token], GRACE)
     if not left:
         return

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from bot.domain.avro.parse import parse
-from bot.domain.flink.checks import Report, read_planner, states
+from bot.domain.flink.checks import Report, field_lineage, read_planner, registered, states
 from bot.domain.flink.plan import lineage
 from bot.domain.flink.statements import StatementError, split
 from bot.domain.flink.types import from_avro, lossy, parse_type, read_problems
@@ -145,3 +145,21 @@ def test_state_resolution_follows_the_design() -> None:
     report = Report("job")
     states(report, {"s": added}, None)  # the first release: nothing to read yet
     assert report.passed and report.checks["state"] == []
+
+
+def test_a_plan_the_gate_cannot_follow_teaches_no_field_lineage() -> None:
+    exact = Report("job")
+    exact.lineage = lineage({"nodes": [scan(1, "t", [("a", "BIGINT")]),
+                                       {"id": 2, "type": "stream-exec-sink_2", "dynamicTableSink": {"table": {"identifier": "`s`", "resolvedTable": {
+                                           "schema": {"columns": [{"name": "b", "dataType": "BIGINT"}]}}}}, "outputType": "ROW<`a` BIGINT>"}],
+                             "edges": [{"source": 1, "target": 2}]})
+    datasets = {"t": ("kafka://k", "t"), "s": ("iceberg://lake", "s")}
+    assert field_lineage(exact, datasets) == [["kafka://k", "t", "a", "iceberg://lake", "s", "b"]]
+    looked_up = Report("job")
+    looked_up.lineage = lineage({"nodes": [scan(1, "t", [("a", "BIGINT")]),
+                                           {"id": 2, "type": "stream-exec-lookup-join_1", "outputType": "ROW<`a` BIGINT, `name` STRING>"}],
+                                 "edges": [{"source": 1, "target": 2}]})
+    assert looked_up.lineage.coarse == ["lookup-join"] and field_lineage(looked_up, datasets) == []
+    registered(looked_up, ["team"], {})
+    [warning] = looked_up.checks["lineage"]
+    assert warning.level == "warning" and "lookup-join" in warning.message and looked_up.passed

@@ -39,7 +39,8 @@ ROLES = {  # who is who in examples/catalog.yaml: the page's person switcher
     "alice": ("upstream oncall", "orders-team and its oncall: the enrich-orders pipeline"),
     "dave": ("outsider", "in no team: may look, may not approve or run anything"),
 }
-SETTLE = 0.3
+SETTLE = 0.1
+IDLE_SECONDS = 15.0
 DEMO_PIPELINE, FEED_SECONDS = "enrich-orders", 60.0
 WATCH_SECONDS = 0.5
 
@@ -138,7 +139,10 @@ class Playground:
         delivery = await self.driver.command(text, user=user, channel=channel)
         if delivery.status != 200:
             return [f"(Slack would show: the command failed with HTTP {delivery.status})"]
-        await asyncio.sleep(SETTLE)
+        await asyncio.sleep(SETTLE)  # what the acknowledgement set going (a response_url reply, a message owed) ...
+        assert self.bot is not None
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.bot.idle(), IDLE_SECONDS)  # ... has been delivered, however busy the machine
         shown = [as_text(e.text, e.blocks) for e in self.ws.ephemerals[seen_ephemerals:] if e.user == user]
         shown += [as_text(m.text, m.blocks) for m in self.ws.messages[seen_messages:]]
         return shown

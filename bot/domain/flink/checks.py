@@ -243,6 +243,10 @@ def registered(report: Report, job_owners: list[str] | None, known: dict[str, bo
                                 f"or it is an unregistered black box"))
     elif not job_owners:
         findings.append(Finding(f"job '{report.job}' has no owner: nobody would be asked about changes that reach it"))
+    if report.lineage is not None and report.lineage.coarse:
+        kinds = ", ".join(sorted(set(report.lineage.coarse)))
+        findings.append(Finding(f"the plan has steps the gate cannot follow field by field ({kinds}): the job's field lineage is not "
+                                f"learned from this release", level="warning"))
     for name, is_known in sorted(known.items()):
         if not is_known:
             table = report.tables[name]
@@ -267,8 +271,10 @@ def avro_sources(report: Report) -> list[str]:
 def field_lineage(report: Report, datasets: dict[str, tuple[str, str]]) -> list[list[str]]:
     """The job's column lineage as dataset field mappings ``[src_ns, src_name, path, dst_ns, dst_name, column]``,
     for the tables ``datasets`` resolves (table -> (namespace, name))."""
+    if report.lineage is None or report.lineage.coarse:
+        return []  # not exact: the job stays as the catalog declares it
     mappings = []
-    for sink, columns in sorted((report.lineage.sinks if report.lineage else {}).items()):
+    for sink, columns in sorted(report.lineage.sinks.items()):
         if sink not in datasets:
             continue
         for column, origins in sorted(columns.items()):

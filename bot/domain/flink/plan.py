@@ -30,7 +30,8 @@ class Cast:
 
 @dataclass
 class PlanLineage:
-    """Per sink table, per sink column, the source columns it comes from; the casts; whether it is exact."""
+    """Per sink table, per sink column, the source columns it comes from; the casts; whether it is exact (a lookup
+    join reads a table that is no input of the plan's graph: its columns' origins are unknown, ``coarse``)."""
 
     sinks: dict[str, dict[str, Origin]] = field(default_factory=dict)
     sources: set[str] = field(default_factory=set)
@@ -89,14 +90,14 @@ def _node(node: dict[str, Any], ins: list[list[Origin]], found: PlanLineage) -> 
     if kind == "calc":
         out = [_expression(e, first, found, names[i] if i < len(names) else f"${i}") for i, e in enumerate(node.get("projection", []))]
         return out
-    if kind in PASS_THROUGH:
-        return list(first) + [frozenset()] * max(0, len(names) - len(first))
+    if kind in PASS_THROUGH:  # fields it adds (window bounds, a rank) come from what it orders or windows by: all of it
+        everything = frozenset().union(*first) if first else frozenset()
+        return list(first) + [everything] * max(0, len(names) - len(first))
     if kind == "union":
         width = max((len(i) for i in ins), default=0)
         return [frozenset().union(*(i[k] for i in ins if k < len(i))) for k in range(width)]
-    if kind in JOINS or kind == "lookup-join":
-        joined = [o for i in ins for o in i]
-        return joined + [frozenset()] * max(0, len(names) - len(joined))
+    if kind in JOINS:
+        return [o for i in ins for o in i]
     if kind in AGGREGATES:
         out = [first[g] for g in node.get("grouping", []) if g < len(first)]
         for call in node.get("aggCalls", []):
