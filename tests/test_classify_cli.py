@@ -103,6 +103,18 @@ def test_pairs_one_bad_line_does_not_stop_the_others(tmp_path: Path, capsys: pyt
     capsys.readouterr()
 
 
+def test_pairs_take_a_bare_primitive_name_as_that_schema(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lines = [json.dumps({"id": "n", "old": "null", "new": "null"}), json.dumps({"id": "s", "old": "null", "new": ["null", "string"]}),
+             json.dumps({"id": "t", "old": '"string"', "new": "bytes"})]
+    source = tmp_path / "pairs.jsonl"
+    source.write_text("\n".join(lines) + "\n")
+    assert main(["classify", "--pairs", str(source)]) == 0
+    out = {o["id"]: o for o in map(json.loads, capsys.readouterr().out.splitlines())}
+    assert "error" not in out["n"] and out["n"]["level"] == "safe"  # the Avro spec's own "null" schema, twice
+    assert "error" not in out["s"] and out["s"]["backward"] is True
+    assert "error" not in out["t"] and out["t"]["changes"]
+
+
 def test_rules_lists_the_catalogue(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["rules", "--format", "json"]) == 0
     assert [r["id"] for r in json.loads(capsys.readouterr().out)] == [r.id for r in CATALOGUE]

@@ -88,10 +88,13 @@ def parse(source: Any, *, like: Schema | None = None, keep_parts: bool = False) 
 
 
 def parse_value(value: Any, *, like: Schema | None = None, keep_parts: bool = False) -> Schema:
-    """Parse a JSON value that is a schema, or a string holding schema text (or naming a type)."""
+    """Parse a JSON value that is a schema, or a string holding schema text (or naming a type). A bare string that
+    names a primitive is that primitive written as a JSON string (``"null"`` is the null type, not JSON null)."""
     if isinstance(value, str):
         if not value.strip():
             raise SchemaError("", "empty schema")
+        if value.strip() in PRIMITIVES:
+            return _Parser(None, keep_parts).schema(value.strip())
         try:
             value = decode_json(value)
         except json.JSONDecodeError:
