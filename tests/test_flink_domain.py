@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from bot.domain.avro.parse import parse
-from bot.domain.flink.checks import Report, field_lineage, read_planner, registered, states
+from bot.domain.flink.checks import Report, avro_sources, data_tables, field_lineage, read_planner, registered, states
 from bot.domain.flink.plan import lineage
 from bot.domain.flink.statements import StatementError, split
 from bot.domain.flink.types import from_avro, lossy, parse_type, read_problems
@@ -163,3 +163,16 @@ def test_a_plan_the_gate_cannot_follow_teaches_no_field_lineage() -> None:
     registered(looked_up, ["team"], {})
     [warning] = looked_up.checks["lineage"]
     assert warning.level == "warning" and "lookup-join" in warning.message and looked_up.passed
+
+
+def test_an_insert_the_planner_refused_still_has_its_tables_checked() -> None:
+    statements = split("CREATE TABLE orders (id STRING) WITH ('connector' = 'kafka');\nCREATE TABLE out (id STRING) WITH ('connector' = 'kafka');\n"
+                       "CREATE TABLE unused (id STRING) WITH ('connector' = 'kafka');\nINSERT INTO out SELECT idx FROM orders;\n")
+    kafka = {"connector": "kafka", "format": "avro-confluent"}
+    answer = {"tables": {name: {"options": {**kafka, "topic": name}, "columns": [{"name": "id", "type": "VARCHAR(2147483647)", "kind": "physical"}]}
+                         for name in ("orders", "out", "unused")},
+              "results": [{"ok": True}, {"ok": True}, {"ok": True},
+                          {"ok": False, "error": [["x.ValidationException", "From line 1, column 24 to line 1, column 26: Column 'idx' not found"]]}]}
+    report = Report("job")
+    read_planner(report, statements, answer)
+    assert avro_sources(report) == ["orders"] and data_tables(report) == ["orders", "out"]  # "unused" is named by no INSERT

@@ -105,11 +105,25 @@ def read_planner(report: Report, statements: list[Statement], answer: dict[str, 
     for statement, result in zip(statements, answer.get("results", []), strict=False):
         if not result.get("ok"):
             _planner_error(report, statement, result.get("error") or [["", "the planner refused this statement"]])
+            if statement.kind == "insert":
+                _named_tables(report, statement, merged)
         elif statement.kind == "insert":
             _insert(report, statement, result, merged)
     if not any(s.kind == "insert" for s in statements):
         report.checks["sql"].append(Finding("the job has no INSERT INTO: nothing would run", line=1, column_number=1))
     report.lineage = merged
+
+
+def _named_tables(report: Report, statement: Statement, merged: PlanLineage) -> None:
+    """An INSERT the planner refused has no plan: the declared tables its text names still count as read (and its
+    target as written), so the source schemas and the lineage are checked too — every reason in one report."""
+    target = INSERT_TARGET.match(statement.sql)
+    written = _bare(target.group(1)) if target else None
+    for name in report.tables:
+        if name == written:
+            merged.sinks.setdefault(name, {})
+        elif re.search(rf"(?<![\w`]){re.escape(name)}(?![\w`])|`{re.escape(name)}`", statement.sql):
+            merged.sources.add(name)
 
 
 def _planner_error(report: Report, statement: Statement, chain: list[list[str]]) -> None:
