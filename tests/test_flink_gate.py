@@ -225,3 +225,20 @@ async def test_without_the_planner_the_gate_says_how_to_install_it(slack: SlackH
 
         from bot.store.models import FlinkRelease
         assert (await session.exec(select(FlinkRelease))).all() == []  # nothing checked, nothing recorded
+
+
+async def test_a_report_slack_refuses_arrives_once_when_slack_answers_again(slack: SlackHarness) -> None:
+    await setup(slack)
+    slack.ws.outage = 500
+    assert (await gate(slack, job_sql("order_idx, shipping.country AS country, price AS total")))[1]["verdict"] == "blocked"
+    await asyncio.sleep(1.5)  # the outbox tries while Slack fails
+    assert not [m for m in slack.ws.channel_messages(slack.ws.open_dm(BOB)) if "Flink release of" in m.text]
+    slack.ws.outage = 429
+    await asyncio.sleep(1)
+    slack.ws.outage = None
+    for channel in (slack.ws.open_dm(BOB), slack.ws.channel_id("#orders-pipeline") or ""):
+        await slack.ws.wait_for(lambda channel=channel: any("Flink release of" in m.text for m in slack.ws.channel_messages(channel)))
+    await slack.bot.idle()
+    for channel in (slack.ws.open_dm(BOB), slack.ws.channel_id("#orders-pipeline") or ""):
+        [report] = [m.text for m in slack.ws.channel_messages(channel) if "Flink release of" in m.text]
+        assert "blocked" in report and "order_idx" in report

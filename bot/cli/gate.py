@@ -52,13 +52,8 @@ def run_gate(args: argparse.Namespace) -> int:
     except json.JSONDecodeError as err:
         print(f"bot gate: {args.file} is not JSON: {err.msg} at line {err.lineno}", file=sys.stderr)
         return 2
-    try:
-        status, answer = call(f"/api/v1/subjects/{quote(args.subject, safe='')}/check", {"schema": json.dumps(schema)}, args.url)
-    except Unreachable as err:
-        print(f"bot gate: {err}", file=sys.stderr)
-        return 2
-    if status >= 400:
-        print(f"bot gate: {answer.get('error', status)}", file=sys.stderr)
+    answer = _ask("bot gate", f"/api/v1/subjects/{quote(args.subject, safe='')}/check", {"schema": json.dumps(schema)}, args.url)
+    if answer is None:
         return 2
     if args.format == "json":
         print(json.dumps(answer, ensure_ascii=False))
@@ -91,13 +86,8 @@ def run_job_gate(args: argparse.Namespace) -> int:
         print("bot gate job: a file is not UTF-8 text", file=sys.stderr)
         return 2
     body = {"sql": sql, "state": state, **({"author": args.author} if args.author else {})}
-    try:
-        status, answer = call(f"/api/v1/jobs/{quote(args.job, safe='')}/check", body, args.url, timeout=600)
-    except Unreachable as err:
-        print(f"bot gate job: {err}", file=sys.stderr)
-        return 2
-    if status >= 400:
-        print(f"bot gate job: {answer.get('error', status)}", file=sys.stderr)
+    answer = _ask("bot gate job", f"/api/v1/jobs/{quote(args.job, safe='')}/check", body, args.url, timeout=600)
+    if answer is None:
         return 2
     if args.format == "json":
         print(json.dumps(answer, ensure_ascii=False))
@@ -111,3 +101,16 @@ def run_job_gate(args: argparse.Namespace) -> int:
                 mark = "warning: " if finding["level"] == "warning" else ""
                 print(f"          {args.sql}:{where}: {mark}{finding['message']}" if where else f"          {mark}{finding['message']}")
     return 0 if answer["verdict"] == "pass" else 1
+
+
+def _ask(prog: str, path: str, body: Any, url: str | None, timeout: float = 60) -> Any:
+    """The bot's answer; None once why there is none (unreachable, refused) is on stderr."""
+    try:
+        status, answer = call(path, body, url, timeout=timeout)
+    except Unreachable as err:
+        print(f"{prog}: {err}", file=sys.stderr)
+        return None
+    if status >= 400:
+        print(f"{prog}: {answer.get('error', status)}", file=sys.stderr)
+        return None
+    return answer
