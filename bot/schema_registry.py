@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from confluent_kafka.schema_registry import AsyncSchemaRegistryClient, Schema
+from confluent_kafka.schema_registry import AsyncSchemaRegistryClient, Schema, SchemaReference
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
 
@@ -17,6 +19,43 @@ class RegistrationError(Exception):
     def __init__(self, message: str, *, retryable: bool) -> None:
         super().__init__(message)
         self.retryable = retryable
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A named type a schema takes from another subject's version (Confluent's ``references`` entry)."""
+
+    name: str
+    subject: str
+    version: int
+
+
+# What a refusal means, by the registry's error code (Confluent's codes, which Apicurio's Confluent API answers too);
+# never by its text, which differs between registries.
+REFUSALS = {
+    409: "incompatible with an earlier version under {mode}",
+    42201: "the registry does not take it as a valid schema (or a reference it names does not resolve)",
+    42202: "the registry refused the schema id",
+    42203: "the registry refused the compatibility level {mode}",
+    40401: "the subject does not exist in the registry",
+    40402: "a version it refers to does not exist in the registry",
+    40403: "a schema it refers to does not exist in the registry",
+}
+
+
+def refusal(status: int, code: int, mode: str) -> str:
+    """The reason for a refusal in the bot's words, from the HTTP status and the registry's error code."""
+    if code in REFUSALS:
+        return REFUSALS[code].format(mode=mode)
+    if status == 409:
+        return REFUSALS[409].format(mode=mode)
+    if status in (401, 403):
+        return "the registry refused the bot's credentials"
+    if status == 422:
+        return REFUSALS[42201]
+    if status >= 500 or status in (0, 408, 429):
+        return "the registry failed to answer"
+    return "the registry refused the request"
 
 
 def without_credentials(url: str) -> str:
@@ -38,20 +77,31 @@ class SchemaRegistry:
             conf["basic.auth.user.info"] = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
         self.client = AsyncSchemaRegistryClient(conf)
 
-    async def register(self, subject: str, schema_text: str) -> tuple[int, int | None]:
-        """Register ``schema_text`` under ``subject``; the registry's schema id, and its version number under the subject
-        (None when the registry did not say and could not be asked)."""
+    async def register(self, subject: str, schema_text: str, mode: str, *, references: Sequence[Reference] = (),
+                       lifted: bool = False) -> tuple[int, int | None]:
+        """Register ``schema_text`` (with its ``references``, in order) under ``subject``, with the subject's
+        compatibility set to ``mode`` first, so the registry checks what the bot checked whatever its own default.
+        ``lifted``: an approved change that fails ``mode`` (every affected team acknowledged the break) is registered
+        with the subject at NONE, and ``mode`` is set again right after. The registry's schema id, and its version
+        number under the subject (None when the registry did not say and could not be asked)."""
+        schema = Schema(schema_text, "AVRO", [SchemaReference(r.name, r.subject, r.version) for r in references])
         try:
-            registered = await self.client.register_schema_full_response(subject, Schema(schema_text, "AVRO"))
+            await self.client.set_compatibility(subject, "NONE" if lifted else mode)
+            try:
+                registered = await self.client.register_schema_full_response(subject, schema)
+            finally:
+                if lifted:
+                    await self.client.set_compatibility(subject, mode)
             version = registered.version
             if version is None:  # the Confluent API answers a registration with the id alone: ask which version it is
                 try:
-                    version = (await self.client.lookup_schema(subject, Schema(schema_text, "AVRO"))).version
+                    version = (await self.client.lookup_schema(subject, schema)).version
                 except Exception:  # the registration stands; the version stays unknown
                     version = None
         except SchemaRegistryError as err:
             status = err.http_status_code if isinstance(err.http_status_code, int) else 0
-            raise RegistrationError(f"{self.url} refused it: {err.error_message} (HTTP {status}, code {err.error_code})",
+            code = err.error_code if isinstance(err.error_code, int) else 0
+            raise RegistrationError(f"{self.url} refused it: {refusal(status, code, mode)} (HTTP {status}, error code {code})",
                                     retryable=status >= 500 or status in (0, 408, 429)) from None
         except Exception as err:  # connection failures come from the HTTP library underneath
             raise RegistrationError(f"{self.url} could not be reached: {type(err).__name__}", retryable=True) from None

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Set up and run the bot locally: .venv, an embedded SQLite database (var/changeops.db), and the bot
 # together with the Slack emulator and its web page (the playground), with the example catalog loaded.
-# When Java is present (and KAFKA_BOOTSTRAP_SERVERS is not set), a local Kafka broker too, filled with the
-# demo topics. SIGTERM or SIGINT (Ctrl-C) to any part (make, this script, the playground, the broker) stops
+# When Java is present (and KAFKA_BOOTSTRAP_SERVERS / SCHEMA_REGISTRY_URL are not set), a local Kafka broker too,
+# filled with the demo topics, and a Schema Registry (Apicurio, scripts/registry.sh). SIGTERM or SIGINT (Ctrl-C) to any part (make, this script, the playground, the broker, the registry) stops
 # the whole. Arguments go to `bot playground` (e.g. --slack-port 8080); CHANGEOPS_VAR moves var/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,14 +18,32 @@ if ! .venv/bin/bot subject versions orders-value >/dev/null 2>&1; then  # the fi
   .venv/bin/bot subject import orders-value examples/schemas/orders.avsc examples/schemas/orders-v2.avsc
 fi
 options=(--stop-with $$)  # the playground ends with this script, even one killed outright
+stops=()
+trap 'for stop in "${stops[@]}"; do $stop || true; done' EXIT
+if [ -z "${SCHEMA_REGISTRY_URL:-}" ] && command -v java >/dev/null 2>&1; then  # a real registry, started beside the broker
+  rm -rf "$state/registry" && mkdir -p "$state/registry"
+  stops+=("scripts/registry.sh stop $state/registry")
+  scripts/registry.sh start "$state/registry" > "$state/registry/env" &
+  registry=$!
+fi
 if [ -z "${KAFKA_BOOTSTRAP_SERVERS:-}" ] && command -v java >/dev/null 2>&1; then
   rm -rf "$state/kafka" && mkdir -p "$state/kafka"
-  trap 'scripts/kafka.sh stop "$state/kafka"' EXIT
+  stops+=("scripts/kafka.sh stop $state/kafka")
   eval "$(scripts/kafka.sh start "$state/kafka")"
   export KAFKA_BOOTSTRAP_SERVERS
   options+=(--seed-kafka --stop-with "$(cat "$state/kafka/kafka/pid")")
 elif [ -z "${KAFKA_BOOTSTRAP_SERVERS:-}" ]; then
-  echo "No Java here: the playground runs without Kafka (install OpenJDK 17 for alerts on lag, backfills and replays)"
+  echo "No Java here: the playground runs without Kafka and a Schema Registry (install OpenJDK 17 for alerts on lag, backfills, replays and registration)"
+fi
+if [ -n "${registry:-}" ]; then
+  if wait "$registry"; then
+    eval "$(cat "$state/registry/env")"
+    export SCHEMA_REGISTRY_URL
+    options+=(--stop-with "$(cat "$state/registry/registry/1/pid")")
+    echo "Schema Registry (Apicurio, in memory): $SCHEMA_REGISTRY_URL — approved versions are registered there"
+  else
+    echo "The Schema Registry did not start (see $state/registry/registry/1/registry.log): the playground runs without one"
+  fi
 fi
 echo "HTTP API token: $CHANGEOPS_API_TOKEN (try: CHANGEOPS_API_TOKEN=$CHANGEOPS_API_TOKEN .venv/bin/bot propose orders-value my.avsc)"
 # In the background, so a signal to this script is handled at once (a foreground child would hold it back);

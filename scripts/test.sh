@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set up and run every test: .venv with the test dependencies, PostgreSQL, Kafka, Flink's planner (PyFlink) and
+# Set up and run every test: .venv with the test dependencies, PostgreSQL, Kafka, Apicurio Registry, Flink's planner (PyFlink) and
 # headless Chromium (installed from Debian's packages / PyPI / Maven Central when missing), pytest, then stop what started.
 # Arguments go to pytest (e.g. scripts/test.sh -k slack -x).
 set -euo pipefail
@@ -12,13 +12,21 @@ ensure_packages chromium chromium-driver fonts-noto-color-emoji
 .venv/bin/mypy
 run_dir=$(mktemp -d /tmp/changeops-test.XXXXXX)
 cleanup() {
+  scripts/registry.sh stop "$run_dir" || true
   scripts/kafka.sh stop "$run_dir" || true
   scripts/postgres.sh stop "$run_dir" || true
   rm -rf "$run_dir"
 }
 trap cleanup EXIT
+# One real Schema Registry per pytest worker (each test clears its registry), started while the rest starts
+scripts/registry.sh start "$run_dir" "${PYTEST_WORKERS:-2}" > "$run_dir/registry.env" &
+registry=$!
 eval "$(scripts/postgres.sh start "$run_dir")"
 eval "$(scripts/kafka.sh start "$run_dir")"
+wait "$registry" || { echo "the Schema Registry did not start" >&2; exit 1; }
+eval "$(cat "$run_dir/registry.env")"
+export TEST_SCHEMA_REGISTRY_URLS=$SCHEMA_REGISTRY_URLS
+unset SCHEMA_REGISTRY_URL SCHEMA_REGISTRY_URLS
 eval "$(scripts/flink.sh install)"  # Flink's planner for the release gate, in its own environment, once
 export TEST_DATABASE_URL KAFKA_BOOTSTRAP_SERVERS CHANGEOPS_FLINK_ROOT
 set +e

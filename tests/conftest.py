@@ -16,9 +16,9 @@ from hypothesis import settings
 
 from bot.config import Config
 from bot.emulator import Emulator, SlackDriver, Workspace
-from bot.emulator.schema_registry import SchemaRegistryEmulator
 from bot.runtime import Bot
 from bot.store import migrate
+from tests.registry import RealRegistry, registry_url
 
 NEEDS_SERVICES = "run the whole suite with `make test`, which starts PostgreSQL and Kafka"
 
@@ -173,13 +173,16 @@ async def slack(migrated_url: str) -> AsyncIterator[SlackHarness]:
         await harness.runner.cleanup()
 
 
+@pytest.fixture(scope="session")
+def registry_server() -> Iterator[str]:
+    """The URL of this process's real Schema Registry (Apicurio; see tests/registry.py)."""
+    with registry_url() as url:
+        yield url
+
+
 @pytest.fixture
-async def schema_registry() -> AsyncIterator[SchemaRegistryEmulator]:
-    """A Confluent-compatible Schema Registry, emulated on an ephemeral port (its address in ``.url``)."""
-    registry = SchemaRegistryEmulator()
-    runner = web.AppRunner(registry.application(), access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    registry.url = f"http://127.0.0.1:{int(runner.addresses[0][1])}"  # type: ignore[attr-defined]
+async def schema_registry(registry_server: str) -> AsyncIterator[RealRegistry]:
+    """The real Schema Registry, with no subjects (its address in ``.url``)."""
+    registry = RealRegistry(registry_server)
+    await registry.clear()
     yield registry
-    await runner.cleanup()

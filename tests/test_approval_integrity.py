@@ -17,19 +17,18 @@ from typing import Any
 
 import aiohttp
 import pytest
-from aiohttp import web
 
 from bot.domain.approvals import Decision
 from bot.domain.avro.parse import parse
 from bot.domain.calendar import Freeze, Scope
 from bot.domain.lineage.catalog import read_catalog
 from bot.emulator.render import as_text
-from bot.emulator.schema_registry import SchemaRegistryEmulator
 from bot.emulator.workspace import Message
 from bot.runtime import Bot
 from bot.services import proposals as proposals_module
 from bot.slack import ids
 from tests.conftest import API_TOKEN, SlackHarness, bot_config
+from tests.registry import Outage, RealRegistry
 from tests.test_proposals_slack import ALICE, BOB, CAROL, V1, card_message, retyped, with_field
 
 BREAKING = retyped(V1, "price", "string")
@@ -145,35 +144,25 @@ async def test_dm_copies_follow_a_rejection_and_an_expiry(slack: SlackHarness) -
 
 
 @pytest.fixture
-async def registry_bot(slack: SlackHarness, migrated_url: str) -> AsyncIterator[tuple[SlackHarness, Any]]:
-    """The bot with a Schema Registry (the emulator) that the test can take off the network and bring back on its port."""
-    registry = SchemaRegistryEmulator()
-    state: dict[str, Any] = {"runner": web.AppRunner(registry.application(), access_log=None)}
-    await state["runner"].setup()
-    await web.TCPSite(state["runner"], "127.0.0.1", 0).start()
-    port = int(state["runner"].addresses[0][1])
-
-    async def stop() -> None:
-        await state["runner"].cleanup()
-
-    async def start() -> None:
-        state["runner"] = web.AppRunner(registry.application(), access_log=None)
-        await state["runner"].setup()
-        await web.TCPSite(state["runner"], "127.0.0.1", port).start()
-
+async def registry_bot(slack: SlackHarness, migrated_url: str, schema_registry: RealRegistry) -> AsyncIterator[tuple[SlackHarness, Any]]:
+    """The bot with the real Schema Registry, behind a proxy the test can take off the network and bring back on its port."""
+    proxy = Outage(schema_registry.url)
+    await proxy.restore()
     await slack.bot.stop()
-    slack.bot = Bot(bot_config(slack.emulator, migrated_url, SCHEMA_REGISTRY_URL=f"http://127.0.0.1:{port}"), slack.clock)
+    slack.bot = Bot(bot_config(slack.emulator, migrated_url, SCHEMA_REGISTRY_URL=proxy.url), slack.clock)
     await slack.bot.start(0)
     slack.driver.request_url = f"{slack.bot.url}/slack/events"
+    slack.registry = schema_registry  # type: ignore[attr-defined]
     try:
-        yield slack, (stop, start)
+        yield slack, (proxy.cut, proxy.restore)
     finally:
-        await state["runner"].cleanup()
+        await proxy.cut()
 
 
 async def test_the_card_never_waits_behind_the_registry_and_never_goes_backwards(registry_bot: tuple[SlackHarness, Any]) -> None:
     slack, (stop, start) = registry_bot
     await load(slack)
+    await slack.registry.register("orders-value", V1)  # type: ignore[attr-defined]  # the current version, registered by hand
     await slack.bot.proposals.propose("orders-value", json.dumps(BREAKING), ALICE, surface="api")
     card = await card_message(slack)
     await stop()  # the registry is away when the last approval lands
@@ -183,8 +172,13 @@ async def test_the_card_never_waits_behind_the_registry_and_never_goes_backwards
     retrying = await slack.ws.wait_for(lambda: "retrying since" in shown(slack.ws.find_message(card.channel, card.ts)) or None, timeout=10)
     assert retrying and "could not be reached" in shown(slack.ws.find_message(card.channel, card.ts))
     await start()
-    await slack.ws.wait_for(lambda: "Registered in the Schema Registry as version 1 (id" in shown(slack.ws.find_message(card.channel, card.ts))
+    await slack.ws.wait_for(lambda: "Registered in the Schema Registry as version 2 (id" in shown(slack.ws.find_message(card.channel, card.ts))
                             or None, timeout=30)
+    # An acknowledged break: registered with the registry's FULL check lifted for it, and FULL set again
+    assert "FULL check lifted for this acknowledged break" in shown(slack.ws.find_message(card.channel, card.ts))
+    assert await slack.registry.compatibility("orders-value") == "FULL"  # type: ignore[attr-defined]
+    [_, registered] = await slack.registry.versions("orders-value")  # type: ignore[attr-defined]
+    assert json.loads(registered["schema"])["fields"] == BREAKING["fields"]
     edits = [json.dumps(c.args.get("blocks")) for c in slack.ws.calls_to("chat.update") if c.ok and c.args.get("ts") == card.ts]
     stages = [next((i for i, word in enumerate(("waiting", "Registering version", "retrying since", "Registered in")) if word in e and
                     (i != 0 or "approved" not in e)), -1) for e in edits]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import io
 import logging
 import time
@@ -11,13 +12,12 @@ from typing import Any
 
 import aiohttp
 import pytest
-from aiohttp import web
 
 from bot.config import Config
-from bot.emulator.schema_registry import SchemaRegistryEmulator
 from bot.logs import REDACTED, install_redaction
 from bot.schema_registry import RegistrationError, SchemaRegistry
 from tests.conftest import SlackHarness
+from tests.registry import Outage, RealRegistry
 
 ENV = {"SLACK_BOT_TOKEN": "xoxb-1-abcdefghijkl", "SLACK_SIGNING_SECRET": "0123456789abcdef",
        "DATABASE_URL": "postgresql://changeops:db-pass-4711@db.internal:5432/changeops",
@@ -57,24 +57,23 @@ def test_tracebacks_are_redacted_too(captured: io.StringIO) -> None:
     assert "Traceback" in text and "RuntimeError" in text and "db-pass-4711" not in text
 
 
-async def test_the_registry_url_credentials_are_used_but_never_shown() -> None:
-    registry = SchemaRegistryEmulator()
-    runner = web.AppRunner(registry.application(), access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    port = int(runner.addresses[0][1])
-    client = SchemaRegistry(f"http://registry-user:sr%2Fpass-0815@127.0.0.1:{port}")
+async def test_the_registry_url_credentials_are_used_but_never_shown(schema_registry: RealRegistry) -> None:
+    proxy = Outage(schema_registry.url)  # the real registry, with the requests' headers in view
+    await proxy.restore()
+    await schema_registry.set_compatibility("orders-value", "NONE")
+    await schema_registry.register("orders-value", {"type": "record", "name": "Order", "fields": [{"name": "id", "type": "long"}]})
+    client = SchemaRegistry(proxy.url.replace("http://", "http://registry-user:sr%2Fpass-0815@"))
     try:
-        registry.refuse("orders-value")
-        with pytest.raises(RegistrationError) as refused:
-            await client.register("orders-value", '"string"')
+        with pytest.raises(RegistrationError) as refused:  # a real refusal: a record's field retyped, under FULL
+            await client.register("orders-value", '{"type": "record", "name": "Order", "fields": [{"name": "id", "type": "string"}]}', "FULL")
         assert "sr%2Fpass-0815" not in str(refused.value) and "registry-user" not in str(refused.value)
-        assert str(refused.value).startswith(f"http://127.0.0.1:{port} refused it")
+        assert str(refused.value).startswith(f"{proxy.url} refused it: incompatible with an earlier version under FULL (HTTP 409")
         assert not refused.value.retryable
-        assert client.url == f"http://127.0.0.1:{port}"
+        assert client.url == proxy.url
+        assert b"Authorization: Basic " + base64.b64encode(b"registry-user:sr/pass-0815") in bytes(proxy.seen)
     finally:
         await client.close()
-        await runner.cleanup()
+        await proxy.cut()
 
 
 async def test_a_badly_signed_4_mib_request_leaves_one_short_line(slack: SlackHarness, captured: io.StringIO) -> None:

@@ -4,25 +4,22 @@ registry is reported once, and once more when it answers; the alert's buttons.""
 
 from __future__ import annotations
 
-import json
 import struct
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
-import aiohttp
 import pytest
-from aiohttp import web
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bot.domain.avro.parse import parse
 from bot.domain.lineage.catalog import read_catalog
 from bot.emulator.render import as_text
-from bot.emulator.schema_registry import SchemaRegistryEmulator
 from bot.runtime import Bot
 from bot.slack import ids
 from tests.conftest import SlackHarness, bot_config
+from tests.registry import Outage, RealRegistry
 from tests.test_proposals_slack import ALICE, BOB, CAROL, V1, retyped
 
 
@@ -33,18 +30,16 @@ def database_url(postgres_url: str) -> str:
 
 
 @pytest.fixture
-async def watched(slack: SlackHarness, migrated_url: str, kafka_bootstrap: str) -> AsyncIterator[tuple[SlackHarness, dict[str, Any]]]:
-    """The bot with a registry (served on a port that can be taken down and brought back) and the real broker."""
-    registry = SchemaRegistryEmulator()
-    runner = web.AppRunner(registry.application(), access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    port = int(runner.addresses[0][1])
+async def watched(slack: SlackHarness, migrated_url: str, kafka_bootstrap: str,
+                  schema_registry: RealRegistry) -> AsyncIterator[tuple[SlackHarness, dict[str, Any]]]:
+    """The bot with the real registry (behind a proxy that can take it off the network and bring it back) and the real broker."""
+    proxy = Outage(schema_registry.url)
+    await proxy.restore()
     topic = f"orders-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
     admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(timeout=30)
     await slack.bot.stop()
-    slack.bot = Bot(bot_config(slack.emulator, migrated_url, KAFKA_BOOTSTRAP_SERVERS=kafka_bootstrap, SCHEMA_REGISTRY_URL=f"http://127.0.0.1:{port}"))
+    slack.bot = Bot(bot_config(slack.emulator, migrated_url, KAFKA_BOOTSTRAP_SERVERS=kafka_bootstrap, SCHEMA_REGISTRY_URL=proxy.url))
     await slack.bot.start(0)
     slack.driver.request_url = f"{slack.bot.url}/slack/events"
     groups = {g["handle"]: g["id"] for g in slack.ws.usergroups.values()}
@@ -58,14 +53,9 @@ async def watched(slack: SlackHarness, migrated_url: str, kafka_bootstrap: str) 
     assert problems == []
     await slack.bot.lineage.load_catalog(parsed)
     await slack.bot.registry.record("orders-value", parse(V1))
-    state = {"registry": registry, "runner": runner, "port": port, "topic": topic}
+    state = {"registry": schema_registry, "proxy": proxy, "topic": topic}
     yield slack, state
-    await state["runner"].cleanup()
-
-
-async def register(url: str, subject: str, schema: Any) -> int:
-    async with aiohttp.ClientSession() as http, http.post(f"{url}/subjects/{subject}/versions", json={"schema": json.dumps(schema)}) as response:
-        return int((await response.json())["id"])
+    await proxy.cut()
 
 
 def alerts(slack: SlackHarness) -> list[str]:
@@ -75,11 +65,12 @@ def alerts(slack: SlackHarness) -> list[str]:
 async def test_a_schema_registered_around_the_bot_is_alerted_once_and_can_be_proposed_or_acknowledged(
         watched: tuple[SlackHarness, dict[str, Any]], kafka_bootstrap: str) -> None:
     slack, state = watched
-    url = f"http://127.0.0.1:{state['port']}"
-    v1_id = await register(url, "orders-value", V1)  # the approved version, registered by hand: accounted for
+    registry = state["registry"]
+    await registry.set_compatibility("orders-value", "NONE")  # someone with the registry's keys, around the bot
+    v1_id = await registry.register("orders-value", V1)  # the approved version, registered by hand: accounted for
     assert await slack.bot.watcher.watch() == 0
     sneaky = retyped(V1, "price", "string")
-    sneaky_id = await register(url, "orders-value", sneaky)
+    sneaky_id = await registry.register("orders-value", sneaky)
     assert await slack.bot.watcher.watch() == 1
     assert await slack.bot.watcher.watch() == 0  # the same change, once
     await slack.bot.idle()
@@ -112,15 +103,13 @@ async def test_a_schema_registered_around_the_bot_is_alerted_once_and_can_be_pro
 async def test_an_unreachable_registry_is_reported_once_and_again_when_it_answers(watched: tuple[SlackHarness, dict[str, Any]]) -> None:
     slack, state = watched
     assert await slack.bot.watcher.watch() == 0
-    await state["runner"].cleanup()
+    await state["proxy"].cut()
     for _ in range(2):
         await slack.bot.watcher.watch()
     await slack.bot.idle()
     notes = [m.text for m in slack.ws.channel_messages("schema-changes") if "Out-of-band change detection" in m.text]
     assert len(notes) == 1 and "is blind: the Schema Registry could not be read" in notes[0]
-    state["runner"] = web.AppRunner(state["registry"].application(), access_log=None)
-    await state["runner"].setup()
-    await web.TCPSite(state["runner"], "127.0.0.1", state["port"]).start()
+    await state["proxy"].restore()
     await slack.bot.watcher.watch()
     await slack.bot.watcher.watch()
     await slack.bot.idle()

@@ -347,15 +347,21 @@ async def test_approved_schemas_are_registered_in_the_schema_registry(slack: Sla
     card = await card_message(slack)
     await slack.bot.idle()  # the registration runs in its own lane; the card follows it
     view = await slack.bot.proposals.view(1)
-    assert view.proposal.registry_id == 1 and schema_registry.subjects == {"orders-value": [1]}
-    assert "Registered in the Schema Registry as version 1 (id 1)" in json.dumps(slack.ws.find_message(card.channel, card.ts).blocks)  # type: ignore[union-attr]
+    [registered] = await schema_registry.versions("orders-value")
+    assert view.proposal.registry_id == registered["id"] and view.proposal.registry_version == registered["version"] == 1
+    assert await schema_registry.compatibility("orders-value") == "FULL"  # the subject's mode, whatever the registry's default
+    assert (f"Registered in the Schema Registry as version 1 (id {registered['id']})"
+            in json.dumps(slack.ws.find_message(card.channel, card.ts).blocks))  # type: ignore[union-attr]
     assert [v.number for v in await slack.bot.registry.history("orders-value")] == [1, 2]
-    schema_registry.refuse("orders-value")
+    # Around the bot, a version its history never saw: the next approved version is incompatible with it under FULL
+    await schema_registry.set_compatibility("orders-value", "NONE")
+    await schema_registry.register("orders-value", with_field(V1, {"name": "legacy", "type": "string"}))
     await propose(slack, with_field(V1, {"name": "coupon", "type": "string", "default": ""}))
     refused = await card_message(slack, 2)
     await slack.bot.idle()
     shown = json.dumps(slack.ws.find_message(refused.channel, refused.ts).blocks)  # type: ignore[union-attr]
-    assert "Not registered in the Schema Registry after 1 attempt" in shown and "incompatible" in shown
+    assert "Not registered in the Schema Registry after 1 attempt" in shown and "incompatible with an earlier version under FULL" in shown
+    assert "HTTP 409" in shown and len(await schema_registry.versions("orders-value")) == 2
     assert (await slack.bot.proposals.view(2)).state.value == "approved"
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import io
-import json
 import logging
 import struct
 import time
@@ -14,7 +13,6 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import aiohttp
 import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -22,11 +20,11 @@ from fastavro import parse_schema, schemaless_writer
 
 from bot.domain.sli.samples import PIPELINE_SAMPLE_SCHEMA
 from bot.emulator.render import as_text
-from bot.emulator.schema_registry import SchemaRegistryEmulator
 from bot.kafka.metrics import MetricsConsumer
 from bot.runtime import Bot
 from bot.slack import ids
 from tests.conftest import SlackHarness, bot_config
+from tests.registry import RealRegistry
 from tests.test_sli_alerts import ALICE, FAST, alerts, catalog, load, read, sample, send
 
 PARSED = parse_schema(PIPELINE_SAMPLE_SCHEMA)
@@ -53,14 +51,14 @@ def topic(admin: AdminClient, prefix: str, partitions: int = 1) -> str:
 
 
 @pytest.fixture
-async def kafka_bot(slack: SlackHarness, migrated_url: str, kafka_bootstrap: str, schema_registry: SchemaRegistryEmulator) -> AsyncIterator[
+async def kafka_bot(slack: SlackHarness, migrated_url: str, kafka_bootstrap: str, schema_registry: RealRegistry) -> AsyncIterator[
         tuple[SlackHarness, str]]:
     """The harness's bot, now on the real broker and registry, with the real clock (lag is measured against now)."""
     admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
     metrics = topic(admin, "metrics", partitions=3)
     await slack.bot.stop()
     config = bot_config(slack.emulator, migrated_url, KAFKA_BOOTSTRAP_SERVERS=kafka_bootstrap, SLI_METRICS_TOPIC=metrics,
-                        SLI_METRICS_GROUP=f"g-{metrics}", SCHEMA_REGISTRY_URL=schema_registry.url)  # type: ignore[attr-defined]
+                        SLI_METRICS_GROUP=f"g-{metrics}", SCHEMA_REGISTRY_URL=schema_registry.url)
     slack.bot = Bot(config)
     await slack.bot.start(0)
     slack.driver.request_url = f"{slack.bot.url}/slack/events"
@@ -69,16 +67,14 @@ async def kafka_bot(slack: SlackHarness, migrated_url: str, kafka_bootstrap: str
 
 async def test_samples_in_both_encodings_alert_and_resolve_and_bad_records_are_skipped(kafka_bot: tuple[SlackHarness, str],
                                                                                        kafka_bootstrap: str,
-                                                                                       schema_registry: SchemaRegistryEmulator) -> None:
+                                                                                       schema_registry: RealRegistry) -> None:
     slack, metrics = kafka_bot
     await load(slack, catalog(slack, [
         {"name": "raw-pipe", "owner": "orders-team", "channel": "#orders-pipeline", "reports": ["schema_error_rate"],
          "slis": {"schema_error_rate": FAST}},
         {"name": "framed-pipe", "owner": "orders-team", "channel": "#orders-pipeline", "reports": ["schema_error_rate"],
          "slis": {"schema_error_rate": FAST}}]))
-    async with aiohttp.ClientSession() as http, http.post(f"{schema_registry.url}/subjects/{metrics}-value/versions",  # type: ignore[attr-defined]
-                                                          json={"schema": json.dumps(PIPELINE_SAMPLE_SCHEMA)}) as response:
-        schema_id = (await response.json())["id"]
+    schema_id = await schema_registry.register(f"{metrics}-value", PIPELINE_SAMPLE_SCHEMA)
     producer = Producer({"bootstrap.servers": kafka_bootstrap})
     good = [(b"raw-pipe", avro(record("raw-pipe", "schema_error_rate", 0.5))),
             (b"framed-pipe", framed(schema_id, avro(record("framed-pipe", "schema_error_rate", 0.5))))]
@@ -160,16 +156,14 @@ async def test_the_lag_poller_alerts_on_a_group_that_stops_and_resolves_when_it_
 
 
 async def test_dead_letters_are_sampled_from_the_alert(kafka_bot: tuple[SlackHarness, str], kafka_bootstrap: str,
-                                                       schema_registry: SchemaRegistryEmulator) -> None:
+                                                       schema_registry: RealRegistry) -> None:
     slack, _ = kafka_bot
     admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
     dlq = topic(admin, "orders-dlq")
     await load(slack, catalog(slack, [{"name": "enrich-orders", "owner": "orders-team", "channel": "#orders-pipeline", "dlq": dlq,
                                        "slis": {"dlq_volume": {"warn": 0, "warn_for": "0s", "page_for": "0s"}}}]))
     order = {"type": "record", "name": "Order", "fields": [{"name": "id", "type": "string"}, {"name": "price", "type": "double"}]}
-    async with aiohttp.ClientSession() as http, http.post(f"{schema_registry.url}/subjects/orders-value/versions",  # type: ignore[attr-defined]
-                                                          json={"schema": json.dumps(order)}) as response:
-        schema_id = (await response.json())["id"]
+    schema_id = await schema_registry.register("orders-value", order)
     producer = Producer({"bootstrap.servers": kafka_bootstrap})
     for i in range(8):
         producer.produce(dlq, key=f"order-{i}".encode(), value=framed(schema_id, avro({"id": f"o-{i}", "price": 9.5}, parse_schema(order))),

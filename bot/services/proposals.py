@@ -26,7 +26,7 @@ from bot.domain.approvals import UNOWNED, Decision, Policy, State, outcome
 from bot.domain.avro.paths import lineage_path
 from bot.domain.calendar import Kind, Scope, Status, Window
 from bot.domain.compat.analysis import Analysis, analyse
-from bot.domain.compat.classify import Verdict
+from bot.domain.compat.classify import Mode, Verdict
 from bot.domain.lineage.graph import LineageError
 from bot.domain.lineage.model import Team
 from bot.domain.readers import Census
@@ -638,7 +638,8 @@ class Proposals:
             return None  # (no state at all: owed before registrations had one; registered now like any other)
         registry_id, registry_version, error, again = None, None, None, False
         try:
-            registry_id, registry_version = await self.schema_registry.register(view.subject.name, p.schema_text)
+            lifted = Mode.parse(p.mode).fails(p.backward, p.forward)  # every affected team acknowledged the break
+            registry_id, registry_version = await self.schema_registry.register(view.subject.name, p.schema_text, p.mode, lifted=lifted)
         except RegistrationError as err:
             error, again = str(err), err.retryable and p.registry_attempts + 1 < REGISTRY_ATTEMPTS
             if not again:

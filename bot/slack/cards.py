@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from bot.domain.approvals import UNOWNED, Decision, State
+from bot.domain.compat.classify import Mode
 from bot.services.proposals import ProposalView
 from bot.slack import ids
 from bot.slack.render import Reply, escape, fold, mention, section
@@ -77,8 +78,9 @@ def registry_line(view: ProposalView) -> list[str]:
     """Where the registration of the approved version stands, as its own line."""
     p = view.proposal
     if p.registry_id is not None:
+        lifted = f" (its {p.mode} check lifted for this acknowledged break, then set again)" if Mode.parse(p.mode).fails(p.backward, p.forward) else ""
         return ["Registered in the Schema Registry as " + (f"version {p.registry_version} (id {p.registry_id})" if p.registry_version
-                                                           else f"schema id {p.registry_id}")]
+                                                           else f"schema id {p.registry_id}") + lifted]
     if p.registry_state == "registering":
         return [f":hourglass_flowing_sand: Registering version {p.version} in the Schema Registry…"]
     if p.registry_state == "retrying":

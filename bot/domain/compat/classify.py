@@ -40,6 +40,10 @@ class Mode(enum.StrEnum):
         """Whether every prior version is checked, not only the latest."""
         return self.value.endswith("_TRANSITIVE")
 
+    def fails(self, backward: bool, forward: bool) -> bool:
+        """Whether a change with these directions holding fails this mode."""
+        return (BACKWARD in self.required and not backward) or (FORWARD in self.required and not forward)
+
     @classmethod
     def parse(cls, text: str) -> Mode:
         """A mode name, any case; ValueError names the valid ones."""
