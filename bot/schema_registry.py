@@ -86,12 +86,12 @@ class SchemaRegistry:
         number under the subject (None when the registry did not say and could not be asked)."""
         schema = Schema(schema_text, "AVRO", [SchemaReference(r.name, r.subject, r.version) for r in references])
         try:
-            await self.client.set_compatibility(subject, "NONE" if lifted else mode)
+            exists = await self._configure(subject, "NONE" if lifted else mode)
             try:
                 registered = await self.client.register_schema_full_response(subject, schema)
             finally:
-                if lifted:
-                    await self.client.set_compatibility(subject, mode)
+                if lifted or not exists:
+                    await self._configure(subject, mode)
             version = registered.version
             if version is None:  # the Confluent API answers a registration with the id alone: ask which version it is
                 try:
@@ -108,6 +108,17 @@ class SchemaRegistry:
         if registered.schema_id is None:
             raise RegistrationError(f"{self.url} answered without a schema id", retryable=False)
         return int(registered.schema_id), version
+
+    async def _configure(self, subject: str, level: str) -> bool:
+        """Set the subject's compatibility; False when the subject does not exist yet (Apicurio 2.x keeps no level for
+        it then: the first version has nothing to be compatible with, and the level is set after it)."""
+        try:
+            await self.client.set_compatibility(subject, level)
+        except SchemaRegistryError as err:
+            if err.error_code == 40401:
+                return False
+            raise
+        return True
 
     async def close(self) -> None:
         """Close the HTTP client."""

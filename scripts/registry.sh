@@ -4,7 +4,7 @@
 #                                               `export SCHEMA_REGISTRY_URLS='...'` (all COUNT, space-separated)
 #   scripts/registry.sh stop RUN_DIR
 # The build comes from Maven Central into a cache folder, once. It runs on the newest Java on the machine:
-# Apicurio 3.3.3 needs Java 21 or newer, 2.6.13.Final runs on Java 17.
+# Apicurio 3.3.3 needs Java 21 or newer, 2.6.13.Final runs on Java 17 (REGISTRY_JAVA=/path/to/java picks one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
@@ -32,7 +32,11 @@ newest_java() {
 case $action in
   start)
     command -v java >/dev/null 2>&1 || [ -n "$(ls /usr/lib/jvm/*/bin/java 2>/dev/null)" ] || ensure_command java openjdk-17-jre-headless
-    read -r java major <<<"$(newest_java)"
+    if [ -n "${REGISTRY_JAVA:-}" ]; then  # a chosen java binary instead of the newest
+      java=$REGISTRY_JAVA major=$(java_major "$REGISTRY_JAVA")
+    else
+      read -r java major <<<"$(newest_java)"
+    fi
     if [ -z "$java" ] || [ "$major" -lt 17 ]; then
       echo "Apicurio Registry needs Java 17 or newer (21 or newer for 3.x); the newest Java here is ${major:-none}." >&2
       echo "Install one (Debian: apt-get install openjdk-17-jre-headless) or set JAVA_HOME to it." >&2
@@ -49,6 +53,8 @@ case $action in
       tar -xzf "$home"/apicurio-registry-app-*.tar.gz -C "$home" && rm -f "$home"/apicurio-registry-app-*.tar.gz
       touch "$home/.complete"
     fi
+    jar=$home/quarkus-run.jar  # 3.x; 2.x ships a runner jar
+    [ -f "$jar" ] || jar=$(ls "$home"/*-runner.jar)
     started=$(date +%s.%N)
     urls=()
     for n in $(seq 1 "$count"); do
@@ -64,7 +70,7 @@ case $action in
         -Dapicurio.rest.deletion.group.enabled=true -Dapicurio.rest.deletion.artifact.enabled=true \
         -Dapicurio.rest.deletion.artifact-version.enabled=true \
         -Dregistry.rest.artifact.deletion.enabled=true \
-        -jar "$home/quarkus-run.jar" >"$dir/registry.log" 2>&1) &
+        -jar "$jar" >"$dir/registry.log" 2>&1) &
       echo $! > "$dir/pid"
       urls+=("http://127.0.0.1:$port/apis/ccompat/v7")
     done

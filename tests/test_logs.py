@@ -60,7 +60,6 @@ def test_tracebacks_are_redacted_too(captured: io.StringIO) -> None:
 async def test_the_registry_url_credentials_are_used_but_never_shown(schema_registry: RealRegistry) -> None:
     proxy = Outage(schema_registry.url)  # the real registry, with the requests' headers in view
     await proxy.restore()
-    await schema_registry.set_compatibility("orders-value", "NONE")
     await schema_registry.register("orders-value", {"type": "record", "name": "Order", "fields": [{"name": "id", "type": "long"}]})
     client = SchemaRegistry(proxy.url.replace("http://", "http://registry-user:sr%2Fpass-0815@"))
     try:

@@ -66,9 +66,9 @@ async def test_a_schema_registered_around_the_bot_is_alerted_once_and_can_be_pro
         watched: tuple[SlackHarness, dict[str, Any]], kafka_bootstrap: str) -> None:
     slack, state = watched
     registry = state["registry"]
-    await registry.set_compatibility("orders-value", "NONE")  # someone with the registry's keys, around the bot
     v1_id = await registry.register("orders-value", V1)  # the approved version, registered by hand: accounted for
     assert await slack.bot.watcher.watch() == 0
+    await registry.set_compatibility("orders-value", "NONE")  # someone with the registry's keys, around the bot
     sneaky = retyped(V1, "price", "string")
     sneaky_id = await registry.register("orders-value", sneaky)
     assert await slack.bot.watcher.watch() == 1

@@ -72,13 +72,13 @@ def start_make_run(state: Path) -> tuple[subprocess.Popen[str], list[str], threa
 
 
 @pytest.mark.parametrize(("target", "signum"), [("make", signal.SIGTERM), ("bot playground", signal.SIGINT), ("kafka.Kafka", signal.SIGTERM),
-                                                    ("quarkus-run.jar", signal.SIGTERM)])
+                                                    ("apicurio-registry", signal.SIGTERM)])
 def test_make_run_stops_whole_whichever_part_is_stopped(tmp_path: Path, target: str, signum: signal.Signals) -> None:
     make, lines, reader = start_make_run(tmp_path / "var")
     try:
         group = in_group(make.pid)
         assert any("kafka.Kafka" in p.command for p in group), [p.command for p in group]  # the local broker is part of it
-        assert any("quarkus-run.jar" in p.command for p in group), [p.command for p in group]  # and the registry
+        assert any("apicurio-registry" in p.command for p in group), [p.command for p in group]  # and the registry
         [victim] = [make.pid] if target == "make" else [p.pid for p in group if target in p.command and "bash" not in p.command][:1]
         os.kill(victim, signum)
         make.wait(timeout=60)
