@@ -3,7 +3,10 @@
 1. A pair of nested schemas with 3,400 fields, parse included: `bot classify --pairs` on one line holding
    both (JSON decoding, parsing, validation, both directions and every rule) against the Avro library
    parsing both schema texts and running its ReaderWriterCompatibilityChecker both ways.
-2. Throughput of `bot classify --pairs` over 10,000 small pairs (pairs/s).
+2. Schema references: the same wide pair with a shared `Address` record used at 50 places, once taken from
+   `old_refs`/`new_refs` (another subject's type, changed between the two) and once written inline at its first
+   use; the referencing pair's time over the inline one's (aim: at most 1.5x).
+3. Throughput of `bot classify --pairs` over 10,000 small pairs (pairs/s).
 
 Run: .venv/bin/python bench/classify.py [--smoke]
 """
@@ -54,6 +57,51 @@ def evolve(schema: dict[str, Any]) -> dict[str, Any]:
     return new
 
 
+ADDRESS = {"type": "record", "name": "Address", "namespace": "bench",
+           "fields": [{"name": f"line{i}", "type": ["null", "string"], "default": None} for i in range(18)]
+           + [{"name": "zip", "type": "int"}, {"name": "country", "type": "string"}]}
+
+
+def address_changed() -> dict[str, Any]:
+    """The shared type's next version: a promotion and a field added with a default."""
+    new = copy.deepcopy(ADDRESS)
+    new["fields"][18]["type"] = "long"
+    new["fields"].append({"name": "region", "type": "string", "default": ""})
+    return new
+
+
+def with_addresses(schema: dict[str, Any], uses: int, address: dict[str, Any] | None) -> dict[str, Any]:
+    """``schema`` with ``uses`` fields of type Address spread over its groups: the first spells ``address`` out (inline),
+    or every one names it (``address`` None: the type comes from a reference)."""
+    out = copy.deepcopy(schema)
+    groups = out["fields"]
+    for k in range(uses):
+        kind: Any = address if k == 0 and address is not None else "bench.Address"
+        groups[k % len(groups)]["type"]["fields"].append({"name": f"address{k}", "type": kind})
+    return out
+
+
+def references(smoke: bool, old_json: dict[str, Any], new_json: dict[str, Any]) -> None:
+    """The reference-heavy pair against the same pair with the type inline."""
+    uses = 5 if smoke else 50
+    inline = json.dumps({"id": "inline", "old": with_addresses(old_json, uses, ADDRESS), "new": with_addresses(new_json, uses, address_changed()),
+                         "mode": "FULL"}) + "\n"
+    referenced = json.dumps({"id": "refs", "old": with_addresses(old_json, uses, None), "new": with_addresses(new_json, uses, None),
+                             "old_refs": [ADDRESS], "new_refs": [address_changed()], "mode": "FULL"}) + "\n"
+    answers = []
+    for line in (inline, referenced):
+        sink = io.StringIO()
+        classify_pairs(io.StringIO(line), sink, Mode.FULL, None)
+        answers.append(json.loads(sink.getvalue()))
+    paths = [sorted(c["path"].replace("<Address>", "") for c in a["changes"]) for a in answers]
+    assert paths[0] == paths[1], "the two forms must find the same changes"
+    repeat = 1 if smoke else 31
+    flat = median_seconds(lambda: classify_pairs(io.StringIO(inline), io.StringIO(), Mode.FULL, None), repeat)
+    refs = median_seconds(lambda: classify_pairs(io.StringIO(referenced), io.StringIO(), Mode.FULL, None), repeat)
+    print(f"references: a shared type used at {uses} places, changed: from old_refs/new_refs {refs * 1000:.1f} ms, written inline "
+          f"{flat * 1000:.1f} ms ({len(answers[1]['changes'])} findings each); ratio {refs / flat:.2f}x (aim <= 1.5x)")
+
+
 def median_seconds(run: Any, repeat: int) -> float:
     samples = []
     for _ in range(repeat):
@@ -85,6 +133,7 @@ def main(smoke: bool = False) -> None:
     old, new = parse(old_json, keep_parts=True), parse(new_json)
     alone = median_seconds(lambda: classify([old], new, Mode.FULL), 1 if smoke else 11)
     print(f"  the same pair parsed apart (nothing shared between the two sides): classify alone {alone * 1000:.1f} ms")
+    references(smoke, old_json, new_json)
 
     small_old = {"type": "record", "name": "Event", "fields": [
         {"name": "id", "type": "string"}, {"name": "at", "type": {"type": "long", "logicalType": "timestamp-millis"}},

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import orjson
 
 from bot.cli.store import NotMigrated, with_database
-from bot.domain.avro.parse import SchemaError, decode_json, parse, parse_value
+from bot.domain.avro.parse import SchemaError, decode_json, parse, parse_references, parse_value
 from bot.domain.compat.classify import Mode, Verdict, classify
 from bot.domain.compat.report import as_json, as_text, rules_json, rules_text
 from bot.domain.compat.rules import Level
@@ -44,6 +44,10 @@ def add_parsers(sub: Any) -> None:
     classify_parser.add_argument("--subject", help="classify NEW against the stored versions of this subject, in its mode")
     classify_parser.add_argument("--mode", help="BACKWARD, BACKWARD_TRANSITIVE, FORWARD, FORWARD_TRANSITIVE, FULL (default), FULL_TRANSITIVE, NONE")
     classify_parser.add_argument("--format", choices=("text", "json"), default=None, help="text (default) or json; --pairs always writes JSON lines")
+    classify_parser.add_argument("--ref", action="append", default=[], metavar="FILE",
+                                 help="a referenced schema (another subject's named type) both sides use; repeatable, dependencies first")
+    classify_parser.add_argument("--old-ref", action="append", default=[], metavar="FILE", help="a referenced schema only OLD uses (repeatable)")
+    classify_parser.add_argument("--new-ref", action="append", default=[], metavar="FILE", help="a referenced schema only NEW uses (repeatable)")
     classify_parser.add_argument("--fail-on", metavar="LEVEL", help="exit 1 when the change is at least LEVEL (safe, compatible, breaking), or a schema is invalid")
     classify_parser.set_defaults(run=run_classify)
 
@@ -78,6 +82,8 @@ def run_classify(args: argparse.Namespace) -> int:
         if args.pairs:
             if args.schemas or args.history:
                 raise UsageError("--pairs takes no SCHEMA arguments")
+            if args.ref or args.old_ref or args.new_ref:
+                raise UsageError('--pairs lines carry their references ("old_refs", "new_refs"); --ref does not apply')
             if args.format == "text":
                 raise UsageError("--pairs writes JSON lines; --format text does not apply")
             with _open(args.pairs) as lines:
@@ -92,7 +98,11 @@ def _classify_subject(args: argparse.Namespace, mode: Mode | None, fail_on: Leve
     if len(args.schemas) != 1 or args.history or args.pairs:
         raise UsageError("--subject takes exactly one NEW schema")
     try:
-        new = parse(_read(args.schemas[0]))
+        _, new_refs = _references(args)
+        new = parse(_read(args.schemas[0]), refs=new_refs)
+    except _InvalidReference as err:
+        print(f"bot classify: {err}", file=sys.stderr)
+        return FAILED_GATE if fail_on is not None else USAGE_ERROR
     except SchemaError as err:
         print(f"bot classify: {args.schemas[0]}: invalid schema: {err}", file=sys.stderr)
         return FAILED_GATE if fail_on is not None else USAGE_ERROR
@@ -158,16 +168,42 @@ def _classify_files(args: argparse.Namespace, mode: Mode, fail_on: Level | None)
             raise UsageError("--history needs the versions and then NEW")
     elif len(paths) != 2:
         raise UsageError("give OLD and NEW (or --history V1 ... NEW, or --pairs FILE)")
+    try:
+        old_refs, new_refs = _references(args)
+    except _InvalidReference as err:
+        print(f"bot classify: {err}", file=sys.stderr)
+        return FAILED_GATE if fail_on is not None else USAGE_ERROR
     schemas: list[Schema] = []
-    for path in paths:  # each version parsed alongside the one before, sharing what they have in common
+    for number, path in enumerate(paths, start=1):  # each version parsed alongside the one before, sharing what they have in common
         try:
-            schemas.append(parse(_read(path), like=schemas[-1] if schemas else None, keep_parts=True))
+            schemas.append(parse(_read(path), like=schemas[-1] if schemas else None, keep_parts=True,
+                                 refs=new_refs if number == len(paths) else old_refs))
         except SchemaError as err:
             print(f"bot classify: {path}: invalid schema: {err}", file=sys.stderr)
             return FAILED_GATE if fail_on is not None else USAGE_ERROR
     verdict = classify(schemas[:-1], schemas[-1], mode)
     _print(verdict, args.format)
     return _gate(verdict, fail_on)
+
+
+class _InvalidReference(UsageError):
+    """A --ref, --old-ref or --new-ref file that is not a schema (its message names the file)."""
+
+
+def _references(args: argparse.Namespace) -> tuple[list[Schema], list[Schema]]:
+    """The referenced schemas of OLD and of NEW: --ref files (shared by both sides, parsed once) then each side's own."""
+
+    def load(paths: list[str], before: list[Schema]) -> list[Schema]:
+        found = list(before)
+        for path in paths:
+            try:
+                found += parse_references([_read(path)], before=found)
+            except SchemaError as err:
+                raise _InvalidReference(f"{path}: invalid referenced schema: {str(err).removeprefix('reference 1').lstrip(': ')}") from None
+        return found
+
+    shared = load(args.ref, [])
+    return load(args.old_ref, shared), load(args.new_ref, shared)
 
 
 def _print(verdict: Verdict, form: str | None) -> None:
@@ -230,12 +266,21 @@ def _pair(number: int, line: str, default_mode: Mode) -> dict[str, Any]:
         mode = Mode.parse(item["mode"]) if item.get("mode") is not None else default_mode
     except (ValueError, AttributeError):
         return {"id": ident, "error": f"line {number}: unknown mode {item.get('mode')!r}"}
+    sides: dict[str, list[Schema]] = {}
+    for side in ("old_refs", "new_refs"):
+        given = item.get(side, [])
+        if not isinstance(given, list):
+            return {"id": ident, "error": f"line {number}: {side} must be an array of schemas"}
+        try:  # the same references on both sides are parsed once, and shared (nothing in them changed)
+            sides[side] = sides["old_refs"] if side == "new_refs" and given == item.get("old_refs", []) else parse_references(given)
+        except SchemaError as err:
+            return {"id": ident, "error": f"{side}: {err}"}
     try:
-        old = parse_value(item["old"], keep_parts=True)
+        old = parse_value(item["old"], keep_parts=True, refs=sides["old_refs"])
     except SchemaError as err:
         return {"id": ident, "error": f"old: {err}"}
     try:
-        new = parse_value(item["new"], like=old)
+        new = parse_value(item["new"], like=old, refs=sides["new_refs"])
     except SchemaError as err:
         return {"id": ident, "error": f"new: {err}"}
     return {"id": ident, **as_json(classify([old], new, mode))}

@@ -31,6 +31,7 @@ class Node:
     props: dict[str, Any] = field(default_factory=dict)
     by_name: dict[str, Field] = field(default_factory=dict)
     by_alias: dict[str, Field] = field(default_factory=dict)
+    referenced: bool = False  # the root type of a referenced schema (another subject's): paths show where they enter it
 
     @property
     def short_name(self) -> str:

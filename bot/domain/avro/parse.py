@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,8 +76,11 @@ def decode_json(text: str | bytes) -> Any:
         return json.loads(text)
 
 
-def parse(source: Any, *, like: Schema | None = None, keep_parts: bool = False) -> Schema:
+def parse(source: Any, *, like: Schema | None = None, keep_parts: bool = False, refs: Sequence[Schema] = ()) -> Schema:
     """Parse schema JSON text, or an already-decoded JSON value, into a ``Schema``.
+
+    ``refs``: referenced schemas (Confluent's schema references, see ``parse_references``) whose named types this
+    schema may use by name; it may not define them again.
 
     ``like``: a schema parsed with ``keep_parts`` (typically the other side of a comparison); each field
     whose JSON equals a self-contained field of it, in the same record at the same depth, is taken over
@@ -84,25 +88,41 @@ def parse(source: Any, *, like: Schema | None = None, keep_parts: bool = False) 
     the classifier passes over at once (a shared field cannot have changed).
     """
     value = load_json(source) if isinstance(source, str | bytes) else source
-    return _Parser(like.parts if like is not None else None, keep_parts).schema(value)
+    return _Parser(like.parts if like is not None else None, keep_parts, refs).schema(value)
 
 
-def parse_value(value: Any, *, like: Schema | None = None, keep_parts: bool = False) -> Schema:
+def parse_value(value: Any, *, like: Schema | None = None, keep_parts: bool = False, refs: Sequence[Schema] = ()) -> Schema:
     """Parse a JSON value that is a schema, or a string holding schema text (or naming a type). A bare string that
     names a primitive is that primitive written as a JSON string (``"null"`` is the null type, not JSON null)."""
     if isinstance(value, str):
         if not value.strip():
             raise SchemaError("", "empty schema")
         if value.strip() in PRIMITIVES:
-            return _Parser(None, keep_parts).schema(value.strip())
+            return _Parser(None, keep_parts, refs).schema(value.strip())
         try:
             value = decode_json(value)
         except json.JSONDecodeError:
             if value.lstrip()[:1] in ("{", "[", '"'):
-                return parse(value)
+                return parse(value, refs=refs)
         except RecursionError:
             raise SchemaError("", f"nesting deeper than {MAX_DEPTH} levels") from None
-    return _Parser(like.parts if like is not None else None, keep_parts).schema(value)
+    return _Parser(like.parts if like is not None else None, keep_parts, refs).schema(value)
+
+
+def parse_references(sources: Sequence[Any], before: Sequence[Schema] = ()) -> list[Schema]:
+    """Referenced schemas (JSON text or values), in the order a registry gives them: each may use the named types of
+    ``before`` and of those before it. The root type of each is marked ``referenced``, so findings inside it carry the
+    referencing field's path (``Order.shipping<Address>.zip``). A SchemaError names the reference (``reference 2: ...``)."""
+    found: list[Schema] = list(before)
+    for number, source in enumerate(sources, start=1):
+        try:
+            schema = parse_value(source, refs=found)
+        except SchemaError as err:
+            raise SchemaError(f"reference {number}" + (f" {err.place}" if err.place else ""), err.reason) from None
+        if schema.root.type in NAMED:
+            schema.root.referenced = True
+        found.append(schema)
+    return found[len(before):]
 
 
 # The named types a field defines, and the names it looks up with the types found (all its own): where it is
@@ -126,8 +146,10 @@ _NOTHING_KEPT = _Kept({}, {}, -1, set(), {})
 
 
 class _Parser:
-    def __init__(self, like: _Parts | None, keep: bool) -> None:
+    def __init__(self, like: _Parts | None, keep: bool, refs: Sequence[Schema] = ()) -> None:
         self.names: dict[str, Node] = {}
+        for ref in refs:
+            self.names.update(ref.names)
         self.like: dict[str | None, _Kept] | None = like[0] if like is not None else None
         self.keep: dict[str | None, _Kept] | None = {} if keep else None
         self.defined: list[Node] = []  # named types in the order of definition
@@ -186,7 +208,7 @@ class _Parser:
         full = name if "." in name or not namespace else f"{namespace}.{name}"
         node = self.names.get(full) or self.names.get(name)
         if node is None:
-            raise SchemaError(place, f"unknown type \"{name}\" (named types must be defined before they are used)")
+            raise SchemaError(place, f"unknown type \"{name}\" (named types must be defined before they are used, or come from a referenced schema)")
         if self.keep is not None:
             self.referenced += ((full, node), (name, node))
         return node

@@ -7,7 +7,11 @@ field that is itself a record is listed along with its members. Classifier paths
 
 from __future__ import annotations
 
+import re
+
 from bot.domain.avro.model import Node, Schema
+
+ENTRY = re.compile(r"<[A-Za-z0-9_]*>")
 
 
 def field_paths(schema: Schema) -> list[str]:
@@ -33,6 +37,9 @@ def field_paths(schema: Schema) -> list[str]:
 
 
 def lineage_path(path: str, label: str) -> str:
-    """``Order.items[].price`` (a classifier path under root ``Order``) as ``items.price``."""
+    """``Order.items[].price`` (a classifier path under root ``Order``) as ``items.price``; a referenced type's
+    entry is dropped too (``Order.shipping<Address>.zip`` is ``shipping.zip``)."""
     rest = path[len(label):] if path.startswith(label) else path
+    if "<" in rest:
+        rest = ENTRY.sub("", rest)
     return rest.replace("[]", "").replace("{}", "").lstrip(".")

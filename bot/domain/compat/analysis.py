@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from bot.domain.avro.model import Schema
 from bot.domain.avro.normal import normal_form
-from bot.domain.avro.parse import SchemaError, parse
+from bot.domain.avro.parse import SchemaError, parse, parse_references
 from bot.domain.compat.classify import Mode, Verdict, classify
 
 
@@ -38,11 +38,12 @@ def stored_form(schema: Schema) -> tuple[str, str]:
     return json.dumps(normal, separators=(",", ":")), digest
 
 
-def analyse(history: Sequence[str], proposed: str, mode: str) -> Analysis:
-    """Classify ``proposed`` against the stored versions (oldest first) in ``mode``. The newest version is
-    parsed alongside the proposal, so the two share what they have in common."""
+def analyse(history: Sequence[str], proposed: str, mode: str, refs: Sequence[str] = ()) -> Analysis:
+    """Classify ``proposed`` (using the referenced schemas ``refs``, dependencies first) against the stored versions
+    (oldest first, each whole) in ``mode``. The newest version is parsed alongside the proposal, so the two share what
+    they have in common. The stored form spells the referenced types out, so the fingerprint covers them."""
     try:
-        new = parse(proposed, keep_parts=True)
+        new = parse(proposed, keep_parts=True, refs=parse_references(refs))
     except SchemaError as err:
         return Analysis(None, error=str(err))
     versions = [parse(text) for text in history[:-1]] + [parse(text, like=new) for text in history[-1:]]

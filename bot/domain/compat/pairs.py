@@ -15,7 +15,7 @@ from bot.domain.avro.model import NAMED, Field, Node, Schema
 from bot.domain.compat.changes import Change
 from bot.domain.compat.matching import NAME_OF, counterpart, type_change_rule, unshared
 from bot.domain.compat.memo import PairMemo
-from bot.domain.compat.resolve import Rel, decimal_changes
+from bot.domain.compat.resolve import Rel, decimal_changes, entering, entry
 
 SWAP_DETAIL = {"STRING_BYTES_SWAPPED": {("string", "bytes"): "raw bytes instead of text",
                                         ("bytes", "string"): "text decoded as UTF-8 from what were raw bytes (values that are not UTF-8 fail to read)"}}
@@ -23,8 +23,8 @@ SWAP_DETAIL = {"STRING_BYTES_SWAPPED": {("string", "bytes"): "raw bytes instead 
 
 def semantic_changes(old: Schema, new: Schema) -> list[Change]:
     """Every semantic difference between two versions, with paths from the new schema's point of view."""
-    label = new.label
-    return [Change(rule, label + suffix, o, n, detail) for suffix, rule, o, n, detail in _Walker().pair(old.root, new.root)]
+    label, entered = new.label, entry(new.root)
+    return [Change(rule, label + suffix.removeprefix(entered), o, n, detail) for suffix, rule, o, n, detail in _Walker().pair(old.root, new.root)]
 
 
 class _Walker:
@@ -62,10 +62,11 @@ class _Walker:
         found += _logical(old, new)
         if old.type in NAMED:
             found += _named(old, new)
-        if old.type == "record":
-            found += self.record(old, new)
-        elif old.type == "enum":
-            found += _enum(old, new)
+            if old.type == "record":
+                found += self.record(old, new)
+            elif old.type == "enum":
+                found += _enum(old, new)
+            return entering(new, found)
         elif old.type == "array":
             assert old.items is not None and new.items is not None
             found += [("[]" + s, *rest) for s, *rest in self.pair(old.items, new.items)]  # type: ignore[misc]

@@ -39,8 +39,8 @@ class Resolution:
     def check(self, old: Schema, new: Schema, version: int | None = None) -> list[Change]:
         """Every failure of this direction, with full paths."""
         writer, reader = (old.root, new.root) if self.backward else (new.root, old.root)
-        breaks, label = frozenset({self.direction}), new.label
-        return [Change(rule, label + suffix, o, n, detail, breaks, version)
+        breaks, label, entered = frozenset({self.direction}), new.label, entry(new.root)
+        return [Change(rule, label + suffix.removeprefix(entered), o, n, detail, breaks, version)
                 for suffix, rule, o, n, detail in self._resolve(writer, reader)]
 
     def _orient(self, writer: Node, reader: Node) -> tuple[Node, Node]:
@@ -70,9 +70,9 @@ class Resolution:
         if not matches(writer, reader):
             return self._mismatch(writer, reader)
         if writer.type == "record":
-            return self._record(writer, reader)
+            return entering(reader if self.backward else writer, self._record(writer, reader))
         if writer.type == "enum":
-            return self._enum(writer, reader)
+            return entering(reader if self.backward else writer, self._enum(writer, reader))
         if writer.type == "array":
             assert writer.items is not None and reader.items is not None
             return [("[]" + s, *rest) for s, *rest in self._resolve(writer.items, reader.items)]  # type: ignore[misc]
@@ -149,6 +149,19 @@ class Resolution:
         old, new = self._orient(writer, reader)
         rule = "ENUM_SYMBOL_REMOVED" if self.backward else "ENUM_SYMBOL_ADDED"
         return [("", rule, old.describe(), new.describe(), "")]
+
+
+def entry(node: Node) -> str:
+    """The path segment that says a path enters another subject's type: ``<Address>`` (empty for any other node)."""
+    return f"<{node.short_name}>" if node.referenced else ""
+
+
+def entering(new: Node, found: list[Rel]) -> list[Rel]:
+    """Findings inside ``new`` (the new schema's side), their paths entering it when it is a referenced type."""
+    if not new.referenced or not found:
+        return found
+    segment = entry(new)
+    return [(segment + s, *rest) for s, *rest in found]  # type: ignore[misc]
 
 
 def decimal_changes(old: Node, new: Node) -> list[Rel]:
