@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from confluent_kafka.schema_registry import AsyncSchemaRegistryClient, Schema, SchemaReference
 from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+from bot.domain.references import Reference
 
 
 class RegistrationError(Exception):
@@ -19,15 +20,6 @@ class RegistrationError(Exception):
     def __init__(self, message: str, *, retryable: bool) -> None:
         super().__init__(message)
         self.retryable = retryable
-
-
-@dataclass(frozen=True)
-class Reference:
-    """A named type a schema takes from another subject's version (Confluent's ``references`` entry)."""
-
-    name: str
-    subject: str
-    version: int
 
 
 # What a refusal means, by the registry's error code (Confluent's codes, which Apicurio's Confluent API answers too);
@@ -108,6 +100,27 @@ class SchemaRegistry:
         if registered.schema_id is None:
             raise RegistrationError(f"{self.url} answered without a schema id", retryable=False)
         return int(registered.schema_id), version
+
+    async def version(self, subject: str, version: int) -> tuple[str, list[Reference]]:
+        """A registered version's schema text and its own references; RegistrationError when the registry does not
+        have it (``retryable`` False) or cannot be reached (True)."""
+        try:
+            found = await self.client.get_version(subject, version)
+        except SchemaRegistryError as err:
+            status = err.http_status_code if isinstance(err.http_status_code, int) else 0
+            code = err.error_code if isinstance(err.error_code, int) else 0
+            if code == 40401 or (status == 404 and code != 40402):
+                raise RegistrationError(f"subject {subject!r} is not in the Schema Registry", retryable=False) from None
+            if code == 40402 or status in (404, 422):
+                raise RegistrationError(f"subject {subject!r} has no version {version} in the Schema Registry", retryable=False) from None
+            raise RegistrationError(f"{self.url} {refusal(status, code, '')} (HTTP {status}, error code {code})",
+                                    retryable=status >= 500 or status in (0, 408, 429)) from None
+        except Exception as err:
+            raise RegistrationError(f"{self.url} could not be reached: {type(err).__name__}", retryable=True) from None
+        schema = found.schema
+        if schema is None or schema.schema_str is None:
+            raise RegistrationError(f"{self.url} answered version {version} of {subject!r} without its schema", retryable=False)
+        return schema.schema_str, [Reference(str(r.name), str(r.subject), int(r.version or 0)) for r in schema.references or []]
 
     async def _configure(self, subject: str, level: str) -> bool:
         """Set the subject's compatibility; False when the subject does not exist yet (Apicurio 2.x keeps no level for

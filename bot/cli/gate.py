@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import quote
 
 from bot.cli.api import Unreachable, call
+from bot.domain.references import as_json, parse_pin
 
 VERDICT = {"approved": "approved as version {version}", "pending": "waiting for acknowledgements (proposal #{proposal})",
            "rejected": "not approved: proposal #{proposal} was {proposal_state}", "unknown": "not approved: no proposal carries this schema",
@@ -27,6 +28,8 @@ def add_parsers(sub: Any) -> None:
                           description="Reads $CHANGEOPS_API_TOKEN (a token with proposals:read) and $CHANGEOPS_URL.")
     gate.add_argument("subject")
     gate.add_argument("file", help="the schema the release ships (.avsc), - for stdin")
+    gate.add_argument("--reference", action="append", default=None, metavar="NAME=SUBJECT:VERSION",
+                      help="a schema reference the release registers with it, in order; repeatable (default: the subject's current ones)")
     gate.add_argument("--url", help="the bot's address (default $CHANGEOPS_URL, else http://127.0.0.1:3000)")
     gate.add_argument("--format", choices=("text", "json"), default="text")
     gate.set_defaults(run=run_gate)
@@ -52,7 +55,15 @@ def run_gate(args: argparse.Namespace) -> int:
     except json.JSONDecodeError as err:
         print(f"bot gate: {args.file} is not JSON: {err.msg} at line {err.lineno}", file=sys.stderr)
         return 2
-    answer = _ask("bot gate", f"/api/v1/subjects/{quote(args.subject, safe='')}/check", {"schema": json.dumps(schema)}, args.url)
+    registry_form = isinstance(schema, dict) and "schema" in schema and "type" not in schema  # {"schema", "references"}
+    body: dict[str, Any] = dict(schema) if registry_form else {"schema": json.dumps(schema)}
+    try:
+        if args.reference is not None:
+            body["references"] = as_json([parse_pin(text) for text in args.reference])
+    except ValueError as err:
+        print(f"bot gate: {err}", file=sys.stderr)
+        return 2
+    answer = _ask("bot gate", f"/api/v1/subjects/{quote(args.subject, safe='')}/check", body, args.url)
     if answer is None:
         return 2
     if args.format == "json":

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.cli.api import Unreachable, call
+from bot.domain.references import as_json, parse_pin
 
 
 def add_parsers(sub: Any) -> None:
@@ -23,6 +24,9 @@ def add_parsers(sub: Any) -> None:
     propose.add_argument("--window-start", help="planned start, ISO 8601 with an offset (2026-12-03T02:00:00Z)")
     propose.add_argument("--window-hours", type=float, help="planned duration in hours")
     propose.add_argument("--revision-of", type=int, help="the proposal this one revises")
+    propose.add_argument("--reference", action="append", default=None, metavar="NAME=SUBJECT:VERSION",
+                         help="a schema reference (a named type another subject's version defines), in order; repeatable. "
+                              "Without any, the subject's current references are kept")
     propose.add_argument("--format", choices=("text", "json"), default="text")
     propose.set_defaults(run=run_propose)
 
@@ -36,6 +40,12 @@ def run_propose(args: argparse.Namespace) -> int:
         return 2
     body = {"subject": args.subject, "schema": schema, "notes": args.notes, **({"proposer": args.proposer} if args.proposer else {}),
             "window_start": args.window_start, "window_hours": args.window_hours, "revision_of": args.revision_of}
+    try:
+        if args.reference is not None:
+            body["references"] = as_json([parse_pin(text) for text in args.reference])
+    except ValueError as err:
+        print(f"bot propose: {err}", file=sys.stderr)
+        return 2
     try:
         status, answer = call("/api/v1/proposals", body)
     except Unreachable as err:

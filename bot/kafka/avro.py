@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from confluent_kafka.schema_registry import SchemaRegistryClient
@@ -27,6 +28,24 @@ def wire_schema_id(data: bytes) -> int | None:
     return int.from_bytes(data[1:5], "big") if len(data) >= 5 and data[0] == 0 else None
 
 
+MAX_DEPTH = 32  # references of references
+
+
+def referenced(client: SchemaRegistryClient, references: Sequence[Any], depth: int = 0,
+               found: dict[tuple[str, int], dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """The schemas behind a registered schema's ``references`` (confluent-kafka's ``SchemaReference``), transitively,
+    dependencies first, each once: ``{subject, version, schema}``. Blocking; the registry's errors pass through."""
+    found = {} if found is None else found
+    for reference in references:
+        key = (str(reference.subject), int(reference.version or 0))
+        if key in found or depth > MAX_DEPTH:
+            continue
+        registered = client.get_version(key[0], key[1])
+        referenced(client, registered.schema.references or [], depth + 1, found)
+        found[key] = {"subject": key[0], "version": key[1], "schema": registered.schema.schema_str or ""}
+    return list(found.values())
+
+
 class Registry:
     """Writer schemas by id from a Confluent-compatible registry (blocking calls: use from a worker thread)."""
 
@@ -39,14 +58,18 @@ class Registry:
         """The parsed schema ``schema_id`` names; DecodeError when the registry does not know it or cannot be reached."""
         if schema_id not in self._schemas:
             try:
-                text = self.client.get_schema(schema_id).schema_str
+                schema = self.client.get_schema(schema_id)
+                named: dict[str, Any] = {}
+                for entry in referenced(self.client, schema.references or []):  # their named types, dependencies first
+                    parse_schema(json.loads(entry["schema"]), named_schemas=named)
+                text = schema.schema_str
             except SchemaRegistryError as err:
                 if err.http_status_code == 404:
                     raise DecodeError("unknown_schema_id", f"schema id {schema_id} is not in the registry at {self.url}") from None
                 raise DecodeError("registry_unreachable", f"the registry at {self.url} answered {err.http_status_code}") from None
             except Exception as err:  # the HTTP library's connection errors
                 raise DecodeError("registry_unreachable", f"the registry at {self.url} could not be reached ({type(err).__name__})") from None
-            self._schemas[schema_id] = parse_schema(json.loads(text or "null"))
+            self._schemas[schema_id] = parse_schema(json.loads(text or "null"), named_schemas=named)
         return self._schemas[schema_id]
 
     def close(self) -> None:

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 from confluent_kafka.schema_registry import SchemaRegistryClient
 
-from bot.kafka.avro import wire_schema_id
+from bot.kafka.avro import referenced, wire_schema_id
 
 TIMEOUT = 10.0
 NEWEST = 50  # messages read from the end of each partition
@@ -24,6 +25,8 @@ class Registered:
     version: int
     schema_id: int
     text: str
+    references: tuple[dict[str, Any], ...] = ()  # as registered: ``{name, subject, version}``
+    referenced: tuple[dict[str, Any], ...] = ()  # the schemas behind them, dependencies first
 
 
 def new_versions(client: SchemaRegistryClient, seen: set[tuple[str, int]]) -> list[Registered]:
@@ -33,14 +36,20 @@ def new_versions(client: SchemaRegistryClient, seen: set[tuple[str, int]]) -> li
         for version in client.get_versions(subject):
             if (subject, version) not in seen:
                 registered = client.get_version(subject, version)
-                found.append(Registered(subject, version, int(registered.schema_id or -1), registered.schema.schema_str or ""))
+                references = registered.schema.references or []
+                found.append(Registered(subject, version, int(registered.schema_id or -1), registered.schema.schema_str or "",
+                                        tuple(r.to_dict() for r in references), tuple(referenced(client, references))))
     return found
 
 
-def schema_text(client: SchemaRegistryClient, schema_id: int) -> str | None:
-    """The schema a registry id names (None when the registry does not know it)."""
+def schema_text(client: SchemaRegistryClient, schema_id: int) -> Registered | None:
+    """The schema a registry id names, with its references resolved (None when the registry does not know it, or a
+    reference does not resolve)."""
     try:
-        return client.get_schema(schema_id).schema_str
+        schema = client.get_schema(schema_id)
+        references = schema.references or []
+        return Registered("", -1, schema_id, schema.schema_str or "", tuple(r.to_dict() for r in references),
+                          tuple(referenced(client, references)))
     except Exception:  # the registry's 404, or its absence: the id stays unexplained
         return None
 

@@ -6,7 +6,7 @@ now, unless an emergency override (two oncall people) stands for it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -15,7 +15,9 @@ from sqlmodel import col, select
 from bot.domain.approvals import State
 from bot.domain.calendar import Scope, Window
 from bot.domain.compat.analysis import analyse, fingerprints
+from bot.domain.references import Reference
 from bot.services.calendar import CalendarService
+from bot.services.references import References, UnresolvedReference
 from bot.services.registry import Registry
 from bot.store.database import Database
 from bot.store.models import Proposal, SchemaVersion, Subject, aware, utcnow
@@ -36,15 +38,24 @@ class GateError(ValueError):
 class Gate:
     """Answers deploy pipelines."""
 
-    def __init__(self, db: Database, registry: Registry, calendar: CalendarService, clock: Callable[[], datetime] = utcnow) -> None:
+    def __init__(self, db: Database, registry: Registry, calendar: CalendarService, clock: Callable[[], datetime] = utcnow,
+                 references: References | None = None) -> None:
         self.db, self.registry, self.calendar, self.clock = db, registry, calendar, clock
+        self.references = references or References(db, registry, None)
 
-    async def check(self, subject_name: str, schema_text: str) -> dict[str, Any]:
-        """``{"subject", "status", "proposal", "proposal_state", "version", "level", "changes", "freeze", "override"}``."""
+    async def check(self, subject_name: str, schema_text: str, references: Sequence[Reference] | None = None) -> dict[str, Any]:
+        """``{"subject", "status", "proposal", "proposal_state", "version", "level", "changes", "freeze", "override"}``.
+        ``references``: the schema's references (None: those of the subject's current version); the fingerprint
+        compared is of the schema with them resolved."""
         subject = await self.registry.subject(subject_name)
         if subject is None:
             raise GateError(f"there is no subject {subject_name!r}: nothing is approved for it", 404)
-        answer = await self._approval(subject, schema_text)
+        pins = list(references) if references is not None else await self.references.pins(subject_name)
+        try:
+            refs = [entry["schema"] for entry in await self.references.resolve(pins)]
+        except UnresolvedReference as err:
+            raise GateError(str(err), 503 if err.retryable else 400) from None
+        answer = await self._approval(subject, schema_text, refs)
         answer["freeze"], answer["override"] = None, None
         if answer["status"] != APPROVED:
             return answer
@@ -61,10 +72,10 @@ class Gate:
         answer["override"] = {"entry": override.id, "proposal": override.proposal_id, "until": aware(override.end).isoformat()}
         return answer
 
-    async def _approval(self, subject: Subject, schema_text: str) -> dict[str, Any]:
+    async def _approval(self, subject: Subject, schema_text: str, refs: list[str]) -> dict[str, Any]:
         subject_name = subject.name
         history = await self.registry.history(subject_name)
-        analysis = await off_loop(analyse, [v.schema_text for v in history], schema_text, subject.compatibility)
+        analysis = await off_loop(analyse, [v.schema_text for v in history], schema_text, subject.compatibility, refs)
         if analysis.error is not None or analysis.verdict is None:
             raise GateError(f"not a valid Avro schema: {analysis.error}")
         answer: dict[str, Any] = {"subject": subject_name, "status": UNKNOWN, "proposal": None, "proposal_state": None, "version": None,
@@ -79,8 +90,12 @@ class Gate:
         async with self.db.session() as session:
             proposals = list((await session.exec(select(Proposal).where(col(Proposal.subject_id) == subject.id, col(Proposal.state) != State.APPROVED.value)
                                                  .order_by(col(Proposal.id).desc()).limit(200))).all())
-        prints = await off_loop(fingerprints, [p.schema_text for p in proposals])
-        for carrier, print_ in zip(proposals, prints, strict=True):
+        prints = [await off_loop(fingerprints, [p.schema_text], [e["schema"] for e in p.referenced]) for p in proposals if p.referenced]
+        plain = await off_loop(fingerprints, [p.schema_text for p in proposals if not p.referenced])
+        by_id = dict(zip([p.id for p in proposals if p.referenced], [print_[0] for print_ in prints], strict=True))
+        by_id.update(zip([p.id for p in proposals if not p.referenced], plain, strict=True))
+        for carrier in proposals:
+            print_ = by_id[carrier.id]
             if print_ == analysis.fingerprint:
                 return {**answer, "status": STATUS_OF.get(carrier.state, UNKNOWN), "proposal": carrier.id, "proposal_state": carrier.state,
                         "level": carrier.level, "changes": carrier.findings}

@@ -21,6 +21,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
 from bot.domain.compat.analysis import analyse, fingerprints
+from bot.domain.references import read_references
 from bot.kafka.out_of_band import Registered, new_versions, schema_ids, schema_text
 from bot.services import leases
 from bot.services.audit import record as audit
@@ -81,7 +82,7 @@ class OutOfBand:
             return 0
         await self._reachable(REGISTRY, None)
         known = set(await self.registry.names())
-        return sum([await self._observe(v.subject, REGISTRY, v.schema_id, v.version, v.text) for v in versions if v.subject in known])
+        return sum([await self._observe(v.subject, REGISTRY, v.schema_id, v.version, v) for v in versions if v.subject in known])
 
     async def _kafka_pass(self, bootstrap: str) -> int:
         async with self.db.session() as session:
@@ -98,24 +99,26 @@ class OutOfBand:
                 return found
             for schema_id in sorted(ids):
                 if (subject.name, schema_id) not in seen:
-                    text = await asyncio.to_thread(schema_text, self.client, schema_id) if self.client is not None else None
-                    found += await self._observe(subject.name, KAFKA, schema_id, -1, text)
+                    registered = await asyncio.to_thread(schema_text, self.client, schema_id) if self.client is not None else None
+                    found += await self._observe(subject.name, KAFKA, schema_id, -1, registered)
         await self._reachable(KAFKA, None)
         return found
 
-    async def _observe(self, subject_name: str, source: str, schema_id: int, version: int, text: str | None) -> int:
+    async def _observe(self, subject_name: str, source: str, schema_id: int, version: int, registered: Registered | None) -> int:
         """Judge one schema seen outside (once): 1 when no approved version accounts for it (and an alert is owed)."""
+        text = registered.text if registered is not None else None
+        refs = [entry["schema"] for entry in registered.referenced] if registered is not None else []
         subject = await self.registry.subject(subject_name)
         assert subject is not None
         async with self.db.session() as session:
             approved = list((await session.exec(select(SchemaVersion).where(col(SchemaVersion.subject_id) == subject.id)
                                                 .order_by(col(SchemaVersion.version)))).all())
-        [print_] = await off_loop(fingerprints, [text or ""]) if text else [None]
+        [print_] = await off_loop(fingerprints, [text or ""], refs) if text else [None]
         accounted = any(v.registry_id == schema_id or (print_ is not None and v.fingerprint == print_) for v in approved)
         detail: dict[str, Any] = {}
         level = None
         if not accounted and text:
-            analysis = await off_loop(analyse, [v.schema_text for v in approved], text, subject.compatibility)
+            analysis = await off_loop(analyse, [v.schema_text for v in approved], text, subject.compatibility, refs)
             if analysis.verdict is not None:
                 level = str(analysis.verdict.level)
                 impact = await self.proposals.impact_of(subject_name, analysis)
@@ -184,12 +187,13 @@ class OutOfBand:
         row = await self.observed(number)
         if row.proposal_id is not None:
             raise OutOfBandError(f"proposal #{row.proposal_id} was already opened for it")
-        text = await asyncio.to_thread(schema_text, self.client, row.schema_id) if self.client is not None and row.schema_id >= 0 else None
-        if not text:
+        registered = await asyncio.to_thread(schema_text, self.client, row.schema_id) if self.client is not None and row.schema_id >= 0 else None
+        if registered is None or not registered.text:
             raise OutOfBandError("the registry does not give this schema, so no proposal can carry it")
         where = f"registry version {row.version}" if row.source == REGISTRY else f"schema id {row.schema_id} on the topic"
         try:
-            view = await self.proposals.propose(row.subject, text, user, notes=f"Retroactive: found out of band ({where}), not approved before.")
+            view = await self.proposals.propose(row.subject, registered.text, user, references=read_references(list(registered.references)),
+                                                notes=f"Retroactive: found out of band ({where}), not approved before.")
         except ProposalError as err:
             raise OutOfBandError(str(err)) from None
         async with self.db.session() as session:

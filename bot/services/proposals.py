@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -27,14 +27,18 @@ from bot.domain.avro.paths import lineage_path
 from bot.domain.calendar import Kind, Scope, Status, Window
 from bot.domain.compat.analysis import Analysis, analyse
 from bot.domain.compat.classify import Mode, Verdict
+from bot.domain.compat.rules import Level
 from bot.domain.lineage.graph import LineageError
 from bot.domain.lineage.model import Team
 from bot.domain.readers import Census
+from bot.domain.references import Reference, read_references
+from bot.domain.references import as_json as ref_json
 from bot.schema_registry import RegistrationError, SchemaRegistry
 from bot.services.audit import record as audit
 from bot.services.calendar import CalendarService
 from bot.services.lineage import LineageService
 from bot.services.outbox import Expand, GiveUp, Item, Outbox, Retry
+from bot.services.references import Dependent, References, UnresolvedReference
 from bot.services.registry import Registry
 from bot.store.database import Database
 from bot.store.models import (
@@ -134,12 +138,38 @@ class Checked:
     schema_text: str
     analysis: Analysis
     window_hours: float | None
+    references: tuple[Reference, ...] = ()  # as named (or kept from the current version), in order
+    referenced: tuple[dict[str, Any], ...] = ()  # the schemas behind them, dependencies first
+    dependents: tuple[tuple[Dependent, Analysis], ...] = ()  # subjects that use this one's types, with the new version in
 
     @property
     def verdict(self) -> Verdict:
         """The classification."""
         assert self.analysis.verdict is not None
         return self.analysis.verdict
+
+    @property
+    def level(self) -> Level:
+        """The change's level: its own, or worse where a subject that uses its types feels it worse."""
+        return max([self.verdict.level, *(a.verdict.level for _, a in self.dependents if a.verdict is not None)])
+
+
+async def approved_form(proposal: Proposal) -> Analysis:
+    """The stored form and fingerprint of a proposal's schema, with the referenced schemas it was classified with."""
+    return await off_loop(analyse, [], proposal.schema_text, proposal.mode, [entry["schema"] for entry in proposal.referenced])
+
+
+def substituted(referenced: Sequence[dict[str, Any]], shared: str, text: str, own: Sequence[dict[str, Any]]) -> list[str]:
+    """A dependent's referenced schemas with the shared subject's proposed ``text`` (and its own references ``own``) in
+    place of the version it pins; dependencies first."""
+    replaced = {entry["subject"] for entry in own}
+    found: list[str] = []
+    for entry in referenced:
+        if entry["subject"] == shared:
+            found += [e["schema"] for e in own] + [text]
+        elif entry["subject"] not in replaced:
+            found.append(entry["schema"])
+    return found
 
 
 class Membership(Protocol):
@@ -186,6 +216,7 @@ class Proposals:
         self.db, self.registry, self.lineage, self.calendar = db, registry, lineage, calendar
         self.membership, self.outbox, self.clock = membership, outbox, clock
         self.schema_registry, self.readers = schema_registry, readers
+        self.references = References(db, registry, schema_registry)
 
     # --- proposing ------------------------------------------------------------------------------
 
@@ -200,31 +231,63 @@ class Proposals:
             raise ProposalError("the planned duration must be between 0 and 720 hours", "duration")
         return subject
 
-    async def check(self, subject_name: str, schema_text: str, window_hours: float | None = None) -> Checked:
+    async def check(self, subject_name: str, schema_text: str, window_hours: float | None = None,
+                    references: Sequence[Reference] | None = None) -> Checked:
         """Everything that can be wrong with a proposal before it exists (ProposalError names the field).
 
-        Parsing and classifying run in a worker process: a 1 MB schema never stalls other requests."""
+        ``references``: the schema references it names; None keeps those of the subject's current version (a reference
+        pins a version) when the schema uses their types. Subjects whose current version uses this subject's types are
+        classified too, each with the new version in and in its own mode. Parsing and classifying run in a worker
+        process: a 1 MB schema never stalls other requests."""
         subject = await self.precheck(subject_name, schema_text, window_hours)
+        pins = list(references) if references is not None else await self.references.pins(subject_name)
+        referenced = await self._resolve(pins)
         history = [v.schema_text for v in await self.registry.history(subject_name)]
-        analysis = await off_loop(analyse, history, schema_text, subject.compatibility)
+        analysis = await off_loop(analyse, history, schema_text, subject.compatibility, [e["schema"] for e in referenced])
+        if analysis.error is not None and references is None and pins:  # the kept references may be what it dropped
+            alone = await off_loop(analyse, history, schema_text, subject.compatibility)
+            if alone.error is None:
+                analysis, pins, referenced = alone, [], []
         if analysis.error is not None:
             raise ProposalError(f"not a valid Avro schema: {analysis.error}", "schema")
-        checked = Checked(subject, schema_text, analysis, window_hours)
+        checked = Checked(subject, schema_text, analysis, window_hours, tuple(pins), tuple(referenced))
         if checked.verdict.identical:
             raise ProposalError(f"no change: this schema is identical to the current version of {subject_name}", "schema")
-        return checked
+        dependents = []
+        for dependent in await self.references.dependents(subject_name):
+            texts = substituted(dependent.proposal.referenced, subject_name, schema_text, referenced)
+            their_history = [v.schema_text for v in await self.registry.history(dependent.subject.name)]
+            dependents.append((dependent, await off_loop(analyse, their_history, dependent.proposal.schema_text,
+                                                         dependent.subject.compatibility, texts)))
+        return replace(checked, dependents=tuple(dependents))
+
+    async def _resolve(self, pins: Sequence[Reference]) -> list[dict[str, Any]]:
+        try:
+            return await self.references.resolve(pins)
+        except UnresolvedReference as err:
+            away = " (the Schema Registry could not be reached: try again shortly)" if err.retryable else ""
+            raise ProposalError(f"{err}{away}; nothing was stored", "references") from None
 
     async def propose(self, subject_name: str, schema_text: str, proposer: str, *, notes: str = "",
                       window_start: datetime | None = None, window_hours: float | None = None,
                       surface: str = "slack", revision_of: int | None = None, checked: Checked | None = None,
-                      api_token: str | None = None) -> ProposalView:
+                      api_token: str | None = None, references: Sequence[Reference] | None = None) -> ProposalView:
         """Classify (unless ``checked`` already did), find the impact, store, and announce; ProposalError for bad
         input (nothing stored). ``api_token`` names the HTTP API token that proposed on the proposer's behalf."""
-        checked = checked or await self.check(subject_name, schema_text, window_hours)
-        subject, verdict = checked.subject, checked.verdict
+        checked = checked or await self.check(subject_name, schema_text, window_hours, references)
+        subject, verdict, level = checked.subject, checked.verdict, checked.level
         teams = await self.lineage.teams()
         impact, nobody_knows = await self._impact(subject_name, verdict, checked.analysis.label, teams)
         to_ask = list(impact.get("owners", []))
+        if checked.dependents:
+            if nobody_knows:  # a shared type: read through the subjects that use it, whose readers are known
+                impact["note"], nobody_knows = "nothing reads it directly: it is read through the subjects that use its types (below)", False
+            impact["own_level"], impact["dependents"] = str(verdict.level), []
+            for dependent, theirs in checked.dependents:
+                part = await self._dependent(dependent, theirs, subject_name, teams)
+                impact["dependents"].append(part)
+                to_ask += [t for t in [*part["owners"], *([part["owner"]] if part["owner"] and part["level"] != "safe" else [])]
+                           if t not in to_ask]
         if self.readers is not None:
             census = await self.readers.census(topic_of(subject))
             impact["consumer_groups"] = census.as_json()
@@ -232,15 +295,16 @@ class Proposals:
                 if reader.declared is not None and reader.declared.source == "attributed" and reader.declared.team not in to_ask:
                     to_ask.append(str(reader.declared.team))
         policy = Policy.from_json(subject.policy)
-        if verdict.level in policy.acknowledge and (nobody_knows or impact.get("unowned")):
+        if level in policy.acknowledge and (nobody_knows or impact.get("unowned")):
             # unknown is not safe: someone accountable answers for the readers nobody can be asked for
             impact["fallback"] = [team.name for team in policy.fallback_teams(subject.owner_team, teams)]
             to_ask.append(UNOWNED)
         now = self.clock()
-        waits = policy.needs_acknowledgement(verdict.level, to_ask)
+        waits = policy.needs_acknowledgement(level, to_ask)
         assert subject.id is not None
         proposal = Proposal(
-            subject_id=subject.id, proposer=proposer, schema_text=schema_text, level=str(verdict.level),
+            subject_id=subject.id, proposer=proposer, schema_text=schema_text, level=str(level),
+            references=ref_json(checked.references), referenced=list(checked.referenced),
             state=State.PENDING if waits else State.APPROVED, notes=notes,
             findings=[f.as_json() for f in verdict.findings], impact=impact, mode=verdict.mode.value,
             backward=verdict.backward, forward=verdict.forward, teams=to_ask if waits else [],
@@ -255,15 +319,16 @@ class Proposals:
             await session.flush()
             assert proposal.id is not None
             audit(session, proposer, surface, "proposed", "proposal", str(proposal.id),
-                  {"subject": subject_name, "level": str(verdict.level), "teams": to_ask, "revision_of": revision_of, "api_token": api_token})
+                  {"subject": subject_name, "level": str(level), "teams": to_ask, "revision_of": revision_of, "api_token": api_token,
+                   "references": ref_json(checked.references)})
             if proposal.window_start is not None and proposal.window_end is not None:
-                self.calendar.book(session, kind=Kind.SCHEMA_CHANGE, title=f"Schema change #{proposal.id} on {subject_name} ({verdict.level})",
+                self.calendar.book(session, kind=Kind.SCHEMA_CHANGE, title=f"Schema change #{proposal.id} on {subject_name} ({level})",
                                    window=Window(proposal.window_start, proposal.window_end), owner=subject.owner_team or "",
                                    booked_by=proposer, scope=Scope(subjects=frozenset({subject_name})),
                                    status=Status.TENTATIVE if waits else Status.CONFIRMED, proposal=proposal.id)
             if not waits:
                 proposal.version = await self._record(session, proposal, subject_name, checked.analysis, "approved at once: " + (
-                    "a safe change" if verdict.level not in policy.acknowledge else "no downstream team reads the changed fields"))
+                    "a safe change" if level not in policy.acknowledge else "no downstream team reads the changed fields"))
                 session.add(proposal)
             self._notice(session, proposal.id, Event.CREATED, proposer, to_ask, version=proposal.version)
             await session.commit()
@@ -275,6 +340,18 @@ class Proposals:
         assert analysis.verdict is not None
         impact, _ = await self._impact(subject_name, analysis.verdict, analysis.label, await self.lineage.teams())
         return impact
+
+    async def _dependent(self, dependent: Dependent, analysis: Analysis, shared: str, teams: dict[str, Team]) -> dict[str, Any]:
+        """A subject that uses the shared type, with the new version in: its verdict in its own mode and its impact."""
+        name = dependent.subject.name
+        pinned = next((e["version"] for e in dependent.proposal.referenced if e["subject"] == shared), None)
+        part: dict[str, Any] = {"subject": name, "owner": dependent.subject.owner_team, "pinned": pinned, "mode": dependent.subject.compatibility}
+        if analysis.verdict is None:  # the subject's own schema no longer parses with the new version in (a type it uses is gone)
+            return {**part, "level": "breaking", "error": analysis.error, "changes": 0, "findings": [], "owners": []}
+        impact, _ = await self._impact(name, analysis.verdict, analysis.label, teams)
+        findings = [f.as_json() for f in analysis.verdict.findings]
+        return {**part, "level": str(analysis.verdict.level), "backward": analysis.verdict.backward, "forward": analysis.verdict.forward,
+                "changes": len(findings), "findings": findings[:5], "owners": list(impact.get("owners", [])), "note": impact.get("note")}
 
     async def _impact(self, subject: str, verdict: Verdict, label: str, teams: dict[str, Team]) -> tuple[dict[str, Any], bool]:
         """Who is affected: every consumer of the topic when reads fail (Avro fails the whole record), else the
@@ -330,7 +407,7 @@ class Proposals:
             mine = [t for t in mine if t not in own]
             if not mine:
                 raise ProposalError(await self._four_eyes(view, own, user))
-        analysis = await off_loop(analyse, [], view.proposal.schema_text, view.proposal.mode) if decision is Decision.APPROVE else None
+        analysis = await approved_form(view.proposal) if decision is Decision.APPROVE else None
         hold = await self._hold(view) if decision is Decision.APPROVE else None
         recorded: list[str] = []
         async with self.db.session() as session:
@@ -401,7 +478,7 @@ class Proposals:
             hold = await self._hold(view)
             if hold is not None:
                 continue
-            analysis = await off_loop(analyse, [], view.proposal.schema_text, view.proposal.mode)
+            analysis = await approved_form(view.proposal)
             async with self.db.session() as session:
                 try:
                     await self._claim_pending(session, proposal_id, "before the freeze lifted")
@@ -464,7 +541,7 @@ class Proposals:
         until = max(now + EMERGENCY_WINDOW, window.end, frozen[1].end if frozen else now)
         shipped = {**asked, "confirmed_by": user, "confirmed_at": now.isoformat(), "freeze": frozen[0].name if frozen else None,
                    "until": until.isoformat()}
-        analysis = await off_loop(analyse, [], p.schema_text, p.mode)
+        analysis = await approved_form(p)
         async with self.db.session() as session:
             await self._claim_pending(session, proposal_id, "before the emergency was confirmed")
             version = await self._record(session, p, view.subject.name, analysis, "shipped during a freeze as an emergency")
@@ -639,7 +716,8 @@ class Proposals:
         registry_id, registry_version, error, again = None, None, None, False
         try:
             lifted = Mode.parse(p.mode).fails(p.backward, p.forward)  # every affected team acknowledged the break
-            registry_id, registry_version = await self.schema_registry.register(view.subject.name, p.schema_text, p.mode, lifted=lifted)
+            registry_id, registry_version = await self.schema_registry.register(view.subject.name, p.schema_text, p.mode, lifted=lifted,
+                                                                                references=read_references(p.references))
         except RegistrationError as err:
             error, again = str(err), err.retryable and p.registry_attempts + 1 < REGISTRY_ATTEMPTS
             if not again:

@@ -34,6 +34,9 @@ def card(view: ProposalView, *, team: str | None = None, clashes: list[str] | No
     facts = [f"{LEVEL_MARK.get(level, '')} *{level}* under {p.mode} (backward {'ok' if p.backward else 'fails'}, "
              f"forward {'ok' if p.forward else 'fails'})",
              f"Proposed by {mention(p.proposer)} · *{STATE_TEXT[view.state]}*"]
+    own = p.impact.get("own_level")
+    if own and own != level:
+        facts.insert(1, f"Its own change is *{escape(own)}*; *{level}* for a subject that uses its types (below)")
     if p.version:
         facts.append(f"Recorded as version {p.version} of {escape(view.subject.name)}")
     facts += registry_line(view)
@@ -49,10 +52,19 @@ def card(view: ProposalView, *, team: str | None = None, clashes: list[str] | No
         facts.append(f"Deadline: {_when(p.deadline)}{' (extended)' if p.extended else ''}")
     if p.revision_of:
         facts.append(f"Revises #{p.revision_of}")
+    if p.references:
+        facts.append("References: " + ", ".join(f"`{escape(r['name'])}` → {escape(r['subject'])} version {r['version']}" for r in p.references[:10])
+                     + (f" and {len(p.references) - 10} more" if len(p.references) > 10 else ""))
     blocks.append(section("\n".join(facts)))
     blocks += _part("*Changes*", [f"• `{escape(f['rule'])}` `{escape(f['path'])}` — {escape(f['message'])}" for f in p.findings] or ["• no change"])
     kept = len(p.impact.get("impacted", []))
     blocks += _part("*Impact*", _impact_lines(p.impact), unlisted=p.impact.get("impacted_total", kept) - kept)
+    if p.impact.get("dependents"):
+        used = p.impact["dependents"]
+        blocks += _part(f"*Used by {len(used)} subject{'s' if len(used) != 1 else ''}* — each classified with this version in, in its own mode",
+                        [_dependent_line(d, view.subject.name) for d in used]
+                        + [f"_They stay on the version of {escape(view.subject.name)} they pin until their own proposals move them "
+                           "(a reference pins a version)._"])
     if p.impact.get("unowned"):
         blocks += _part("*Readers nobody owns* — no catalog team can be asked for them",
                         [f"• `{escape(j['name'])}` ({escape(j['namespace'])}) · learned from {escape(j.get('learned', 'catalog'))}"
@@ -161,6 +173,27 @@ def _part(title: str, lines: list[str], unlisted: int = 0) -> list[dict[str, Any
         chunks = chunks[:MAX_SECTIONS_PER_PART]
         chunks[-1] = chunks[-1][:2900] + "\n… (more in `/schema status`)"
     return [section(chunk) for chunk in chunks]
+
+
+def _dependent_line(part: dict[str, Any], shared: str) -> str:
+    """One subject that uses the shared type: its verdict with the new version in, its changes, who it asks."""
+    level = str(part.get("level", ""))
+    line = f"• `{escape(part['subject'])}` — {LEVEL_MARK.get(level, '')} *{escape(level)}* under {escape(part.get('mode', ''))}"
+    if part.get("error"):
+        line += f": its schema no longer parses with this version in ({escape(str(part['error'])[:200])})"
+    elif part.get("changes"):
+        shown = ", ".join(f"`{escape(f['path'])}` {escape(f['rule'])}" for f in part.get("findings", [])[:3])
+        more = part["changes"] - min(3, len(part.get("findings", [])))
+        line += f" ({part['changes']} change{'s' if part['changes'] != 1 else ''}: {shown}{f', … and {more} more' if more > 0 else ''})"
+    else:
+        line += " (nothing changes for it)"
+    if part.get("pinned") is not None:
+        line += f" · pins {escape(shared)} version {part['pinned']}"
+    if part.get("owners"):
+        line += f" · reaches {escape(', '.join(part['owners']))}"
+    elif part.get("note"):
+        line += f" · _{escape(part['note'])}_"
+    return line
 
 
 def _impact_lines(impact: dict[str, Any]) -> list[str]:

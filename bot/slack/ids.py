@@ -35,6 +35,7 @@ FILE_BLOCK, FILE_ACTION = "schema_file", "schema_file"
 WINDOW_BLOCK, WINDOW_ACTION = "window", "window"
 DURATION_BLOCK, DURATION_ACTION = "duration", "duration"
 NOTES_BLOCK, NOTES_ACTION = "notes", "notes"
+REFERENCES_BLOCK, REFERENCES_ACTION = "references", "references"
 REASON_BLOCK, REASON_ACTION = "reason", "reason"
 
 CALENDAR_ADD_VIEW = "calendar_add"

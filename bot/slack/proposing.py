@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,6 +13,7 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.domain.approvals import Decision
+from bot.domain.references import Reference, parse_pin, read_references
 from bot.services.outbox import Outbox
 from bot.services.proposals import ProposalError, Proposals, ProposalView, self_approves
 from bot.slack import delivery, ids
@@ -24,7 +25,7 @@ CHECK_WITHIN_ACK = 2.0  # seconds a form submission waits for its classification
 
 
 def propose_modal(subjects: list[str], chosen: str | None = None, *, schema: str = "", notes: str = "",
-                  revision_of: int | None = None) -> dict[str, Any]:
+                  revision_of: int | None = None, references: Sequence[Reference] = ()) -> dict[str, Any]:
     """The form: subject, schema, planned window, notes for consumers (prefilled for a revision)."""
     options = [{"text": {"type": "plain_text", "text": name[:75]}, "value": name[:150]} for name in subjects[:100]]
     select: dict[str, Any] = {"type": "static_select", "action_id": ids.SUBJECT_ACTION, "options": options,
@@ -37,6 +38,10 @@ def propose_modal(subjects: list[str], chosen: str | None = None, *, schema: str
         schema_input["initial_value"] = schema[:3000]
     if notes:
         notes_input["initial_value"] = notes[:2000]
+    references_input: dict[str, Any] = {"type": "plain_text_input", "action_id": ids.REFERENCES_ACTION, "multiline": True, "max_length": 2000,
+                                        "placeholder": {"type": "plain_text", "text": "com.acme.Address=address:1"}}
+    if references:
+        references_input["initial_value"] = "\n".join(f"{r.name}={r.subject}:{r.version}" for r in references)[:2000]
     return {
         "type": "modal", "callback_id": ids.PROPOSE_VIEW, "private_metadata": json.dumps({"revision_of": revision_of}),
         "title": {"type": "plain_text", "text": f"Revise #{revision_of}" if revision_of else "Propose a change"},
@@ -49,6 +54,10 @@ def propose_modal(subjects: list[str], chosen: str | None = None, *, schema: str
              "element": schema_input},
             {"type": "input", "block_id": ids.FILE_BLOCK, "optional": True, "label": {"type": "plain_text", "text": "…or upload the .avsc file"},
              "element": {"type": "file_input", "action_id": ids.FILE_ACTION, "filetypes": ["avsc", "json"], "max_files": 1}},
+            {"type": "input", "block_id": ids.REFERENCES_BLOCK, "optional": True, "label": {"type": "plain_text", "text": "Schema references"},
+             "hint": {"type": "plain_text", "text": "Named types from other subjects, one per line as NAME=SUBJECT:VERSION, dependencies "
+                                                    "first. Empty: the subject's current references are kept."},
+             "element": references_input},
             {"type": "input", "block_id": ids.WINDOW_BLOCK, "optional": True, "label": {"type": "plain_text", "text": "Planned start"},
              "element": {"type": "datetimepicker", "action_id": ids.WINDOW_ACTION}},
             {"type": "input", "block_id": ids.DURATION_BLOCK, "optional": True, "label": {"type": "plain_text", "text": "Planned duration (hours)"},
@@ -207,12 +216,18 @@ def register(app: AsyncApp, proposals: Proposals, outbox: Outbox, track: Callabl
         except ValueError:
             await ack(response_action="errors", errors={ids.DURATION_BLOCK: "A number of hours, such as 2 or 0.5"})
             return
+        lines = [line.strip() for line in ((values.get(ids.REFERENCES_BLOCK, {}).get(ids.REFERENCES_ACTION) or {}).get("value") or "").splitlines()]
+        try:
+            references = [parse_pin(line) for line in lines if line] or None
+        except ValueError as err:
+            await ack(response_action="errors", errors={ids.REFERENCES_BLOCK: str(err)[:2000]})
+            return
         try:
             await proposals.precheck(subject, schema, hours)
         except ProposalError as err:
             await ack(response_action="errors", errors={_block(err): str(err)[:2000]})
             return
-        checking = asyncio.create_task(proposals.check(subject, schema, hours))
+        checking = asyncio.create_task(proposals.check(subject, schema, hours, references))
         done, _ = await asyncio.wait({checking}, timeout=CHECK_WITHIN_ACK)
         slow = not done
         if slow:  # a huge schema: answer Slack now, and show the outcome in the same window when it is known
@@ -273,6 +288,7 @@ def register(app: AsyncApp, proposals: Proposals, outbox: Outbox, track: Callabl
             await respond(**ephemeral(f"Only {mention(view.proposal.proposer)}, who proposed #{proposal_id}, can revise it."))
             return
         modal = propose_modal([view.subject.name], view.subject.name, schema=view.proposal.schema_text, notes=view.proposal.notes,
+                              references=read_references(view.proposal.references),
                               revision_of=proposal_id)
         await client.views_open(trigger_id=body["trigger_id"], view=modal)
 
@@ -341,4 +357,4 @@ def register(app: AsyncApp, proposals: Proposals, outbox: Outbox, track: Callabl
 
 def _block(err: ProposalError) -> str:
     """The form block a refusal belongs to."""
-    return {"subject": ids.SUBJECT_BLOCK, "duration": ids.DURATION_BLOCK}.get(err.field or "", ids.SCHEMA_BLOCK)
+    return {"subject": ids.SUBJECT_BLOCK, "duration": ids.DURATION_BLOCK, "references": ids.REFERENCES_BLOCK}.get(err.field or "", ids.SCHEMA_BLOCK)

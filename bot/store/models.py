@@ -97,6 +97,10 @@ class Proposal(SQLModel, table=True):
     held: str | None = Field(default=None, sa_column=Column(Text, nullable=True))  # why an approved breaking change waits (a freeze)
     emergency: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON(none_as_null=True), nullable=True))  # shipping through a freeze: who asked,
     # why, who confirmed (``requested_by``, ``reason``, ``requested_at``, ``confirmed_by``, ``confirmed_at``, ``freeze``, ``until``)
+    references: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False, default=list))  # the schema
+    # references it names, in order (``name``, ``subject``, ``version``): registered with it
+    referenced: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False, default=list))  # the referenced
+    # schemas as resolved when proposed, dependencies first (``subject``, ``version``, ``schema``): what was classified
 
 
 class CardCopy(SQLModel, table=True):

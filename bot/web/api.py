@@ -22,6 +22,7 @@ from bot.config import ApiToken
 from bot.domain.calendar import CalendarError, Scope
 from bot.domain.lineage.catalog import moment
 from bot.domain.lineage.openlineage import OpenLineageError, parse_event
+from bot.domain.references import read_references
 from bot.domain.sli.samples import SampleError, checked, latest_believed
 from bot.services.calendar import CalendarService
 from bot.services.gate import Gate, GateError
@@ -127,7 +128,11 @@ def add_routes(app: web.Application, tokens: Sequence[ApiToken], lineage: Lineag
             raise BadRequest(f"notes: a string of at most {MAX_NOTES} characters", "notes")
         start, hours, revision_of = _window(body)
         try:
-            checked = await proposals.check(subject, schema, hours)
+            references = read_references(body["references"]) if "references" in body else None
+        except ValueError as err:
+            raise BadRequest(f"references: {err}", "references") from None
+        try:
+            checked = await proposals.check(subject, schema, hours, references)
             named = body.get("proposer")
             if token.user is not None and named not in (None, token.user):
                 raise BadRequest(f"proposer: this token proposes as {token.user}; leave proposer out or give that user", "proposer")
@@ -191,15 +196,20 @@ def add_routes(app: web.Application, tokens: Sequence[ApiToken], lineage: Lineag
             raise BadRequest(str(err), str(err).split(":", 1)[0] if ":" in str(err) else None) from None
         return web.json_response(await calendar.listed(number), status=201)
 
-    gate = Gate(proposals.db, proposals.registry, proposals.calendar, proposals.clock)
+    gate = Gate(proposals.db, proposals.registry, proposals.calendar, proposals.clock, proposals.references)
 
     async def post_check(request: web.Request, _token: ApiToken) -> web.StreamResponse:
         body = await read_json(request)
-        if isinstance(body, dict) and "schema" in body and "type" not in body:  # the Schema Registry's form: {"schema": "..."}
+        references = None
+        if isinstance(body, dict) and "schema" in body and "type" not in body:  # the Schema Registry's form: {"schema", "references"}
+            try:
+                references = read_references(body["references"]) if "references" in body else None
+            except ValueError as err:
+                return web.json_response({"error": f"references: {err}"}, status=400)
             body = body["schema"]
         text = body if isinstance(body, str) else json.dumps(body)
         try:
-            return web.json_response(await gate.check(request.match_info["subject"], text))
+            return web.json_response(await gate.check(request.match_info["subject"], text, references))
         except GateError as err:
             return web.json_response({"error": str(err)}, status=err.status)
 
@@ -274,7 +284,8 @@ def _proposal_json(view: ProposalView) -> dict[str, Any]:
     p = view.proposal
     return {"ok": True, "id": view.id, "subject": view.subject.name, "level": p.level, "state": p.state,
             "backward": p.backward, "forward": p.forward, "version": p.version, "teams": list(p.teams), "waiting": view.waiting(),
-            "deadline": aware(p.deadline).isoformat() if p.deadline else None, "changes": p.findings, "impact": p.impact}
+            "deadline": aware(p.deadline).isoformat() if p.deadline else None, "changes": p.findings, "impact": p.impact,
+            "references": p.references}
 
 
 def _error(status: int, message: str, *, field: str | None = None, headers: dict[str, str] | None = None) -> web.Response:

@@ -51,12 +51,17 @@ def analyse(history: Sequence[str], proposed: str, mode: str, refs: Sequence[str
     return Analysis(verdict, new.label, *stored_form(new))
 
 
-def fingerprints(texts: Sequence[str]) -> list[str | None]:
-    """The fingerprint of each schema text (None for one that does not parse): to match a schema to proposals."""
+def fingerprints(texts: Sequence[str], refs: Sequence[str] = ()) -> list[str | None]:
+    """The fingerprint of each schema text, with the referenced schemas ``refs`` (None for one that does not parse):
+    to match a schema to proposals."""
     found: list[str | None] = []
+    try:
+        referenced = parse_references(refs)
+    except SchemaError:
+        return [None for _ in texts]
     for text in texts:
         try:
-            found.append(fingerprint(parse(text)))
+            found.append(fingerprint(parse(text, refs=referenced)))
         except SchemaError:
             found.append(None)
     return found
