@@ -57,6 +57,7 @@ from bot.slack.sli.delivery import SliDelivery
 from bot.store import migrate
 from bot.store.database import Database
 from bot.store.models import utcnow
+from bot.web.metrics import BotMetrics
 from bot.web.server import build_web_app
 
 log = logging.getLogger(__name__)
@@ -112,8 +113,9 @@ class Bot:
         add_listeners(self.slack, Services(self.proposals, self.registry, self.slack.client), calendar, actions, OpsActions(self.ops, self.sli),
                       Readers(self.census, self.proposals, self.registry, membership), HealthSlack(self.slack.client, self.health), out_of_band,
                       self.proposals, self.outbox, self.inflight)
+        self.figures = BotMetrics(self.db, self.dispatcher, self.sli, self.connections, clock)
         self.web = build_web_app(self.slack, self.db, migrate.head(), config, self.lineage, self.proposals, self.sli, self.releases,
-                                 lambda: self.draining)
+                                 lambda: self.draining, self.figures)
         self.scheduler = AsyncIOScheduler(timezone="UTC")
         self.scheduler.add_job(self.inflight.track(self.deliveries.prune), "interval", hours=1, kwargs={"older_than": timedelta(days=1)},
                                id="prune-slack-deliveries", coalesce=True, max_instances=1)

@@ -15,6 +15,7 @@ import asyncio
 import logging
 import random
 import secrets
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -107,6 +108,7 @@ class Dispatcher:
         self.batch, self.lease, self.backoff, self.max_backoff = batch, lease, backoff, max_backoff
         self.give_up_after, self.poll, self.clock = give_up_after, poll, clock
         self.owner = secrets.token_hex(8)
+        self.results: Counter[tuple[str, str]] = Counter()  # (kind, sent | retried | gave_up): deliveries by result
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self._progress = asyncio.Condition()
@@ -262,6 +264,7 @@ class Dispatcher:
                 session.add(OutboxMessage(kind=kind, key=key, payload=dict(payload), position=row.position or row.id, part=part,
                                           priority=row.priority))
             await session.commit()
+        self.results[(item.kind, "sent")] += 1
         if expansion and expansion.rows:
             self.outbox.wake()
 
@@ -277,6 +280,7 @@ class Dispatcher:
             await self._mine(session, item, followers=False, next_attempt_at=now + timedelta(seconds=delay), last_error=reason[:2000])
             await self._release_followers(session, item)
             await session.commit()
+        self.results[(item.kind, "retried")] += 1
         log.info("outbox: %s row %d (%s) not delivered (%s); next try in %.1f s", item.kind, item.id, item.key, reason, delay)
 
     async def _give_up(self, item: Item, reason: str) -> None:
@@ -285,6 +289,7 @@ class Dispatcher:
                 audit(session, "changeops", "outbox", "undeliverable", "outbox", str(item.id),
                       {"kind": item.kind, "key": item.key, "reason": reason[:500]})
             await session.commit()
+        self.results[(item.kind, "gave_up")] += 1
         log.error("outbox: gave up on %s row %d (%s): %s", item.kind, item.id, item.key, reason)
 
 

@@ -69,6 +69,7 @@ class SliService:
                  changes_channel: str = "#schema-changes") -> None:
         self.db, self.lineage, self.outbox, self.clock, self.changes_channel = db, lineage, outbox, clock, changes_channel
         self.rejected: Counter[str] = Counter()
+        self.ingested = 0  # samples evaluated since the start
         self._logged: set[str] = set()
         self._series: dict[Key, _Series] = {}
         self._catalog = _Catalog(-1, {}, {}, {})
@@ -149,7 +150,9 @@ class SliService:
                     results[key] = self._evaluate(catalog, key, grouped[key])
             else:
                 log.warning("SLI samples: %d series kept changing under this replica; their samples are dropped", len(conflicts))
-        return sum(len(s) for s in grouped.values())
+        used = sum(len(s) for s in grouped.values())
+        self.ingested += used
+        return used
 
     def _evaluate(self, catalog: _Catalog, key: Key, samples: list[Sample]) -> tuple[list[Event], bool]:
         """Apply one series' samples in memory: its events, and whether it must be written now."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import aiohttp
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
@@ -33,6 +35,7 @@ class SlackConnections:
         self.token, self.base_url = token, base_url
         self.clients: list[AsyncWebClient] = []
         self.session: aiohttp.ClientSession | None = None
+        self.rate_limited: Counter[str] = Counter()  # Web API method: answers 429 (Slack's rate limit)
 
     def client(self, *, retries: bool = True) -> AsyncWebClient:
         """A client (see ``web_client``) that will share the pool once it is open."""
@@ -43,7 +46,14 @@ class SlackConnections:
 
     async def open(self) -> None:
         """Open the pool (inside the running loop) and give it to every client."""
-        self.session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30))
+        tracing = aiohttp.TraceConfig()
+
+        async def answered(_session: aiohttp.ClientSession, _context: object, params: aiohttp.TraceRequestEndParams) -> None:
+            if params.response.status == 429:
+                self.rate_limited[params.url.path.rpartition("/")[2]] += 1
+
+        tracing.on_request_end.append(answered)
+        self.session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30), trace_configs=[tracing])
         for client in self.clients:
             client.session = self.session
 

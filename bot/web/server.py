@@ -1,4 +1,4 @@
-"""The aiohttp application: ``/slack/events``, ``/healthz``, ``/readyz`` and the HTTP API."""
+"""The aiohttp application: ``/slack/events``, ``/healthz``, ``/readyz``, ``/metrics`` and the HTTP API."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from bot.services.releases import Releases
 from bot.services.sli import SliService
 from bot.store.database import Database
 from bot.web import api, ical
+from bot.web.metrics import BotMetrics
 
 log = logging.getLogger(__name__)
 MAX_BODY = 4 * 1024 * 1024
@@ -26,8 +27,9 @@ FEED_PAST_DAYS, FEED_FUTURE_DAYS = 30, 365
 
 
 def build_web_app(bolt: AsyncApp, db: Database, schema_head: str, config: Config, lineage: LineageService,
-                  proposals: Proposals, sli: SliService, releases: Releases, draining: Callable[[], bool]) -> web.Application:
-    """Routes for Slack (unless Socket Mode alone carries it), the HTTP API and the orchestrator's probes."""
+                  proposals: Proposals, sli: SliService, releases: Releases, draining: Callable[[], bool],
+                  figures: BotMetrics) -> web.Application:
+    """Routes for Slack (unless Socket Mode alone carries it), the HTTP API, the orchestrator's probes and Prometheus."""
 
     async def slack_events(request: web.Request) -> web.Response:
         body = await request.read()
@@ -73,7 +75,8 @@ def build_web_app(bolt: AsyncApp, db: Database, schema_head: str, config: Config
         return web.Response(body=body, content_type="text/calendar", charset="utf-8",
                             headers={"Cache-Control": "private, max-age=300"})
 
-    app = web.Application(client_max_size=MAX_BODY)
+    app = web.Application(client_max_size=MAX_BODY, middlewares=[figures.middleware()])
+    app.router.add_get("/metrics", figures.route())
     app.router.add_get("/calendar.ics", calendar_feed)
     if config.slack_signing_secret:
         verifier = SignatureVerifier(config.slack_signing_secret)
