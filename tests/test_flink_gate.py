@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +123,20 @@ async def test_a_valid_job_passes_and_each_bad_release_is_blocked_by_the_right_c
     unregistered = blocked((await gate(slack, job_sql(), job="nobody-knows"))[1])
     assert list(unregistered) == ["lineage"] and "not registered" in unregistered["lineage"][0]["message"]
     assert slack.bot.planner.started == 1  # eleven checks, one warm worker
+
+
+async def test_the_same_release_checked_again_is_answered_the_same_and_recorded_once(slack: SlackHarness) -> None:
+    await setup(slack)
+    first = (await gate(slack, job_sql()))[1]
+    again = (await gate(slack, job_sql()))[1]  # a CI retry of the same release
+    assert again["verdict"] == first["verdict"] == "pass" and again["release"] == first["release"] and again["repeated"] is True
+    await slack.bot.idle()
+    entries = [e for e in await slack.bot.calendar.listing(slack.clock.now - timedelta(days=1), slack.clock.now + timedelta(days=1))
+               if e["kind"] == "release"]
+    assert len(entries) == 1
+    assert len([m for m in slack.ws.channel_messages(slack.ws.open_dm(BOB)) if "Flink release of" in m.text]) == 1
+    changed = (await gate(slack, job_sql("order_id, shipping.country AS country, price AS total") + "\n-- reviewed"))[1]
+    assert changed["release"] != first["release"] and "repeated" not in changed  # another text: another release
 
 
 async def test_state_schemas_follow_the_last_passed_release(slack: SlackHarness) -> None:

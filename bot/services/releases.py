@@ -24,7 +24,7 @@ from bot.services.lineage import LineageService, bump_revision
 from bot.services.outbox import Outbox
 from bot.services.registry import Registry
 from bot.store.database import Database
-from bot.store.models import FlinkRelease, Subject, utcnow
+from bot.store.models import FlinkRelease, Subject, aware, utcnow
 from bot.workers import off_loop
 
 PARSE_ERRORS = ("SqlParserException", "SqlParseException", "SqlParserEOFException", "ParseException")
@@ -129,9 +129,17 @@ class Releases:
         teams = await self.lineage.teams()
         channel = next((j.channel for j in jobs if j.channel), None) or next((teams[o].channel for o in owners if o in teams and teams[o].channel), None)
         flink = str(answer.get("flink") or "?")
+        digest, kept = hashlib.sha256(sql.encode()).hexdigest(), state if report.passed else {}
         async with self.db.session() as session:
-            row = FlinkRelease(job=report.job, passed=report.passed, failed_checks=report.failed(), states=state if report.passed else {},
-                               flink=flink, sql_digest=hashlib.sha256(sql.encode()).hexdigest(), author=author, checked_by=checked_by,
+            newest = (await session.exec(select(FlinkRelease).where(col(FlinkRelease.job) == report.job)
+                                         .order_by(col(FlinkRelease.id).desc()).limit(1))).first()
+            if (newest is not None and now - aware(newest.created_at) < RELEASE_WINDOW and newest.sql_digest == digest
+                    and newest.states == kept and newest.passed == report.passed and newest.failed_checks == report.failed()
+                    and newest.author == author and newest.flink == flink):
+                # the same release checked again (a CI retry): the same answer, nothing recorded, booked or reported twice
+                return {**newest.report, "repeated": True}
+            row = FlinkRelease(job=report.job, passed=report.passed, failed_checks=report.failed(), states=kept,
+                               flink=flink, sql_digest=digest, author=author, checked_by=checked_by,
                                team=owners[0] if owners else None, lineage=mappings, created_at=now)
             session.add(row)
             await session.flush()
