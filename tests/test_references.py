@@ -119,3 +119,12 @@ def test_pairs_carry_old_refs_and_new_refs_as_json_or_text(tmp_path: Path, capsy
     assert out["not-a-list"]["error"] == "line 4: old_refs must be an array of schemas"
     assert out["bad-ref"]["error"].startswith("new_refs: reference 2 line 1 column 2: malformed JSON")
     assert out["primitive"]["level"] == "safe"
+
+
+def test_the_references_a_schema_does_not_reach_are_named() -> None:
+    refs = [json.dumps(GEO), json.dumps(ADDRESS)]
+    assert analyse([], json.dumps(ORDER), "FULL", refs=refs).unused == ()  # Geo is reached through Address
+    alone = {"type": "record", "name": "Order", "fields": [{"name": "id", "type": "long"}]}
+    assert analyse([], json.dumps(alone), "FULL", refs=refs).unused == (0, 1)
+    geo_only = {**alone, "fields": [{"name": "at", "type": "com.acme.Geo"}]}
+    assert analyse([], json.dumps(geo_only), "FULL", refs=refs).unused == (1,)

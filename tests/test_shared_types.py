@@ -193,9 +193,13 @@ async def test_without_a_registry_references_resolve_from_the_bots_own_versions(
     status, refused = await api(slack, {"subject": "orders-value", "schema": ORDER, "references": [pin("com.acme.Address", "address", 3)],
                                         "proposer": CAROL})
     assert status == 400 and "subject 'address' has no version 3 (it has 1 to 1)" in refused["error"]
+    status, dropped = await api(slack, {"subject": "payments-value", "schema": {**PAYMENT, "fields": PAYMENT["fields"][:1]}, "proposer": CAROL})
+    assert status == 201 and dropped["references"] == [], dropped  # kept references it no longer uses are not carried over
+    inline = {**PAYMENT, "doc": "billing inline", "fields": [PAYMENT["fields"][0], {"name": "billing", "type": ADDRESS}]}
+    status, inlined = await api(slack, {"subject": "payments-value", "schema": inline, "proposer": CAROL})
+    assert status == 201 and inlined["references"] == [], inlined  # nor those whose types it now defines itself
     view = await slack.bot.proposals.propose("address", json.dumps({**ADDRESS, "fields": [{"name": "zip", "type": "int"}]}), CAROL)
-    assert {d["subject"]: d["level"] for d in view.proposal.impact["dependents"]} == {
-        "orders-value": "breaking", "payments-value": "breaking", "audit-value": "breaking"}
+    assert {d["subject"]: d["level"] for d in view.proposal.impact["dependents"]} == {"orders-value": "breaking", "audit-value": "breaking"}
 
 
 async def test_the_slack_form_takes_references_one_per_line(slack: SlackHarness) -> None:

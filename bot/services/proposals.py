@@ -248,6 +248,10 @@ class Proposals:
             alone = await off_loop(analyse, history, schema_text, subject.compatibility)
             if alone.error is None:
                 analysis, pins, referenced = alone, [], []
+        elif analysis.error is None and references is None and analysis.unused:  # kept only where it still uses their types
+            unused = {(referenced[i]["subject"], referenced[i]["version"]) for i in analysis.unused}
+            pins = [p for p in pins if (p.subject, p.version) not in unused]
+            referenced = await self._resolve(pins)
         if analysis.error is not None:
             raise ProposalError(f"not a valid Avro schema: {analysis.error}", "schema")
         checked = Checked(subject, schema_text, analysis, window_hours, tuple(pins), tuple(referenced))

@@ -24,6 +24,7 @@ class Analysis:
     canonical: str = ""  # the text stored for a version: the normal form, compact
     fingerprint: str = ""
     error: str | None = None
+    unused: tuple[int, ...] = ()  # the referenced schemas (by position) none of whose types the schema reaches
 
 
 def fingerprint(schema: Schema) -> str:
@@ -43,12 +44,35 @@ def analyse(history: Sequence[str], proposed: str, mode: str, refs: Sequence[str
     (oldest first, each whole) in ``mode``. The newest version is parsed alongside the proposal, so the two share what
     they have in common. The stored form spells the referenced types out, so the fingerprint covers them."""
     try:
-        new = parse(proposed, keep_parts=True, refs=parse_references(refs))
+        referenced = parse_references(refs)
+        new = parse(proposed, keep_parts=True, refs=referenced)
     except SchemaError as err:
         return Analysis(None, error=str(err))
     versions = [parse(text) for text in history[:-1]] + [parse(text, like=new) for text in history[-1:]]
     verdict = classify(versions, new, Mode.parse(mode))
-    return Analysis(verdict, new.label, *stored_form(new))
+    return Analysis(verdict, new.label, *stored_form(new), unused=unreached(new, referenced))
+
+
+def unreached(schema: Schema, refs: Sequence[Schema]) -> tuple[int, ...]:
+    """The positions of the referenced schemas none of whose own named types ``schema`` reaches."""
+    if not refs:
+        return ()
+    reached: set[int] = set()
+    stack = [schema.root]
+    while stack:
+        node = stack.pop()
+        if id(node) in reached:
+            continue
+        reached.add(id(node))
+        stack += [f.type for f in node.fields] + node.branches + [n for n in (node.items, node.values) if n is not None]
+    unused: list[int] = []
+    before: set[int] = set()
+    for position, ref in enumerate(refs):
+        own = {id(n) for n in ref.names.values()} - before
+        if not own & reached:
+            unused.append(position)
+        before |= own
+    return tuple(unused)
 
 
 def fingerprints(texts: Sequence[str], refs: Sequence[str] = ()) -> list[str | None]:
