@@ -25,6 +25,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from bot.domain.sli import evaluator
 from bot.domain.sli.evaluator import Event, Kind, Level, State, StateError, Status
+from bot.domain.sli.folding import Firing, folds, hold, release, upstream_map
 from bot.domain.sli.pipeline import MANDATORY, Pipeline, Rule, Sli
 from bot.domain.sli.samples import Sample
 from bot.services.audit import record as audit
@@ -62,6 +63,20 @@ class _Catalog:
     channels: dict[str, str]  # where each pipeline's alerts go: its channel, else its team's
 
 
+@dataclass(frozen=True)
+class Folding:
+    """The open episodes, which are folded under which root cause, and each pipeline's upstream pipelines."""
+
+    firing: list[Firing]
+    roots: dict[str, Firing]  # folded episode's fingerprint -> its root cause
+    upstream: dict[str, frozenset[str]]
+
+    def downstream_of(self, fingerprint: str) -> list[Firing]:
+        """The episodes folded under this one."""
+        return sorted((f for f in self.firing if self.roots.get(f.fingerprint, None) is not None
+                       and self.roots[f.fingerprint].fingerprint == fingerprint), key=lambda f: (f.pipeline, f.sli))
+
+
 class SliService:
     """The alerting side of the bot."""
 
@@ -75,6 +90,7 @@ class SliService:
         self._catalog = _Catalog(-1, {}, {}, {})
         self._checked = 0.0
         self._lock = asyncio.Lock()
+        self._upstream: tuple[int, dict[str, frozenset[str]]] = (-1, {})
         self.feed: Feed | None = None  # this replica's metrics consumer, once it has read
 
     # --- the catalog's pipelines ----------------------------------------------------------------
@@ -141,6 +157,7 @@ class SliService:
         async with self._lock:
             await self._load([k for k in grouped if k not in self._series])
             results = {key: self._evaluate(catalog, key, series) for key, series in grouped.items()}
+            await self._fold(catalog, results)
             for _ in range(5):
                 conflicts = await self._write(catalog, {k: r for k, r in results.items() if r[1]})
                 if not conflicts:
@@ -148,6 +165,7 @@ class SliService:
                 await self._load(conflicts, force=True)
                 for key in conflicts:
                     results[key] = self._evaluate(catalog, key, grouped[key])
+                await self._fold(catalog, {k: results[k] for k in conflicts})
             else:
                 log.warning("SLI samples: %d series kept changing under this replica; their samples are dropped", len(conflicts))
         used = sum(len(s) for s in grouped.values())
@@ -241,12 +259,68 @@ class SliService:
                 row.acked_by, row.acked_at = event.actor, event.at
             if event.kind is not Kind.UPDATED:
                 row.timeline = [*row.timeline, {"kind": event.kind.value, "at": event.at.isoformat(), "value": event.value,
-                                                "actor": event.actor, "detail": event.detail, "level": event.level.value}][-50:]
+                                                "actor": event.actor, "detail": event.detail, "level": event.level.value,
+                                                "held": event.held}][-50:]
             session.add(row)
             self.outbox.add(session, SLI_EVENT, f"sli:{channel}",
                             {"episode": event.fingerprint, "kind": event.kind.value, "at": event.at.isoformat(), "value": event.value,
-                             "actor": event.actor, "detail": event.detail, "silenced": event.silenced, "level": event.level.value},
+                             "actor": event.actor, "detail": event.detail, "silenced": event.silenced, "level": event.level.value,
+                             "held": event.held},
                             priority=1 if event.level is Level.PAGE and event.kind is not Kind.UPDATED else 0)  # an edit never jumps a post
+
+    # --- root causes through lineage ------------------------------------------------------------
+
+    async def folding(self, pending: dict[Key, tuple[list[Event], bool]] | None = None) -> Folding:
+        """Which open episodes are folded under which root cause upstream; ``pending``: events not stored yet, counted."""
+        catalog = await self.catalog()
+        upstream = await self._upstream_map(catalog)
+        async with self.db.session() as session:
+            rows = (await session.exec(select(SliEpisode).where(col(SliEpisode.resolved_at).is_(None)))).all()
+        firing = {r.fingerprint: Firing(r.fingerprint, r.pipeline, r.sli, r.level, r.no_data, aware(r.started_at)) for r in rows}
+        for (pipeline, sli), (events, _) in (pending or {}).items():
+            for event in events:
+                if event.kind is Kind.RESOLVED:
+                    firing.pop(event.fingerprint, None)
+                elif event.kind is Kind.OPENED:
+                    episode = self._series[(pipeline, sli)].state.episode if (pipeline, sli) in self._series else None
+                    no_data = episode is not None and episode.fingerprint == event.fingerprint and episode.no_data
+                    firing[event.fingerprint] = Firing(event.fingerprint, pipeline, sli, event.level.value, no_data, event.started_at or event.at)
+                elif event.fingerprint in firing:
+                    known = firing[event.fingerprint]
+                    firing[event.fingerprint] = Firing(known.fingerprint, known.pipeline, known.sli, event.level.value, known.no_data, known.started_at)
+        listed = list(firing.values())
+        return Folding(listed, folds(listed, upstream), upstream)
+
+    async def _fold(self, catalog: _Catalog, results: dict[Key, tuple[list[Event], bool]], *, releasing: bool = True) -> Folding:
+        """Hold the pages of this batch's episodes that are folded under a root cause (they are shown, not paged); and
+        (``releasing``) start or finish the wait of held ones whose root cause is gone."""
+        folding = await self.folding(results)
+        now = self.clock()
+        for key, (events, flush) in list(results.items()):
+            state = self._series[key].state
+            if state.episode is None:
+                continue
+            root = folding.roots.get(state.episode.fingerprint)
+            events = hold(events, state, root.pipeline if root else None) if events else events
+            if releasing:
+                events = [*events, *release(state, catalog.rules[key[0]][key[1]], now, root.pipeline if root else None)]
+            results[key] = (events, flush or bool(events) or state.episode.held is not None)
+        return folding
+
+    async def _upstream_map(self, catalog: _Catalog) -> dict[str, frozenset[str]]:
+        """Each pipeline's upstream pipelines through the lineage graph (recomputed when the catalog changes)."""
+        if self._upstream[0] == catalog.revision:
+            return self._upstream[1]
+        graph = await self.lineage.graph()
+        jobs = {job.id.name: job for job in graph.jobs.values()}
+        edges = [(i.name, o.name) for job in graph.jobs.values() for i in job.inputs for o in job.outputs]
+        outputs = {name: {*([p.sink] if p.sink else []), *(o.name for j in p.jobs if j in jobs for o in jobs[j].outputs)}
+                   for name, p in catalog.pipelines.items()}
+        inputs = {name: {*p.topics, *(f"{t}-value" for t in p.topics), *(i.name for j in p.jobs if j in jobs for i in jobs[j].inputs)}
+                  for name, p in catalog.pipelines.items()}
+        found = upstream_map(catalog.pipelines, edges, outputs, inputs)
+        self._upstream = (catalog.revision, found)
+        return found
 
     # --- time passing ---------------------------------------------------------------------------
 
@@ -275,7 +349,19 @@ class SliService:
                                         pipeline=row.pipeline, sli=row.sli, hold_no_data=held and Sli(row.sli) in pipeline.reports)
                 if events or _core(series.state) != before:
                     results[key] = (events, True)
-                    caused += len(events)
+            folding = await self._fold(catalog, results, releasing=False)
+            for row in rows:  # held pages whose root cause recovered: each pages on its own once it still breaches
+                key = (row.pipeline, row.sli)
+                kept = self._series.get(key)
+                if kept is None or row.pipeline not in catalog.pipelines or kept.state.episode is None:
+                    continue
+                root = folding.roots.get(kept.state.episode.fingerprint)
+                before = _core(kept.state)
+                released = release(kept.state, catalog.rules[row.pipeline][row.sli], now, root.pipeline if root else None)
+                if released or _core(kept.state) != before:
+                    events, _ = results.get(key, ([], True))
+                    results[key] = ([*events, *released], True)
+            caused = sum(len(events) for events, _ in results.values())
             conflicts = await self._write(catalog, results)
             for key in conflicts:  # the next sweep sees what the other writer did
                 self._series.pop(key, None)
@@ -394,6 +480,7 @@ class SliService:
         catalog = await self.catalog()
         names = [(await self.pipeline(pipeline)).name] if pipeline is not None else sorted(catalog.pipelines)
         stored = {(r.pipeline, r.sli): State.from_json(r.state) for r in await self.series(pipeline)}
+        folding = await self.folding()
         now = self.clock()
         out = []
         for name in names:
@@ -407,6 +494,12 @@ class SliService:
                     shown = f"{state.episode.level.value} {shown}"
                     if state.episode.acked_by:
                         shown += " (acknowledged)"
+                    root = folding.roots.get(state.episode.fingerprint)
+                    if root is not None:
+                        shown += f" (caused upstream by {root.pipeline}: not paged)"
+                    below = sorted({f.pipeline for f in folding.downstream_of(state.episode.fingerprint)})
+                    if below:
+                        shown += f" (also late downstream: {', '.join(below)})"
                 out.append({"pipeline": name, "sli": sli.value, "value": state.last_value, "threshold": rule.threshold_text(),
                             "state": shown, "since": state.since.isoformat() if state.since else None,
                             "episode": state.episode.fingerprint if state.episode and state.status in (Status.FIRING, Status.NO_DATA) else None})
@@ -490,4 +583,5 @@ def _core(state: State) -> tuple[Any, ...]:
     episode = state.episode
     firing = state.status is Status.FIRING
     return (state.status, state.breach_since, state.page_since, state.clear_since if firing else None, state.silenced_until,
-            None if episode is None else (episode.fingerprint, episode.level, episode.acked_by, episode.reminded_at))
+            None if episode is None else (episode.fingerprint, episode.level, episode.acked_by, episode.reminded_at, episode.held,
+                                          episode.released_at))

@@ -56,6 +56,7 @@ class Kind(StrEnum):
     ACKNOWLEDGED = "acknowledged"
     SILENCED = "silenced"
     UNSILENCED = "unsilenced"
+    UNFOLDED = "unfolded"  # its root cause upstream recovered and it still breaches: it pages on its own
     RESOLVED = "resolved"
 
 
@@ -77,19 +78,22 @@ class Episode:
     reminded_at: datetime | None = None  # wall time
     opened_at: datetime | None = None  # wall time it was opened (reminders count from here)
     shown: float | None = None  # the value its message shows (edited when a sample moves materially from it)
+    held: str | None = None  # the upstream pipeline whose episode holds its pages (folded under it)
+    released_at: datetime | None = None  # wall time the root cause was last seen gone (it pages once it breaches on its own)
 
     def as_json(self) -> dict[str, Any]:
         """For storage."""
         return {"fingerprint": self.fingerprint, "started_at": _iso(self.started_at), "level": self.level.value, "no_data": self.no_data,
                 "peak": self.peak, "acked_by": self.acked_by, "acked_at": _iso(self.acked_at), "reminded_at": _iso(self.reminded_at),
-                "opened_at": _iso(self.opened_at), "shown": self.shown}
+                "opened_at": _iso(self.opened_at), "shown": self.shown, "held": self.held, "released_at": _iso(self.released_at)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Episode:
         """From storage."""
         return cls(data["fingerprint"], _time(data["started_at"]) or datetime.min.replace(tzinfo=UTC), Level(data["level"]),
                    bool(data.get("no_data")), data.get("peak"), data.get("acked_by"), _time(data.get("acked_at")),
-                   _time(data.get("reminded_at")), _time(data.get("opened_at")), data.get("shown"))
+                   _time(data.get("reminded_at")), _time(data.get("opened_at")), data.get("shown"), data.get("held"),
+                   _time(data.get("released_at")))
 
 
 @dataclass(slots=True)
@@ -150,6 +154,7 @@ class Event:
     detail: str = ""
     silenced: bool = False  # the series is silenced: recorded, not announced
     started_at: datetime | None = None  # for OPENED: when the breach began (before its sustained duration passed)
+    held: str | None = None  # a page held because the episode is folded under this upstream pipeline's: shown, not paged
 
 
 def fingerprint(labels: dict[str, str]) -> str:

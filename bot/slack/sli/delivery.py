@@ -87,7 +87,8 @@ class SliDelivery:
                 if later:
                     notes.setdefault(episode.fingerprint, []).extend(later)
         rows += await self._pages(events, episodes)
-        rows += edits + [(SLI_DIGEST, key, {"message_channel": channel, "ts": ts}) for channel, ts in sorted(digests)]
+        rows += edits + await self._related(events, episodes, {fp for _, _, p in edits for fp in [p["episode"]]})
+        rows += [(SLI_DIGEST, key, {"message_channel": channel, "ts": ts}) for channel, ts in sorted(digests)]
         by_thread: dict[tuple[str, str] | str, tuple[str, list[str]]] = {}
         for fp, lines in notes.items():
             episode = episodes[fp]
@@ -99,9 +100,9 @@ class SliDelivery:
     async def _pages(self, events: dict[str, list[dict[str, Any]]], episodes: dict[str, SliEpisode]) -> list[tuple[str, str, dict[str, Any]]]:
         """One DM per oncall member listing the pages of this batch: opened, escalated, or reminded (still unacknowledged),
         not silenced."""
-        kinds = (Kind.OPENED.value, Kind.ESCALATED.value, Kind.REMINDER.value, Kind.UNSILENCED.value)
+        kinds = (Kind.OPENED.value, Kind.ESCALATED.value, Kind.REMINDER.value, Kind.UNSILENCED.value, Kind.UNFOLDED.value)
         paged = [episodes[fp] for fp, happened in events.items() if fp in episodes and episodes[fp].resolved_at is None and any(
-            e["level"] == Level.PAGE.value and e["kind"] in kinds and not e["silenced"] for e in happened)]
+            e["level"] == Level.PAGE.value and e["kind"] in kinds and not e["silenced"] and not e.get("held") for e in happened)]
         if not paged:
             return []
         pipelines = await self.sli.pipelines()
@@ -118,6 +119,24 @@ class SliDelivery:
                      + " (acknowledge in the channel to stop the reminders).")
             rows.append(message_row(user, Reply.sections(intro, lines[:60] + ([f"…and {len(lines) - 60} more"] if len(lines) > 60 else []))))
         return rows
+
+    async def _related(self, events: dict[str, list[dict[str, Any]]], episodes: dict[str, SliEpisode],
+                       edited: set[str]) -> list[tuple[str, str, dict[str, Any]]]:
+        """Edits of the messages whose folding these events may change: the open episodes of pipelines upstream and
+        downstream of each episode that opened, escalated or resolved (a root cause's list, a folded episode's cause)."""
+        moved = {episodes[fp].pipeline for fp, happened in events.items() if fp in episodes
+                 and any(e["kind"] in (Kind.OPENED.value, Kind.ESCALATED.value, Kind.RESOLVED.value) for e in happened)}
+        if not moved:
+            return []
+        folding = await self.sli.folding()
+        near = {p for p in moved for p in folding.upstream.get(p, frozenset())}
+        near |= {name for name, above in folding.upstream.items() if above & moved}
+        targets = sorted(f.fingerprint for f in folding.firing if f.pipeline in near and f.fingerprint not in edited and f.fingerprint not in events)
+        if not targets:
+            return []
+        shown = await self.sli.episodes(targets)
+        return [(SLI_MESSAGE, f"sli:{shown[fp].channel}", {"episode": fp}) for fp in targets
+                if fp in shown and shown[fp].message_ts and not shown[fp].digest]
 
     # --- sending --------------------------------------------------------------------------------
 
@@ -184,7 +203,10 @@ class SliDelivery:
         rules = catalog.rules.get(episode.pipeline)
         if rules is None:
             raise GiveUp(f"pipeline {episode.pipeline} is no longer in the catalog")
-        return episode_message(episode, state, rules[episode.sli], self.sli.clock())
+        folding = await self.sli.folding() if episode.resolved_at is None else None
+        cause = folding.roots.get(episode.fingerprint) if folding else None
+        below = folding.downstream_of(episode.fingerprint) if folding else []
+        return episode_message(episode, state, rules[episode.sli], self.sli.clock(), cause=cause, downstream=below)
 
     async def _digest(self, episodes: list[SliEpisode]) -> Reply:
         states = {(r.pipeline, r.sli): State.from_json(r.state) for r in await self.sli.series()}
@@ -201,6 +223,7 @@ def timeline(episode: SliEpisode, event: dict[str, Any]) -> str:
     value = value_text(episode.sli, event.get("value")) if event.get("value") is not None else ""
     actor = mention(event.get("actor"))
     detail = escape(event.get("detail") or "")
+    held = f" — not paged: caused upstream by {escape(event['held'])}" if event.get("held") else ""
     return {
         Kind.OPENED: f"{at} opened at {event['level']} level{': ' + value if value else ''}{' — ' + detail if detail else ''}",
         Kind.ESCALATED: f"{at} :arrow_double_up: escalated to page: {value}",
@@ -208,6 +231,7 @@ def timeline(episode: SliEpisode, event: dict[str, Any]) -> str:
         Kind.ACKNOWLEDGED: f"{at} :eyes: acknowledged by {actor}",
         Kind.SILENCED: f"{at} :mute: silenced by {actor}{' — ' + detail if detail else ''}",
         Kind.UNSILENCED: f"{at} :loud_sound: " + ("the silence ran out" if detail == "expired" else f"unsilenced by {actor}"),
+        Kind.UNFOLDED: f"{at} :rotating_light: pages on its own: {detail}",
         Kind.RESOLVED: f"{at} :white_check_mark: resolved{': ' + value if value else ''}{' — ' + detail if detail else ''}",
         Kind.UPDATED: f"{at} {value}",
-    }[kind]
+    }[kind] + held

@@ -3,10 +3,12 @@ the silence, the runbook's buttons), a storm's digest, and the ``/sli`` tables."
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from bot.domain.sli.evaluator import Level, State
+from bot.domain.sli.folding import Firing
 from bot.domain.sli.pipeline import TITLES, UNITS, Rule, Sli
 from bot.slack import ids
 from bot.slack.render import Reply, escape, fold, mention, section
@@ -73,8 +75,10 @@ def headline(episode: SliEpisode) -> str:
     return f"{MARK[Level(episode.level)]} *{episode.level.upper()}* {title}"
 
 
-def episode_message(episode: SliEpisode, state: State, rule: Rule, now: datetime) -> Reply:
-    """An episode's own message, rendered from what is stored now."""
+def episode_message(episode: SliEpisode, state: State, rule: Rule, now: datetime, *, cause: Firing | None = None,
+                    downstream: Sequence[Firing] = ()) -> Reply:
+    """An episode's own message, rendered from what is stored now; ``cause``: the root cause upstream it is folded under;
+    ``downstream``: the episodes folded under it."""
     sli = Sli(episode.sli)
     open_ = episode.resolved_at is None
     current = state.last_value if open_ else None
@@ -89,6 +93,12 @@ def episode_message(episode: SliEpisode, state: State, rule: Rule, now: datetime
     blocks: list[dict[str, Any]] = [section(headline(episode)),
                                     {"type": "section", "fields": [{"type": "mrkdwn", "text": f} for f in fields[:10]]}]
     notes = []
+    if cause is not None:
+        notes.append(f":arrow_up: *Caused upstream by {escape(cause.pipeline)}* ({TITLES[Sli(cause.sli)] if not cause.no_data else 'no data'}, "
+                     f"{cause.level} since {when(cause.started_at)}): not paged on its own while that fires")
+    if downstream:
+        names = sorted({f.pipeline for f in downstream})
+        notes.append(f":arrow_down: Also late downstream: {escape(', '.join(names[:20]))}{f' and {len(names) - 20} more' if len(names) > 20 else ''}")
     if episode.acked_by:
         notes.append(f":eyes: Acknowledged by {mention(episode.acked_by)} {when(episode.acked_at)}")
     silenced = open_ and state.silenced(now)
