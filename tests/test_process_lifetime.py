@@ -45,10 +45,13 @@ def test_a_bot_killed_with_sigkill_takes_its_workers_with_it(tmp_path: Path) -> 
             bot.wait()
 
 
-def start_make_run(state: Path) -> tuple[subprocess.Popen[str], list[str], threading.Thread]:
-    """`make run` on ports of its own, its state in ``state``, read until the playground says it is open."""
-    env = {k: v for k, v in os.environ.items() if k not in ("KAFKA_BOOTSTRAP_SERVERS", "DATABASE_URL", "MAKEFLAGS", "MFLAGS")}
+def start_make_run(state: Path, registry: str | None = None) -> tuple[subprocess.Popen[str], list[str], threading.Thread]:
+    """`make run` on ports of its own, its state in ``state``, read until the playground says it is open; with
+    ``registry`` (a Schema Registry's URL) it uses that one instead of starting its own."""
+    env = {k: v for k, v in os.environ.items() if k not in ("KAFKA_BOOTSTRAP_SERVERS", "DATABASE_URL", "SCHEMA_REGISTRY_URL", "MAKEFLAGS", "MFLAGS")}
     env["CHANGEOPS_VAR"] = str(state)
+    if registry is not None:
+        env["SCHEMA_REGISTRY_URL"] = registry
     make = subprocess.Popen(["make", "--no-print-directory", "run", f"ARGS=--port {free_port()} --slack-port {free_port()} --no-prompt"],
                             cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
@@ -73,12 +76,13 @@ def start_make_run(state: Path) -> tuple[subprocess.Popen[str], list[str], threa
 
 @pytest.mark.parametrize(("target", "signum"), [("make", signal.SIGTERM), ("bot playground", signal.SIGINT), ("kafka.Kafka", signal.SIGTERM),
                                                     ("apicurio-registry", signal.SIGTERM)])
-def test_make_run_stops_whole_whichever_part_is_stopped(tmp_path: Path, target: str, signum: signal.Signals) -> None:
-    make, lines, reader = start_make_run(tmp_path / "var")
+def test_make_run_stops_whole_whichever_part_is_stopped(tmp_path: Path, target: str, signum: signal.Signals, registry_server: str) -> None:
+    own_registry = target == "apicurio-registry"  # the others use the tests' registry: one JVM less to start on a busy machine
+    make, lines, reader = start_make_run(tmp_path / "var", None if own_registry else registry_server)
     try:
         group = in_group(make.pid)
         assert any("kafka.Kafka" in p.command for p in group), [p.command for p in group]  # the local broker is part of it
-        assert any("apicurio-registry" in p.command for p in group), [p.command for p in group]  # and the registry
+        assert any("apicurio-registry" in p.command for p in group) == own_registry, [p.command for p in group]  # and its registry
         [victim] = [make.pid] if target == "make" else [p.pid for p in group if target in p.command and "bash" not in p.command][:1]
         os.kill(victim, signum)
         make.wait(timeout=60)
