@@ -6,8 +6,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from bot.domain.calendar import Scope
 from bot.domain.sli.evaluator import Episode, Event, Kind, Level, State, Status
-from bot.domain.sli.folding import Firing, folds, hold, release, upstream_map
+from bot.domain.sli.folding import Firing, Hold, expected, folds, hold, release, upstream_map
 from bot.domain.sli.pipeline import Mode as RuleMode
 from bot.domain.sli.pipeline import Pipeline, Rule, Sli
 from tests.conftest import SlackHarness
@@ -46,16 +47,30 @@ def test_a_held_page_is_released_only_after_its_sustained_duration_without_the_r
     rule = Rule(Sli.FRESHNESS, RuleMode.ABOVE, 420, 600, page_for=timedelta(minutes=5), clear=360)
     state = State(Status.FIRING, episode=Episode("fp", T, Level.PAGE), last_value=900.0)
     opened = [Event(Kind.OPENED, "fp", T, Level.PAGE, 900.0), Event(Kind.UPDATED, "fp", T, Level.PAGE, 950.0)]
-    held = hold(opened, state, "enrich")
-    assert [e.held for e in held] == ["enrich", None] and state.episode is not None and state.episode.held == "enrich"
-    assert release(state, rule, T + timedelta(minutes=1), "enrich") == []  # the root still fires
+    upstream = Hold("caused upstream by enrich")
+    held = hold(opened, state, upstream)
+    assert [e.held for e in held] == ["caused upstream by enrich", None] and state.episode is not None
+    assert state.episode.held == "caused upstream by enrich"
+    assert release(state, rule, T + timedelta(minutes=1), upstream) == []  # the root still fires
     assert release(state, rule, T + timedelta(minutes=2), None) == []  # the root is gone: the clock starts
-    assert release(state, rule, T + timedelta(minutes=6), "enrich") == []  # back: the clock stops
+    assert release(state, rule, T + timedelta(minutes=6), upstream) == []  # back: the clock stops
     assert release(state, rule, T + timedelta(minutes=7), None) == []
     assert release(state, rule, T + timedelta(minutes=11), None) == []
     [paged] = release(state, rule, T + timedelta(minutes=12), None)
-    assert paged.kind is Kind.UNFOLDED and paged.level is Level.PAGE and "enrich recovered" in paged.detail
+    assert paged.kind is Kind.UNFOLDED and paged.level is Level.PAGE and "the root cause is over (caused upstream by enrich)" in paged.detail
     assert state.episode.held is None and release(state, rule, T + timedelta(minutes=20), None) == []
+
+
+def test_an_expected_breach_pages_as_soon_as_it_outlives_its_window() -> None:
+    rule = Rule(Sli.SOURCE_LAG, RuleMode.ABOVE, 60, 60, page_for=timedelta(minutes=5), clear=45)
+    state = State(Status.FIRING, episode=Episode("fp", T, Level.PAGE), last_value=900.0)
+    window = expected("Backfill enrich on orders (#3)", 12, "backfill", T + timedelta(hours=1))
+    assert window.reason == 'expected: backfill #12 "Backfill enrich on orders (#3)" until 2026-12-01 10:00 UTC'
+    [opened] = hold([Event(Kind.OPENED, "fp", T, Level.PAGE, 900.0)], state, window)
+    assert opened.held == window.reason
+    assert release(state, rule, T + timedelta(minutes=30), window) == []
+    [paged] = release(state, rule, T + timedelta(hours=1), None)  # the window is over and it still breaches: at once
+    assert paged.kind is Kind.UNFOLDED and "it outlived its window (expected: backfill #12" in paged.detail
 
 
 FRESH = {"warn_for": "0s", "page_for": "5m", "clear_for": "0s"}
@@ -75,6 +90,7 @@ def chain(slack: SlackHarness) -> dict[str, Any]:
                  {"name": "ads", "owner": "analytics-team", "inputs": ["dws_agg"], "outputs": ["ads_report"]}],
         "pipelines": [
             {"name": "enrich-orders", "owner": "orders-team", "channel": "#orders-pipeline", "jobs": ["enrich"], "sink": "dwd_orders",
+             "source": {"topics": ["orders"], "group": "enrich"},
              "interval": "1m", "reports": ["source_lag"], "slis": {"source_lag": {"for": "0s", "clear_for": "0s"}}},
             {"name": "dwd-agg", "owner": "analytics-team", "channel": "#orders-pipeline", "jobs": ["agg"], "sink": "dws_agg", "sla": "10m",
              "interval": "1m", "reports": ["freshness"], "slis": {"freshness": FRESH}},
@@ -116,4 +132,45 @@ async def test_downstream_breaches_fold_under_the_upstream_page_and_page_alone_a
     [page] = paged(slack, BOB)
     assert "dwd-agg" in page and "ads-daily" not in page
     thread = "\n".join(read(m) for m in slack.ws.channel_messages(alone.channel, thread_ts=alone.ts))
-    assert "not paged: caused upstream by enrich-orders" in thread and "pages on its own: enrich-orders recovered" in thread
+    assert "not paged: caused upstream by enrich-orders" in thread and "pages on its own: the root cause is over" in thread
+
+
+async def test_a_booked_maintenance_makes_lag_expected_and_it_pages_when_it_outlives_the_window(slack: SlackHarness) -> None:
+    await load(slack, chain(slack))
+    number = await slack.bot.calendar.add(kind="maintenance", title="enrich: new parallelism", start=slack.clock.now,
+                                          end=slack.clock.now + timedelta(minutes=30), owner="orders-team", booked_by=ALICE,
+                                          scope=Scope(jobs=frozenset({"enrich"})), surface="api")
+    assert (await send(slack, [sample("source_lag", 900, 0, pipeline="enrich-orders"),
+                               *[sample("freshness", 900, m, pipeline="dwd-agg") for m in (0, 5)]]))[0] == 200
+    held = await the_alert(slack, lambda t: "*enrich-orders*" in t and "PAGE" in t)
+    assert f"Expected: maintenance #{number} \"enrich: new parallelism\" until 2026-12-01 09:30 UTC" in read(held)
+    assert "Caused upstream by enrich-orders" in read(await the_alert(slack, lambda t: "*dwd-agg*" in t and "PAGE" in t))
+    await slack.bot.idle()
+    assert paged(slack, ALICE) == [] and paged(slack, BOB) == []  # expected, and folded under what is expected: nobody paged
+    status = {(r["pipeline"], r["sli"]): r["state"] for r in await slack.bot.sli.status()}
+    assert f"expected: maintenance #{number}" in status[("enrich-orders", "source_lag")]
+
+    for minute in range(6, 31, 3):  # the lag stays through the window; at its end it pages
+        slack.clock.advance(minutes=minute - slack.clock.now.minute)
+        await send(slack, [sample("source_lag", 900, minute, pipeline="enrich-orders"), sample("freshness", 900, minute, pipeline="dwd-agg")])
+        await slack.bot.sli.sweep()
+        await slack.bot.idle()
+        assert (paged(slack, ALICE) != []) == (minute >= 30), minute
+    [page] = paged(slack, ALICE)
+    assert "enrich-orders" in page and paged(slack, BOB) == []  # dwd-agg stays folded under it
+    thread = "\n".join(read(m) for m in slack.ws.channel_messages(held.channel, thread_ts=held.ts))
+    assert "pages on its own: it outlived its window" in thread
+
+
+async def test_a_backfill_booked_on_a_pipelines_topic_expects_its_lag_and_a_cancelled_one_does_not(slack: SlackHarness) -> None:
+    await load(slack, chain(slack))
+    window = {"start": slack.clock.now - timedelta(minutes=1), "end": slack.clock.now + timedelta(hours=1), "owner": "orders-team",
+              "booked_by": ALICE, "surface": "api"}
+    number = await slack.bot.calendar.add(kind="backfill", title="Backfill enrich on orders", scope=Scope(datasets=frozenset({"orders"})), **window)
+    await slack.bot.calendar.add(kind="release", title="not an expected breach", scope=Scope(jobs=frozenset({"agg"})), **window)
+    folding = await slack.bot.sli.folding()
+    # the topic's readers, and everything downstream of it through lineage (what the calendar's conflicts use)
+    assert set(folding.expected) == {"enrich-orders", "dwd-agg", "ads-daily"}
+    assert folding.expected["enrich-orders"].reason.startswith(f"expected: backfill #{number} ")
+    await slack.bot.calendar.change(number, ALICE)  # cancelled
+    assert (await slack.bot.sli.folding()).expected == {}

@@ -233,7 +233,7 @@ class CalendarService:
             neighbours = (await session.exec(select(CalendarEntry).where(col(CalendarEntry.end) >= start, col(CalendarEntry.start) <= end))).all()
         entries = {r.id: _entry(r) for r in [*rows, *neighbours]}
         graph = await self.lineage.graph()
-        downstream = {number: _downstream(graph, entry.scope) for number, entry in entries.items() if number is not None}
+        downstream = {number: reach(graph, entry.scope) for number, entry in entries.items() if number is not None}
         wanted = {r.id for r in rows}
         hours = {name: ChangeHours.from_json(team.change_hours) for name, team in (await self.lineage.teams()).items() if team.change_hours}
         return [c for c in conflicts(list(entries.values()), await self.freezes(), downstream, hours) if c.entry in wanted]
@@ -256,7 +256,7 @@ def _entry(row: CalendarEntry) -> Entry:
                  Scope.from_json(row.scope))
 
 
-def _downstream(graph: LineageGraph, scope: Scope) -> frozenset[str]:
+def reach(graph: LineageGraph, scope: Scope) -> frozenset[str]:
     """The datasets and jobs an entry's scope reaches through lineage: its own jobs and datasets (a job's outputs, a
     scoped dataset, a subject's own dataset) and everything downstream of them."""
     starts: list[DatasetId] = []

@@ -14,7 +14,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -23,16 +23,19 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from bot.domain.calendar import Scope
+from bot.domain.calendar import Status as EntryStatus
 from bot.domain.sli import evaluator
 from bot.domain.sli.evaluator import Event, Kind, Level, State, StateError, Status
-from bot.domain.sli.folding import Firing, folds, hold, release, upstream_map
+from bot.domain.sli.folding import EXPECTING, Firing, Hold, expected, folds, hold, release, upstream_map
 from bot.domain.sli.pipeline import MANDATORY, Pipeline, Rule, Sli
 from bot.domain.sli.samples import Sample
 from bot.services.audit import record as audit
+from bot.services.calendar import reach
 from bot.services.lineage import LineageService
 from bot.services.outbox import Outbox
 from bot.store.database import Database
-from bot.store.models import LineageRevision, PipelineRow, SliEpisode, SliSeries, TeamRow, aware, utcnow
+from bot.store.models import CalendarEntry, LineageRevision, PipelineRow, SliEpisode, SliSeries, TeamRow, aware, utcnow
 
 log = logging.getLogger(__name__)
 SLI_EVENT = "sli.event"  # outbox kind: something happened to an episode (coalesced per channel by the Slack side)
@@ -70,6 +73,15 @@ class Folding:
     firing: list[Firing]
     roots: dict[str, Firing]  # folded episode's fingerprint -> its root cause
     upstream: dict[str, frozenset[str]]
+    expected: dict[str, Hold] = field(default_factory=dict)  # pipeline -> the booked entry that expects its lag and freshness now
+
+    def hold_of(self, fingerprint: str) -> Hold | None:
+        """Why an open episode's pages are held now (a root cause upstream first, then an expected window), or None."""
+        root = self.roots.get(fingerprint)
+        if root is not None:
+            return Hold(f"caused upstream by {root.pipeline}")
+        episode = next((f for f in self.firing if f.fingerprint == fingerprint), None)
+        return self.expected.get(episode.pipeline) if episode is not None and episode.foldable else None
 
     def downstream_of(self, fingerprint: str) -> list[Firing]:
         """The episodes folded under this one."""
@@ -90,7 +102,7 @@ class SliService:
         self._catalog = _Catalog(-1, {}, {}, {})
         self._checked = 0.0
         self._lock = asyncio.Lock()
-        self._upstream: tuple[int, dict[str, frozenset[str]]] = (-1, {})
+        self._upstream: tuple[int, dict[str, frozenset[str]], dict[str, set[str]]] = (-1, {}, {})
         self.feed: Feed | None = None  # this replica's metrics consumer, once it has read
 
     # --- the catalog's pipelines ----------------------------------------------------------------
@@ -289,7 +301,32 @@ class SliService:
                     known = firing[event.fingerprint]
                     firing[event.fingerprint] = Firing(known.fingerprint, known.pipeline, known.sli, event.level.value, known.no_data, known.started_at)
         listed = list(firing.values())
-        return Folding(listed, folds(listed, upstream), upstream)
+        return Folding(listed, folds(listed, upstream), upstream, await self._expected(catalog))
+
+    async def _expected(self, catalog: _Catalog) -> dict[str, Hold]:
+        """The pipelines a booked backfill, replay, maintenance or upgrade reaches now (its scope, and downstream of it
+        through lineage): their lag and freshness are expected until its window ends."""
+        now = self.clock()
+        async with self.db.session() as session:
+            rows = (await session.exec(select(CalendarEntry).where(col(CalendarEntry.start) <= now, col(CalendarEntry.end) > now,
+                                                                   col(CalendarEntry.kind).in_([k.value for k in EXPECTING]),
+                                                                   col(CalendarEntry.status) != EntryStatus.CANCELLED.value)
+                                       .order_by(col(CalendarEntry.end).desc()))).all()
+        if not rows:
+            return {}
+        graph = await self.lineage.graph()
+        inputs = self._upstream[2] if self._upstream[0] == catalog.revision else {}
+        found: dict[str, Hold] = {}
+        for row in rows:
+            scope = Scope.from_json(row.scope)
+            reached = reach(graph, scope)
+            for name, pipeline in catalog.pipelines.items():
+                touched = (scope.jobs & set(pipeline.jobs) or scope.datasets & {*pipeline.topics, *([pipeline.sink] if pipeline.sink else [])}
+                           or any(f"job {j}" in reached for j in pipeline.jobs) or any(f"dataset {d}" in reached for d in inputs.get(name, ())))
+                if touched and name not in found:
+                    assert row.id is not None
+                    found[name] = expected(row.title, row.id, row.kind, aware(row.end))
+        return found
 
     async def _fold(self, catalog: _Catalog, results: dict[Key, tuple[list[Event], bool]], *, releasing: bool = True) -> Folding:
         """Hold the pages of this batch's episodes that are folded under a root cause (they are shown, not paged); and
@@ -300,10 +337,10 @@ class SliService:
             state = self._series[key].state
             if state.episode is None:
                 continue
-            root = folding.roots.get(state.episode.fingerprint)
-            events = hold(events, state, root.pipeline if root else None) if events else events
+            why = folding.hold_of(state.episode.fingerprint)
+            events = hold(events, state, why) if events else events
             if releasing:
-                events = [*events, *release(state, catalog.rules[key[0]][key[1]], now, root.pipeline if root else None)]
+                events = [*events, *release(state, catalog.rules[key[0]][key[1]], now, why)]
             results[key] = (events, flush or bool(events) or state.episode.held is not None)
         return folding
 
@@ -319,7 +356,7 @@ class SliService:
         inputs = {name: {*p.topics, *(f"{t}-value" for t in p.topics), *(i.name for j in p.jobs if j in jobs for i in jobs[j].inputs)}
                   for name, p in catalog.pipelines.items()}
         found = upstream_map(catalog.pipelines, edges, outputs, inputs)
-        self._upstream = (catalog.revision, found)
+        self._upstream = (catalog.revision, found, inputs)
         return found
 
     # --- time passing ---------------------------------------------------------------------------
@@ -355,9 +392,8 @@ class SliService:
                 kept = self._series.get(key)
                 if kept is None or row.pipeline not in catalog.pipelines or kept.state.episode is None:
                     continue
-                root = folding.roots.get(kept.state.episode.fingerprint)
                 before = _core(kept.state)
-                released = release(kept.state, catalog.rules[row.pipeline][row.sli], now, root.pipeline if root else None)
+                released = release(kept.state, catalog.rules[row.pipeline][row.sli], now, folding.hold_of(kept.state.episode.fingerprint))
                 if released or _core(kept.state) != before:
                     events, _ = results.get(key, ([], True))
                     results[key] = ([*events, *released], True)
@@ -494,9 +530,9 @@ class SliService:
                     shown = f"{state.episode.level.value} {shown}"
                     if state.episode.acked_by:
                         shown += " (acknowledged)"
-                    root = folding.roots.get(state.episode.fingerprint)
-                    if root is not None:
-                        shown += f" (caused upstream by {root.pipeline}: not paged)"
+                    why = folding.hold_of(state.episode.fingerprint)
+                    if why is not None:
+                        shown += f" ({why.reason}: not paged)"
                     below = sorted({f.pipeline for f in folding.downstream_of(state.episode.fingerprint)})
                     if below:
                         shown += f" (also late downstream: {', '.join(below)})"

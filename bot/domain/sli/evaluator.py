@@ -78,14 +78,16 @@ class Episode:
     reminded_at: datetime | None = None  # wall time
     opened_at: datetime | None = None  # wall time it was opened (reminders count from here)
     shown: float | None = None  # the value its message shows (edited when a sample moves materially from it)
-    held: str | None = None  # the upstream pipeline whose episode holds its pages (folded under it)
+    held: str | None = None  # why its pages are held ("caused upstream by enrich-orders", "expected: backfill #12 ...")
+    held_until: datetime | None = None  # the end of the expected window that holds them (None: a root cause upstream)
     released_at: datetime | None = None  # wall time the root cause was last seen gone (it pages once it breaches on its own)
 
     def as_json(self) -> dict[str, Any]:
         """For storage."""
         return {"fingerprint": self.fingerprint, "started_at": _iso(self.started_at), "level": self.level.value, "no_data": self.no_data,
                 "peak": self.peak, "acked_by": self.acked_by, "acked_at": _iso(self.acked_at), "reminded_at": _iso(self.reminded_at),
-                "opened_at": _iso(self.opened_at), "shown": self.shown, "held": self.held, "released_at": _iso(self.released_at)}
+                "opened_at": _iso(self.opened_at), "shown": self.shown, "held": self.held, "held_until": _iso(self.held_until),
+                "released_at": _iso(self.released_at)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Episode:
@@ -93,7 +95,7 @@ class Episode:
         return cls(data["fingerprint"], _time(data["started_at"]) or datetime.min.replace(tzinfo=UTC), Level(data["level"]),
                    bool(data.get("no_data")), data.get("peak"), data.get("acked_by"), _time(data.get("acked_at")),
                    _time(data.get("reminded_at")), _time(data.get("opened_at")), data.get("shown"), data.get("held"),
-                   _time(data.get("released_at")))
+                   _time(data.get("held_until")), _time(data.get("released_at")))
 
 
 @dataclass(slots=True)
@@ -154,7 +156,7 @@ class Event:
     detail: str = ""
     silenced: bool = False  # the series is silenced: recorded, not announced
     started_at: datetime | None = None  # for OPENED: when the breach began (before its sustained duration passed)
-    held: str | None = None  # a page held because the episode is folded under this upstream pipeline's: shown, not paged
+    held: str | None = None  # why a page is held (folded under a root cause upstream, or expected): shown, not paged
 
 
 def fingerprint(labels: dict[str, str]) -> str:

@@ -1,6 +1,8 @@
-"""Root causes through lineage: while an upstream pipeline's episode fires (lag, no data, DLQ growth, commit failures),
-the lag and freshness episodes of the pipelines downstream of it are folded under it — shown, never paged on their own.
-Once the root cause resolves, a folded episode that still breaches pages on its own after its sustained duration.
+"""Root causes through lineage, and breaches the calendar expects: while an upstream pipeline's episode fires (lag, no
+data, DLQ growth, commit failures), the lag and freshness episodes of the pipelines downstream of it are folded under it —
+shown, never paged on their own; and while a booked backfill, replay, maintenance or upgrade reaches a pipeline, its lag
+and freshness are expected. Once the root cause resolves, a held episode that still breaches pages on its own after its
+sustained duration; once the window ends, at once.
 
 Alertmanager users write ``inhibit_rules`` by hand for this; here the edges come from the lineage graph: pipeline A is
 upstream of B when what A writes (its sink, its jobs' outputs) reaches what B reads (its topics, its jobs' inputs)
@@ -13,12 +15,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from bot.domain.calendar import Kind as EntryKind
 from bot.domain.sli.evaluator import Event, Kind, Level, State, Status
 from bot.domain.sli.pipeline import Pipeline, Rule, Sli
 
 CAUSES = frozenset({Sli.SOURCE_LAG, Sli.DLQ_VOLUME, Sli.COMMIT_SUCCESS_RATE})  # (and any "no data" episode)
 FOLDABLE = frozenset({Sli.SOURCE_LAG, Sli.FRESHNESS})
 HELD_KINDS = frozenset({Kind.OPENED, Kind.ESCALATED, Kind.REMINDER, Kind.UNSILENCED})
+EXPECTING = frozenset({EntryKind.BACKFILL, EntryKind.REPLAY, EntryKind.MAINTENANCE, EntryKind.JOB_UPGRADE})  # booked lag
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,35 +84,51 @@ def folds(firing: Sequence[Firing], upstream: Mapping[str, frozenset[str]]) -> d
     return found
 
 
-def hold(events: list[Event], state: State, root: str | None) -> list[Event]:
-    """Pages of a folded episode held (recorded and shown, not paged); the episode remembers which root holds it."""
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """Why an episode's pages are held: a root cause upstream (``until`` None: it ends when the root resolves), or an
+    expected breach (a booked backfill, replay, maintenance or upgrade that reaches the pipeline, until its window ends)."""
+
+    reason: str  # "caused upstream by enrich-orders", "expected: backfill #12 until 14:00 UTC"
+    until: datetime | None = None
+
+
+def expected(title: str, number: int, kind: str, end: datetime) -> Hold:
+    """The hold of a booked entry: ``expected: backfill #12 "Backfill enrich" until 2026-12-01 14:00 UTC``."""
+    return Hold(f"expected: {kind.replace('_', ' ')} #{number} \"{title[:80]}\" until {end:%Y-%m-%d %H:%M} UTC", end)
+
+
+def hold(events: list[Event], state: State, why: Hold | None) -> list[Event]:
+    """Pages of a held episode (recorded and shown, not paged); the episode remembers why."""
     episode = state.episode
-    if root is None or episode is None:
+    if why is None or episode is None:
         return events
-    held = [Event(e.kind, e.fingerprint, e.at, e.level, e.value, e.actor, e.detail, e.silenced, e.started_at, held=root)
+    held = [Event(e.kind, e.fingerprint, e.at, e.level, e.value, e.actor, e.detail, e.silenced, e.started_at, held=why.reason)
             if e.level is Level.PAGE and e.kind in HELD_KINDS and e.fingerprint == episode.fingerprint else e for e in events]
     if any(e.held for e in held) or episode.held is not None:
-        episode.held, episode.released_at = root, None
+        episode.held, episode.held_until, episode.released_at = why.reason, why.until, None
     return held
 
 
-def release(state: State, rule: Rule, now: datetime, root: str | None) -> list[Event]:
-    """A held episode whose root cause resolved: once it has breached on its own for its sustained duration
-    (``page_for``, on wall time), it pages on its own."""
+def release(state: State, rule: Rule, now: datetime, why: Hold | None) -> list[Event]:
+    """A held episode whose reason is gone: after an expected window, at once if it still breaches; after a root cause
+    upstream, once it has breached on its own for its sustained duration (``page_for``, on wall time)."""
     episode = state.episode
     if episode is None or episode.held is None or state.status is not Status.FIRING:
         return []
-    if root is not None:
-        episode.held, episode.released_at = root, None
+    if why is not None:
+        episode.held, episode.held_until, episode.released_at = why.reason, why.until, None
         return []
-    if episode.released_at is None:
-        episode.released_at = now
-        return []
-    if now - episode.released_at < rule.page_for:
-        return []
-    cause = episode.held
-    episode.held, episode.released_at = None, None
+    if episode.held_until is None:
+        if episode.released_at is None:
+            episode.released_at = now
+            return []
+        if now - episode.released_at < rule.page_for:
+            return []
+        detail = f"the root cause is over ({episode.held}), and this still breaches after {int(rule.page_for.total_seconds())} s"
+    else:
+        detail = f"it outlived its window ({episode.held})"
+    episode.held, episode.held_until, episode.released_at = None, None, None
     if episode.level is not Level.PAGE:
         return []
-    return [Event(Kind.UNFOLDED, episode.fingerprint, now, Level.PAGE, state.last_value, silenced=state.silenced(now),
-                  detail=f"{cause} recovered, and this still breaches after {int(rule.page_for.total_seconds())} s: it pages on its own")]
+    return [Event(Kind.UNFOLDED, episode.fingerprint, now, Level.PAGE, state.last_value, silenced=state.silenced(now), detail=detail)]

@@ -206,7 +206,9 @@ class SliDelivery:
         folding = await self.sli.folding() if episode.resolved_at is None else None
         cause = folding.roots.get(episode.fingerprint) if folding else None
         below = folding.downstream_of(episode.fingerprint) if folding else []
-        return episode_message(episode, state, rules[episode.sli], self.sli.clock(), cause=cause, downstream=below)
+        why = folding.hold_of(episode.fingerprint) if folding and cause is None else None
+        return episode_message(episode, state, rules[episode.sli], self.sli.clock(), cause=cause, downstream=below,
+                               expected=why.reason if why else None)
 
     async def _digest(self, episodes: list[SliEpisode]) -> Reply:
         states = {(r.pipeline, r.sli): State.from_json(r.state) for r in await self.sli.series()}
@@ -223,7 +225,7 @@ def timeline(episode: SliEpisode, event: dict[str, Any]) -> str:
     value = value_text(episode.sli, event.get("value")) if event.get("value") is not None else ""
     actor = mention(event.get("actor"))
     detail = escape(event.get("detail") or "")
-    held = f" — not paged: caused upstream by {escape(event['held'])}" if event.get("held") else ""
+    held = f" — not paged: {escape(event['held'])}" if event.get("held") else ""
     return {
         Kind.OPENED: f"{at} opened at {event['level']} level{': ' + value if value else ''}{' — ' + detail if detail else ''}",
         Kind.ESCALATED: f"{at} :arrow_double_up: escalated to page: {value}",

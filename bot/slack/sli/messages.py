@@ -76,9 +76,9 @@ def headline(episode: SliEpisode) -> str:
 
 
 def episode_message(episode: SliEpisode, state: State, rule: Rule, now: datetime, *, cause: Firing | None = None,
-                    downstream: Sequence[Firing] = ()) -> Reply:
+                    downstream: Sequence[Firing] = (), expected: str | None = None) -> Reply:
     """An episode's own message, rendered from what is stored now; ``cause``: the root cause upstream it is folded under;
-    ``downstream``: the episodes folded under it."""
+    ``downstream``: the episodes folded under it; ``expected``: the booked entry that expects it."""
     sli = Sli(episode.sli)
     open_ = episode.resolved_at is None
     current = state.last_value if open_ else None
@@ -96,6 +96,8 @@ def episode_message(episode: SliEpisode, state: State, rule: Rule, now: datetime
     if cause is not None:
         notes.append(f":arrow_up: *Caused upstream by {escape(cause.pipeline)}* ({TITLES[Sli(cause.sli)] if not cause.no_data else 'no data'}, "
                      f"{cause.level} since {when(cause.started_at)}): not paged on its own while that fires")
+    if expected is not None:
+        notes.append(f":calendar: *{escape(expected[:1].upper() + expected[1:])}*: shown, not paged while it runs (it pages if it outlives it)")
     if downstream:
         names = sorted({f.pipeline for f in downstream})
         notes.append(f":arrow_down: Also late downstream: {escape(', '.join(names[:20]))}{f' and {len(names) - 20} more' if len(names) > 20 else ''}")
