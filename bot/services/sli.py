@@ -328,10 +328,14 @@ class SliService:
                     found[name] = expected(row.title, row.id, row.kind, aware(row.end))
         return found
 
-    async def _fold(self, catalog: _Catalog, results: dict[Key, tuple[list[Event], bool]], *, releasing: bool = True) -> Folding:
-        """Hold the pages of this batch's episodes that are folded under a root cause (they are shown, not paged); and
-        (``releasing``) start or finish the wait of held ones whose root cause is gone."""
-        folding = await self.folding(results)
+    async def _fold(self, catalog: _Catalog, results: dict[Key, tuple[list[Event], bool]], *, releasing: bool = True,
+                    folding: Folding | None = None) -> None:
+        """Hold the pages of this batch's episodes that are folded under a root cause or expected (they are shown, not
+        paged); and (``releasing``) start or finish the wait of held ones whose reason is gone."""
+        if folding is None:
+            if not any(events or _held(self._series[key].state) for key, (events, _) in results.items()):
+                return  # healthy series, nothing held: nothing to fold (the common batch costs no query)
+            folding = await self.folding(results)
         now = self.clock()
         for key, (events, flush) in list(results.items()):
             state = self._series[key].state
@@ -342,7 +346,6 @@ class SliService:
             if releasing:
                 events = [*events, *release(state, catalog.rules[key[0]][key[1]], now, why)]
             results[key] = (events, flush or bool(events) or state.episode.held is not None)
-        return folding
 
     async def _upstream_map(self, catalog: _Catalog) -> dict[str, frozenset[str]]:
         """Each pipeline's upstream pipelines through the lineage graph (recomputed when the catalog changes)."""
@@ -386,7 +389,8 @@ class SliService:
                                         pipeline=row.pipeline, sli=row.sli, hold_no_data=held and Sli(row.sli) in pipeline.reports)
                 if events or _core(series.state) != before:
                     results[key] = (events, True)
-            folding = await self._fold(catalog, results, releasing=False)
+            folding = await self.folding(results)
+            await self._fold(catalog, results, releasing=False, folding=folding)
             for row in rows:  # held pages whose root cause recovered: each pages on its own once it still breaches
                 key = (row.pipeline, row.sli)
                 kept = self._series.get(key)
@@ -612,6 +616,10 @@ class Feed:
 
 def _time_of(sample: Sample) -> datetime:
     return sample.time
+
+
+def _held(state: State) -> bool:
+    return state.episode is not None and state.episode.held is not None
 
 
 def _core(state: State) -> tuple[Any, ...]:
