@@ -91,7 +91,7 @@ class Bot:
                                    readers=self.census if config.kafka_bootstrap_servers else None)
         delivery = SlackDelivery(self.connections.client(retries=False), self.proposals,
                                  config.changes_channel)
-        alerts = SliDelivery(self.connections.client(retries=False), self.sli)
+        alerts = SliDelivery(self.connections.client(retries=False), self.sli, membership)
         self.avro_registry = Registry(config.schema_registry_url) if config.schema_registry_url else None
         self.ops = Operations(self.db, self.lineage, self.sli, self.outbox, self.calendar, membership, config.kafka_bootstrap_servers,
                               self.avro_registry, self.owner, timedelta(seconds=config.ops_lease_seconds), clock)

@@ -26,6 +26,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from bot.domain.calendar import Scope
 from bot.domain.calendar import Status as EntryStatus
 from bot.domain.sli import evaluator
+from bot.domain.sli.escalation import DEFAULT_AFTER, chain, escalate
 from bot.domain.sli.evaluator import Event, Kind, Level, State, StateError, Status
 from bot.domain.sli.folding import EXPECTING, Firing, Hold, expected, folds, hold, release, upstream_map
 from bot.domain.sli.pipeline import MANDATORY, Pipeline, Rule, Sli
@@ -369,6 +370,7 @@ class SliService:
         catalog = await self.catalog()
         now = self.clock()
         held = self.feed is not None and self.feed.behind  # the bot's own metrics consumer is behind: not the pipelines' silence
+        teams, everyone = await self.lineage.teams(), await self.lineage.global_oncall()
         caused = 0
         async with self._lock:
             async with self.db.session() as session:
@@ -387,6 +389,9 @@ class SliService:
                 before = _core(series.state)
                 events = evaluator.tick(series.state, rule, now, interval=pipeline.interval, mandatory=Sli(row.sli) in MANDATORY,
                                         pipeline=row.pipeline, sli=row.sli, hold_no_data=held and Sli(row.sli) in pipeline.reports)
+                team = teams.get(pipeline.owner)
+                after = timedelta(seconds=team.escalate_after) if team is not None and team.escalate_after else DEFAULT_AFTER
+                events += escalate(series.state, now, after, chain(team.escalation if team is not None else [], everyone is not None))
                 if events or _core(series.state) != before:
                     results[key] = (events, True)
             folding = await self.folding(results)
@@ -628,4 +633,4 @@ def _core(state: State) -> tuple[Any, ...]:
     firing = state.status is Status.FIRING
     return (state.status, state.breach_since, state.page_since, state.clear_since if firing else None, state.silenced_until,
             None if episode is None else (episode.fingerprint, episode.level, episode.acked_by, episode.reminded_at, episode.held,
-                                          episode.released_at))
+                                          episode.released_at, episode.escalation, episode.escalated_at))

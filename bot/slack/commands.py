@@ -143,6 +143,14 @@ def sli_router(sli: SliCommands) -> Router:
     return router
 
 
+def oncall_router(sli: SliCommands) -> Router:
+    """``/oncall [TEAM]``: who is on call now, and where unacknowledged pages go next."""
+    router = Router(ids.ONCALL_COMMAND, default="show")
+    router.add(Subcommand("show", "[TEAM]", "who is on call now for every team (or one), and each team's escalation chain", sli.oncall))
+    router.add(Subcommand("help", "help", "this list of commands", lambda _r: _answer(router.help()), in_ack=True))
+    return router
+
+
 def ops_routers(ops: OpsCommands) -> dict[str, Router]:
     """``/backfill`` and ``/replay`` (arguments straight after the command; alone: a form) and ``/ops``."""
     backfill = Router(ids.BACKFILL_COMMAND, default="plan")
@@ -163,7 +171,7 @@ def register(app: AsyncApp, services: Services, calendar: CalendarCommands, sli:
              health: HealthSlack, track: Callable[[Any], Any]) -> dict[str, Router]:
     """Attach every slash command to the app; returns the routers (App Home lists their help)."""
     routers = {ids.SCHEMA_COMMAND: schema_router(services, readers, health), ids.CALENDAR_COMMAND: calendar_router(calendar), ids.SLI_COMMAND: sli_router(sli),
-               **ops_routers(ops)}
+               **ops_routers(ops), ids.ONCALL_COMMAND: oncall_router(sli)}
     assert tuple(routers) == ids.SLASH_COMMANDS
     for name, router in routers.items():
         app.command(name)(track(_listener(router)))

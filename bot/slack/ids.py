@@ -8,7 +8,8 @@ SLI_COMMAND = "/sli"
 BACKFILL_COMMAND = "/backfill"
 REPLAY_COMMAND = "/replay"
 OPS_COMMAND = "/ops"
-SLASH_COMMANDS = (SCHEMA_COMMAND, CALENDAR_COMMAND, SLI_COMMAND, BACKFILL_COMMAND, REPLAY_COMMAND, OPS_COMMAND)  # the Slack app manifest declares exactly these
+ONCALL_COMMAND = "/oncall"
+SLASH_COMMANDS = (SCHEMA_COMMAND, CALENDAR_COMMAND, SLI_COMMAND, BACKFILL_COMMAND, REPLAY_COMMAND, OPS_COMMAND, ONCALL_COMMAND)  # the Slack app manifest declares exactly these
 
 APPROVE = "proposal_approve"
 REJECT = "proposal_reject"

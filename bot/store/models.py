@@ -170,6 +170,8 @@ class TeamRow(SQLModel, table=True):
     channel: str | None = Field(default=None, max_length=64)
     change_hours: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     self_approval: bool = False
+    escalation: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False, default=list))  # unacknowledged pages go on to
+    escalate_after: float | None = None  # seconds before each step (None: the default)
 
 
 class LineageDataset(SQLModel, table=True):

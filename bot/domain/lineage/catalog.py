@@ -258,12 +258,32 @@ class _Reader:
                 self.problem(f"{place}.self_approval", "expected true or false")
             team.self_approval = raw.get("self_approval") is True
             team.consumer_groups = self.groups(raw, "consumer_groups", f"{place}.consumer_groups")
+            team.escalation, team.escalate_after = self.escalation(raw, place)
             for key in ("usergroup", "oncall_usergroup"):
                 if raw.get(key) is not None and not (isinstance(raw[key], str) and USERGROUP.match(raw[key])):
                     self.problem(f"{place}.{key}", f"{raw[key]!r} is not a Slack user group id (S...)")
             if team.usergroup is None and not team.members:
                 self.problem(place, "a team needs a usergroup or members, or nobody can act for it")
             self.catalog.teams[team.name] = team
+
+    def escalation(self, raw: dict[str, Any], place: str) -> tuple[list[str], float | None]:
+        """``escalation: [S..., U...]`` (user groups or people, in order) and ``escalate_after: 15m``."""
+        chain = raw.get("escalation", [])
+        if not isinstance(chain, list) or not all(isinstance(x, str) and (USERGROUP.match(x) or USER.match(x)) for x in chain):
+            self.problem(f"{place}.escalation", "expected a list of Slack user group ids (S...) and user ids (U... or W...), in order")
+            chain = []
+        after = raw.get("escalate_after")
+        if after is None:
+            return list(chain), None
+        try:
+            seconds = span(after, "escalate_after").total_seconds()
+        except PipelineError as err:
+            self.problem(f"{place}.escalate_after", str(err))
+            return list(chain), None
+        if seconds < 60:
+            self.problem(f"{place}.escalate_after", "at least 1m: a page needs a moment to be acknowledged")
+            return list(chain), None
+        return list(chain), seconds
 
     def global_oncall(self, raw: Any) -> None:
         """``oncall: {usergroup: S..., members: [U...]}``: who may run backfills and replays of any pipeline."""

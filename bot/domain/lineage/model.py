@@ -55,6 +55,8 @@ class Team:
     oncall_usergroup: str | None = None  # the Slack user group of whoever is oncall now (``oncall`` is its fallback)
     consumer_groups: list[str] = field(default_factory=list)  # Kafka consumer groups the team answers for (no job named)
     self_approval: bool = False  # a proposer's own approval counts for this team (a team of one); recorded as self-approved
+    escalation: list[str] = field(default_factory=list)  # who an unacknowledged page goes to next, in order: user groups (S...) or people (U...)
+    escalate_after: float | None = None  # seconds a page waits for an acknowledgement before each step (None: the default, 15 minutes)
 
 
 @dataclass(slots=True)

@@ -57,6 +57,7 @@ class Kind(StrEnum):
     SILENCED = "silenced"
     UNSILENCED = "unsilenced"
     UNFOLDED = "unfolded"  # its root cause upstream recovered and it still breaches: it pages on its own
+    HANDED_ON = "handed_on"  # nobody acknowledged the page in time: the next step of the team's escalation is paged
     RESOLVED = "resolved"
 
 
@@ -81,13 +82,15 @@ class Episode:
     held: str | None = None  # why its pages are held ("caused upstream by enrich-orders", "expected: backfill #12 ...")
     held_until: datetime | None = None  # the end of the expected window that holds them (None: a root cause upstream)
     released_at: datetime | None = None  # wall time the root cause was last seen gone (it pages once it breaches on its own)
+    escalation: int = 0  # steps of the team's escalation chain taken so far
+    escalated_at: datetime | None = None  # wall time of the last step (or when the page was first seen waiting)
 
     def as_json(self) -> dict[str, Any]:
         """For storage."""
         return {"fingerprint": self.fingerprint, "started_at": _iso(self.started_at), "level": self.level.value, "no_data": self.no_data,
                 "peak": self.peak, "acked_by": self.acked_by, "acked_at": _iso(self.acked_at), "reminded_at": _iso(self.reminded_at),
                 "opened_at": _iso(self.opened_at), "shown": self.shown, "held": self.held, "held_until": _iso(self.held_until),
-                "released_at": _iso(self.released_at)}
+                "released_at": _iso(self.released_at), "escalation": self.escalation, "escalated_at": _iso(self.escalated_at)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Episode:
@@ -95,7 +98,8 @@ class Episode:
         return cls(data["fingerprint"], _time(data["started_at"]) or datetime.min.replace(tzinfo=UTC), Level(data["level"]),
                    bool(data.get("no_data")), data.get("peak"), data.get("acked_by"), _time(data.get("acked_at")),
                    _time(data.get("reminded_at")), _time(data.get("opened_at")), data.get("shown"), data.get("held"),
-                   _time(data.get("held_until")), _time(data.get("released_at")))
+                   _time(data.get("held_until")), _time(data.get("released_at")), int(data.get("escalation") or 0),
+                   _time(data.get("escalated_at")))
 
 
 @dataclass(slots=True)

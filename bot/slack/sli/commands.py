@@ -7,13 +7,15 @@ from datetime import datetime, timedelta
 
 from bot.domain.calendar import CalendarError
 from bot.domain.lineage.catalog import moment
+from bot.domain.lineage.model import Team
+from bot.domain.sli.escalation import DEFAULT_AFTER, chain
 from bot.domain.sli.evaluator import StateError
 from bot.domain.sli.pipeline import TITLES, PipelineError, Sli, span
 from bot.services.proposals import Membership
 from bot.services.sli import SliError, SliService
-from bot.slack.render import Reply, escape
+from bot.slack.render import Reply, escape, mention
 from bot.slack.request import CommandRequest
-from bot.slack.sli.messages import history_lines, overview, status_table, when
+from bot.slack.sli.messages import history_lines, overview, status_table, step, when
 
 SILENCE_USAGE = "`/sli silence PIPELINE SLI|all DURATION|UNTIL [reason…]` (for example `/sli silence orders-enrich source_lag 4h deploying`)"
 MAX_SILENCE = timedelta(days=30)
@@ -32,6 +34,32 @@ class SliCommands:
         if team is not None and (user in team.oncall or user in await self.membership.members(team)):
             return None
         return f"Only members or oncall of {escape(pipeline.owner)} can act on the alerts of {escape(pipeline.name)}; nothing changed."
+
+    async def oncall(self, request: CommandRequest) -> Reply:
+        """``/oncall [TEAM]``: who is on call now (the team's oncall user group as Slack has it, else the catalog's list),
+        then its escalation chain, step by step, and the global oncall."""
+        teams = await self.sli.lineage.teams()
+        if len(request.args) > 1:
+            return Reply.text("Usage: `/oncall [TEAM]` (one team, or none for every team).")
+        if request.args and request.args[0] not in teams:
+            known = ", ".join(sorted(teams)[:20]) or "none: load a catalog with teams"
+            return Reply.text(f"There is no team {escape(request.args[0])!s} (known: {escape(known)}).")
+        chosen = [teams[request.args[0]]] if request.args else [teams[name] for name in sorted(teams)][:40]
+        everyone = await self.sli.lineage.global_oncall()
+        lines = []
+        for team in chosen:
+            now = await self.membership.members(Team(team.name, team.oncall_usergroup, list(team.oncall)))
+            source = "its oncall user group" if team.oncall_usergroup else "the catalog"
+            after = int((team.escalate_after or DEFAULT_AFTER.total_seconds()) // 60)
+            steps = chain(team.escalation, everyone is not None)
+            line = f"*{escape(team.name)}*: {', '.join(mention(u) for u in sorted(now)) or 'nobody'} ({source})"
+            line += (f"\n    unacknowledged pages go on every {after} min to: " + " → ".join(step(s) for s in steps)) if steps else \
+                "\n    no escalation chain: unacknowledged pages are reminded, never handed on"
+            lines.append(line)
+        if everyone is not None:
+            members = await self.membership.members(everyone)
+            lines.append(f"*Global oncall*: {', '.join(mention(u) for u in sorted(members)) or 'nobody'}")
+        return Reply.sections("*Who is on call now*", lines or ["No teams in the catalog yet."])
 
     async def status(self, request: CommandRequest) -> Reply:
         """``status`` (every pipeline) or ``status PIPELINE`` (its eight SLIs)."""

@@ -18,13 +18,16 @@ from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.domain.lineage.model import Team
+from bot.domain.sli.escalation import GLOBAL
 from bot.domain.sli.evaluator import Kind, Level, State
 from bot.domain.sli.pipeline import TITLES, Sli
 from bot.services.outbox import Expand, GiveUp, Handler, Item
+from bot.services.proposals import Membership
 from bot.services.sli import SLI_EVENT, SliService
 from bot.slack.delivery import call, message_row
 from bot.slack.render import Reply, escape, mention
-from bot.slack.sli.messages import digest_message, episode_message, headline, value_text, when
+from bot.slack.sli.messages import digest_message, episode_message, headline, step, value_text, when
 from bot.store.models import SliEpisode
 
 SLI_MESSAGE, SLI_DIGEST, SLI_NOTE = "sli.message", "sli.digest", "sli.note"
@@ -36,8 +39,8 @@ SHOWN_KEPT = 5_000  # messages whose last edit is remembered
 class SliDelivery:
     """Outbox handlers for alerts."""
 
-    def __init__(self, client: AsyncWebClient, sli: SliService) -> None:
-        self.client, self.sli = client, sli
+    def __init__(self, client: AsyncWebClient, sli: SliService, membership: Membership) -> None:
+        self.client, self.sli, self.membership = client, sli, membership
         self._last_post: dict[str, float] = {}
         self._spacing: dict[str, asyncio.Lock] = {}
         self._shown: dict[tuple[str, str], int] = {}  # what this replica last put in each message it edited
@@ -103,7 +106,9 @@ class SliDelivery:
         kinds = (Kind.OPENED.value, Kind.ESCALATED.value, Kind.REMINDER.value, Kind.UNSILENCED.value, Kind.UNFOLDED.value)
         paged = [episodes[fp] for fp, happened in events.items() if fp in episodes and episodes[fp].resolved_at is None and any(
             e["level"] == Level.PAGE.value and e["kind"] in kinds and not e["silenced"] and not e.get("held") for e in happened)]
-        if not paged:
+        handed = [(episodes[fp], e["detail"]) for fp, happened in events.items() if fp in episodes and episodes[fp].resolved_at is None
+                  for e in happened if e["kind"] == Kind.HANDED_ON.value]
+        if not paged and not handed:
             return []
         pipelines = await self.sli.pipelines()
         teams = await self.sli.lineage.teams()
@@ -113,12 +118,25 @@ class SliDelivery:
             team = teams.get(pipeline.owner) if pipeline else None
             for user in team.oncall if team else []:
                 lines_by_user.setdefault(user, []).append(f"• {headline(episode)} in {escape(episode.channel)}, since {when(episode.started_at)}")
+        for episode, target in handed:
+            for user in await self._people(target):
+                lines_by_user.setdefault(user, []).append(f"• {headline(episode)} in {escape(episode.channel)}, since {when(episode.started_at)} — "
+                                                          "escalated to you: nobody acknowledged it in time")
         rows = []
         for user, lines in sorted(lines_by_user.items()):
             intro = (":rotating_light: You are oncall: " + ("a pipeline pages" if len(lines) == 1 else f"{len(lines)} pipelines page")
                      + " (acknowledge in the channel to stop the reminders).")
             rows.append(message_row(user, Reply.sections(intro, lines[:60] + ([f"…and {len(lines) - 60} more"] if len(lines) > 60 else []))))
         return rows
+
+    async def _people(self, target: str) -> set[str]:
+        """Who a step of an escalation chain pages: a user group's members, a person, or the global oncall."""
+        if target == GLOBAL:
+            everyone = await self.sli.lineage.global_oncall()
+            return await self.membership.members(everyone) if everyone is not None else set()
+        if target.startswith("S"):
+            return await self.membership.members(Team(target, target))
+        return {target}
 
     async def _related(self, events: dict[str, list[dict[str, Any]]], episodes: dict[str, SliEpisode],
                        edited: set[str]) -> list[tuple[str, str, dict[str, Any]]]:
@@ -234,6 +252,7 @@ def timeline(episode: SliEpisode, event: dict[str, Any]) -> str:
         Kind.SILENCED: f"{at} :mute: silenced by {actor}{' — ' + detail if detail else ''}",
         Kind.UNSILENCED: f"{at} :loud_sound: " + ("the silence ran out" if detail == "expired" else f"unsilenced by {actor}"),
         Kind.UNFOLDED: f"{at} :rotating_light: pages on its own: {detail}",
+        Kind.HANDED_ON: f"{at} :arrow_heading_up: nobody acknowledged it: escalated to {step(event.get('detail') or '')}",
         Kind.RESOLVED: f"{at} :white_check_mark: resolved{': ' + value if value else ''}{' — ' + detail if detail else ''}",
         Kind.UPDATED: f"{at} {value}",
     }[kind] + held

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from bot.domain.sli.escalation import GLOBAL
 from bot.domain.sli.evaluator import Level, State
 from bot.domain.sli.folding import Firing
 from bot.domain.sli.pipeline import TITLES, UNITS, Rule, Sli
@@ -65,6 +66,13 @@ def when(moment: datetime | None) -> str:
     return f"<!date^{int(moment.timestamp())}^{{date_short_pretty}} {{time}}|{moment.astimezone(UTC):%Y-%m-%d %H:%M} UTC>"
 
 
+def step(target: str) -> str:
+    """A step of an escalation chain, as Slack shows it."""
+    if target == GLOBAL:
+        return "the global oncall"
+    return f"<!subteam^{target}>" if target.startswith("S") else mention(target)
+
+
 def headline(episode: SliEpisode) -> str:
     """``:red_circle: PAGE orders-enrich · Source lag`` (and how it ended)."""
     title = f"*{escape(episode.pipeline)}* · {TITLES[Sli(episode.sli)]}"
@@ -101,6 +109,9 @@ def episode_message(episode: SliEpisode, state: State, rule: Rule, now: datetime
     if downstream:
         names = sorted({f.pipeline for f in downstream})
         notes.append(f":arrow_down: Also late downstream: {escape(', '.join(names[:20]))}{f' and {len(names) - 20} more' if len(names) > 20 else ''}")
+    if open_ and state.episode is not None and state.episode.fingerprint == episode.fingerprint and state.episode.escalation:
+        notes.append(f":arrow_heading_up: Nobody acknowledged it: escalated {state.episode.escalation} step"
+                     f"{'s' if state.episode.escalation > 1 else ''} up its team's chain, last {when(state.episode.escalated_at)}")
     if episode.acked_by:
         notes.append(f":eyes: Acknowledged by {mention(episode.acked_by)} {when(episode.acked_at)}")
     silenced = open_ and state.silenced(now)
