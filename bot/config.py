@@ -17,6 +17,9 @@ DEFAULT_SLACK_API_URL = "https://slack.com/api/"
 SCOPES = ("proposals:read", "proposals:write", "lineage:write", "calendar:read", "calendar:write", "metrics:write")  # what an HTTP API token may be allowed to do
 
 
+DEFAULT_PAGERDUTY_URL = "https://events.pagerduty.com/v2/enqueue"
+
+
 class ConfigError(Exception):
     """A missing or malformed environment variable; the message is one human line."""
 
@@ -57,11 +60,14 @@ class Config:
     flink_version: str = "2.3.0"  # the planner a job is checked with when the catalog names no version
     watch_seconds: float = 300.0  # how often one replica looks for schema changes made around the bot
     ops_lease_seconds: float = 30.0  # a running replay's lease: another bot resumes it this long after its owner went quiet
+    pagerduty_url: str = DEFAULT_PAGERDUTY_URL  # PagerDuty's Events API v2 endpoint
+    routing_keys: dict[str, str] = field(default_factory=dict, repr=False)  # PAGERDUTY_ROUTING_KEY_*: the catalog names them
 
     @property
     def secrets(self) -> tuple[str, ...]:
         """The values that must never reach a log line: tokens, and the passwords inside URLs."""
-        values = [self.slack_bot_token, self.slack_signing_secret, self.slack_app_token, *(t.token for t in self.api_tokens)]
+        values = [self.slack_bot_token, self.slack_signing_secret, self.slack_app_token, *(t.token for t in self.api_tokens),
+                  *self.routing_keys.values()]
         for url in (self.database_url, self.schema_registry_url):
             if url:
                 parts = urlsplit(url)
@@ -110,6 +116,8 @@ class Config:
             flink_root=_optional(env, "CHANGEOPS_FLINK_ROOT") or str(Path(_optional(env, "CHANGEOPS_CACHE") or Path(
                 _optional(env, "XDG_CACHE_HOME") or Path.home() / ".cache") / "changeops") / "flink"),
             flink_version=_flink_version(env),
+            pagerduty_url=_http_url(env, "PAGERDUTY_EVENTS_URL") or DEFAULT_PAGERDUTY_URL,
+            routing_keys={name: value.strip() for name, value in env.items() if name.startswith("PAGERDUTY_ROUTING_KEY_") and value.strip()},
         )
 
 

@@ -24,6 +24,7 @@ from bot.kafka import dead_letters
 from bot.kafka.avro import Registry
 from bot.kafka.metrics import MetricsConsumer
 from bot.kafka.pollers import Pollers
+from bot.receivers import ReceiverDelivery
 from bot.schema_registry import SchemaRegistry
 from bot.services import leases
 from bot.services.calendar import CalendarService
@@ -104,7 +105,8 @@ class Bot:
         health = HealthSlack(self.connections.client(retries=False), self.health)
         self.planner = Planner(config.flink_root)
         self.releases = Releases(self.db, self.lineage, self.registry, self.calendar, self.outbox, self.planner, config.flink_version, clock)
-        self.dispatcher = Dispatcher(self.db, self.outbox, {**delivery.handlers(), **alerts.handlers(), **operations.handlers(),
+        self.pagers = ReceiverDelivery(self.sli, config)
+        self.dispatcher = Dispatcher(self.db, self.outbox, {**delivery.handlers(), **alerts.handlers(), **operations.handlers(), **self.pagers.handlers(),
                                                             **out_of_band.handlers(), **health.handlers(), **ReleaseReports(self.releases).handlers(),
                                                             REGISTER: self.proposals.register},
                                      coalesce=frozenset({SLI_EVENT, CARD}))  # queued card edits: one render, the newest state
@@ -197,6 +199,7 @@ class Bot:
             self.pollers = None
         await self.dispatcher.stop(timeout=max(0.0, deadline - time.monotonic()))
         await self.planner.close()
+        await self.pagers.close()
         if self.schema_registry is not None:
             await self.schema_registry.close()
         if self.avro_registry is not None:

@@ -66,7 +66,7 @@ class LineageService:
                 session.add(TeamRow(name=team.name, usergroup=team.usergroup, members=team.members, oncall=team.oncall,
                                     oncall_usergroup=team.oncall_usergroup, consumer_groups=team.consumer_groups, channel=team.channel,
                                     change_hours=team.change_hours, self_approval=team.self_approval, escalation=team.escalation,
-                                    escalate_after=team.escalate_after))
+                                    escalate_after=team.escalate_after, receivers=team.receivers))
             oncall = await session.get(CatalogSetting, GLOBAL_ONCALL) or CatalogSetting(name=GLOBAL_ONCALL)
             oncall.value = {"usergroup": catalog.oncall.usergroup, "members": catalog.oncall.members} if catalog.oncall else {}
             session.add(oncall)
@@ -254,7 +254,8 @@ class LineageService:
         async with self.db.session() as session:
             rows = (await session.exec(select(TeamRow))).all()
         return {r.name: Team(r.name, r.usergroup, list(r.members), list(r.oncall), r.channel, r.change_hours, r.oncall_usergroup,
-                             list(r.consumer_groups or []), r.self_approval, list(r.escalation or []), r.escalate_after) for r in rows}
+                             list(r.consumer_groups or []), r.self_approval, list(r.escalation or []), r.escalate_after,
+                             list(r.receivers or [])) for r in rows}
 
     async def setting(self, name: str) -> dict[str, Any]:
         """A catalog-wide setting (``RETIRED_GROUPS``, ``DOCUMENT``...): {} when the catalog has none."""

@@ -25,11 +25,13 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from bot.domain.calendar import Scope
 from bot.domain.calendar import Status as EntryStatus
+from bot.domain.lineage.model import Team
 from bot.domain.sli import evaluator
 from bot.domain.sli.escalation import DEFAULT_AFTER, chain, escalate
 from bot.domain.sli.evaluator import Event, Kind, Level, State, StateError, Status
 from bot.domain.sli.folding import EXPECTING, Firing, Hold, expected, folds, hold, release, upstream_map
 from bot.domain.sli.pipeline import MANDATORY, Pipeline, Rule, Sli
+from bot.domain.sli.receivers import action
 from bot.domain.sli.samples import Sample
 from bot.services.audit import record as audit
 from bot.services.calendar import reach
@@ -40,6 +42,7 @@ from bot.store.models import CalendarEntry, LineageRevision, PipelineRow, SliEpi
 
 log = logging.getLogger(__name__)
 SLI_EVENT = "sli.event"  # outbox kind: something happened to an episode (coalesced per channel by the Slack side)
+SLI_RECEIVER = "sli.receiver"  # outbox kind: a team's pager is owed a trigger, acknowledge or resolve
 FLUSH_SECONDS = 10.0     # a series read in memory is written at least this often (or every interval, if shorter)
 FEED_BEHIND = timedelta(seconds=60)  # the metrics consumer reading records older than this, with more to read, is behind
 Key = tuple[str, str]
@@ -230,6 +233,7 @@ class SliService:
             return []
         now = self.clock()
         conflicts: list[Key] = []
+        teams = await self.lineage.teams() if any(events for events, _ in results.values()) else {}
         async with self.db.session() as session:
             for key, (events, _) in results.items():
                 series = self._series[key]
@@ -239,7 +243,7 @@ class SliService:
                     conflicts.append(key)
                     continue
                 if events:
-                    await self._record(session, catalog, catalog.pipelines[key[0]], key[1], events)
+                    await self._record(session, catalog, catalog.pipelines[key[0]], key[1], events, teams)
             if conflicts:
                 await session.rollback()
                 return conflicts
@@ -251,8 +255,11 @@ class SliService:
         self.outbox.wake()
         return []
 
-    async def _record(self, session: AsyncSession, catalog: _Catalog, pipeline: Pipeline, sli: str, events: list[Event]) -> None:
-        """Store each event on its episode (creating it when it opens) and owe Slack a notice of it."""
+    async def _record(self, session: AsyncSession, catalog: _Catalog, pipeline: Pipeline, sli: str, events: list[Event],
+                      teams: dict[str, Team] | None = None) -> None:
+        """Store each event on its episode (creating it when it opens) and owe Slack a notice of it, and the team's
+        receivers (PagerDuty, webhooks) what a page's events mean to them."""
+        receivers = (teams or {}).get(pipeline.owner, Team("")).receivers
         channel = catalog.channels.get(pipeline.name) or self.changes_channel
         for event in events:
             row = (await session.exec(select(SliEpisode).where(SliEpisode.fingerprint == event.fingerprint))).first()
@@ -270,6 +277,12 @@ class SliService:
                 row.resolved_at = event.at
             elif event.kind is Kind.ACKNOWLEDGED:
                 row.acked_by, row.acked_at = event.actor, event.at
+            act = action(event.kind, event.level, event.held is not None, event.silenced, row.paged_out) if receivers else None
+            if act == "trigger":
+                row.paged_out = True
+            for index, _receiver in enumerate(receivers if act else []):
+                self.outbox.add(session, SLI_RECEIVER, f"receiver:{pipeline.owner}:{index}:{event.fingerprint}",
+                                {"team": pipeline.owner, "receiver": index, "action": act, "episode": event.fingerprint, "at": event.at.isoformat()})
             if event.kind is not Kind.UPDATED:
                 row.timeline = [*row.timeline, {"kind": event.kind.value, "at": event.at.isoformat(), "value": event.value,
                                                 "actor": event.actor, "detail": event.detail, "level": event.level.value,
@@ -422,6 +435,7 @@ class SliService:
         if sli not in {s.value for s in Sli}:
             raise SliError(f"there is no SLI {sli!r} (one of {', '.join(Sli)})")
         key = (pipeline.name, sli)
+        teams = await self.lineage.teams()
         async with self._lock:
             for _ in range(5):
                 await self._load([key], force=True)
@@ -435,7 +449,7 @@ class SliService:
                         await session.rollback()
                         continue
                     if event is not None:
-                        await self._record(session, catalog, catalog.pipelines[pipeline.name], sli, [event])
+                        await self._record(session, catalog, catalog.pipelines[pipeline.name], sli, [event], teams)
                     audit(session, user, "slack", audit_as, "sli", f"{pipeline.name}/{sli}", detail)
                     await session.commit()
                 series.version += 1

@@ -172,6 +172,7 @@ class TeamRow(SQLModel, table=True):
     self_approval: bool = False
     escalation: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False, default=list))  # unacknowledged pages go on to
     escalate_after: float | None = None  # seconds before each step (None: the default)
+    receivers: list[dict[str, str]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False, default=list))  # pagers beyond Slack
 
 
 class LineageDataset(SQLModel, table=True):
@@ -359,6 +360,7 @@ class SliEpisode(SQLModel, table=True):
     message_channel: str | None = Field(default=None, max_length=64)
     message_ts: str | None = Field(default=None, max_length=32)
     digest: bool = False  # shown in its channel's digest message rather than a message of its own
+    paged_out: bool = False  # its team's receivers (PagerDuty, webhooks) were told it fires: they hear of its acknowledgement and end
     timeline: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
 
 

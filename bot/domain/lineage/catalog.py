@@ -25,6 +25,7 @@ DEFAULT_JOB_NAMESPACE = "changeops"
 MODES = {"BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE", "NONE"}
 USER = re.compile(r"[UW][A-Z0-9]{2,}\Z")
 USERGROUP = re.compile(r"S[A-Z0-9]{2,}\Z")
+ROUTING_KEY_ENV = re.compile(r"PAGERDUTY_ROUTING_KEY_[A-Z0-9_]+\Z")
 
 
 @dataclass(frozen=True)
@@ -259,6 +260,7 @@ class _Reader:
             team.self_approval = raw.get("self_approval") is True
             team.consumer_groups = self.groups(raw, "consumer_groups", f"{place}.consumer_groups")
             team.escalation, team.escalate_after = self.escalation(raw, place)
+            team.receivers = self.receivers(raw.get("receivers", []), f"{place}.receivers")
             for key in ("usergroup", "oncall_usergroup"):
                 if raw.get(key) is not None and not (isinstance(raw[key], str) and USERGROUP.match(raw[key])):
                     self.problem(f"{place}.{key}", f"{raw[key]!r} is not a Slack user group id (S...)")
@@ -284,6 +286,31 @@ class _Reader:
             self.problem(f"{place}.escalate_after", "at least 1m: a page needs a moment to be acknowledged")
             return list(chain), None
         return list(chain), seconds
+
+    def receivers(self, raw: Any, place: str) -> list[dict[str, str]]:
+        """``receivers: [{pagerduty: {routing_key_env: PAGERDUTY_ROUTING_KEY_...}}, {webhook: {url: https://...}}]``."""
+        if not isinstance(raw, list):
+            self.problem(place, "expected a list of {pagerduty: {routing_key_env: NAME}} and {webhook: {url: URL}}")
+            return []
+        found = []
+        for number, item in enumerate(raw):
+            where = f"{place}[{number}]"
+            if isinstance(item, dict) and set(item) == {"pagerduty"} and isinstance(item["pagerduty"], dict):
+                name = item["pagerduty"].get("routing_key_env")
+                if isinstance(name, str) and ROUTING_KEY_ENV.match(name):
+                    found.append({"type": "pagerduty", "routing_key_env": name})
+                else:
+                    self.problem(f"{where}.pagerduty.routing_key_env", "the name of an environment variable that starts with "
+                                 "PAGERDUTY_ROUTING_KEY_ and holds the integration's routing key (never the key itself)")
+            elif isinstance(item, dict) and set(item) == {"webhook"} and isinstance(item["webhook"], dict):
+                url = item["webhook"].get("url")
+                if isinstance(url, str) and re.match(r"https?://[^\s/]+", url) and len(url) <= 2000:
+                    found.append({"type": "webhook", "url": url})
+                else:
+                    self.problem(f"{where}.webhook.url", "an http:// or https:// URL that takes Alertmanager's webhook JSON")
+            else:
+                self.problem(where, "expected {pagerduty: {routing_key_env: NAME}} or {webhook: {url: URL}}")
+        return found
 
     def global_oncall(self, raw: Any) -> None:
         """``oncall: {usergroup: S..., members: [U...]}``: who may run backfills and replays of any pipeline."""

@@ -57,6 +57,8 @@ class Team:
     self_approval: bool = False  # a proposer's own approval counts for this team (a team of one); recorded as self-approved
     escalation: list[str] = field(default_factory=list)  # who an unacknowledged page goes to next, in order: user groups (S...) or people (U...)
     escalate_after: float | None = None  # seconds a page waits for an acknowledgement before each step (None: the default, 15 minutes)
+    receivers: list[dict[str, str]] = field(default_factory=list)  # pagers pages also go to: {"type": "pagerduty", "routing_key_env": NAME}
+    # (PagerDuty Events API v2) or {"type": "webhook", "url": URL} (Alertmanager's webhook JSON, version 4)
 
 
 @dataclass(slots=True)
