@@ -13,6 +13,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"  # Debian's chromium and chromium-driver
 SCREENSHOT = ROOT / "docs" / "playground.png"
 API_TOKEN = "browser-test-token-0123456789"
+BOTS: dict[str, str] = {}  # a playground's page URL -> its bot's URL (the HTTP API)
 
 
 def start_playground(folder: Path, *extra: str, kafka: str | None = None) -> Iterator[str]:
@@ -42,10 +44,11 @@ def start_playground(folder: Path, *extra: str, kafka: str | None = None) -> Ite
         env["KAFKA_BOOTSTRAP_SERVERS"] = kafka
     for args in (["migrate"], ["catalog", "load", "examples/catalog.yaml"], ["subject", "import", "orders-value", "examples/schemas/orders.avsc", "examples/schemas/orders-v2.avsc"]):
         subprocess.run([sys.executable, "-m", "bot", *args], env=env, cwd=ROOT, check=True, capture_output=True)
-    page_port = free_port()
-    process = subprocess.Popen([sys.executable, "-m", "bot", "playground", "--no-prompt", "--port", str(free_port()),
+    page_port, bot_port = free_port(), free_port()
+    process = subprocess.Popen([sys.executable, "-m", "bot", "playground", "--no-prompt", "--port", str(bot_port),
                                 "--slack-port", str(page_port), *extra], env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{page_port}"
+    BOTS[url] = f"http://127.0.0.1:{bot_port}"
     try:
         for _ in range(600):
             try:
@@ -195,6 +198,50 @@ def test_an_outsiders_click_gets_the_ephemeral_refusal_and_changes_nothing(playg
     open_channel(browser, "orders-pipeline")
     assert card_text(browser, number) == before  # nothing changed
     assert not browser.find_elements(By.CSS_SELECTOR, "#messages article.ephemeral")  # the refusal was dave's alone
+
+
+def samples(playground: str, value: float, minutes_ahead: float) -> None:
+    """One schema-error-rate sample of enrich-orders through the bot's HTTP API, stamped ``minutes_ahead`` of now (the
+    playground's own feeder reports healthy samples stamped now: these come after them)."""
+    body = json.dumps([{"pipeline": "enrich-orders", "sli": "schema_error_rate", "value": value,
+                        "time": (datetime.now(UTC) + timedelta(minutes=minutes_ahead)).isoformat()}]).encode()
+    request = urllib.request.Request(f"{BOTS[playground]}/api/v1/metrics", data=body, method="POST",
+                                     headers={"Authorization": f"Bearer {API_TOKEN}", "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert json.loads(response.read())["accepted"] == 1
+
+
+def alert_text(browser: WebDriver) -> str:
+    """The enrich-orders alert on screen, read within the wait (it is re-rendered as it changes)."""
+    return str(wait(browser).until(lambda b: next((t for t in (a.text for a in b.find_elements(By.CSS_SELECTOR, "#messages article"))
+                                                   if "enrich-orders" in t and "Schema error rate" in t), None)))
+
+
+def test_an_alert_pages_is_acknowledged_by_the_oncall_refused_to_an_outsider_and_resolves(playground: str, browser: WebDriver) -> None:
+    samples(playground, 0.05, minutes_ahead=1)  # five times the page threshold
+    browser.get(f"{playground}/")
+    act_as(browser, "dave")
+    open_channel(browser, "orders-pipeline")
+    wait(browser).until(lambda b: "PAGE" in alert_text(b))
+
+    def press_on_alert(label: str) -> None:
+        wait(browser).until(lambda b: next((x for a in b.find_elements(By.CSS_SELECTOR, "#messages article")
+                                            if "enrich-orders" in a.text and "Schema error rate" in a.text
+                                            for x in a.find_elements(By.CSS_SELECTOR, "button") if x.text == label), None)).click()
+
+    press_on_alert("Acknowledge")  # dave is in no team
+    refusal = wait(browser).until(lambda b: next((a for a in b.find_elements(By.CSS_SELECTOR, "#messages article.ephemeral")
+                                                  if "enrich-orders" in a.text), None))
+    assert "Only members or oncall of orders-team can act on the alerts of enrich-orders" in refusal.text
+    assert "Acknowledged by" not in alert_text(browser)
+    act_as(browser, "alice")  # orders-team's oncall
+    open_channel(browser, "orders-pipeline")
+    press_on_alert("Acknowledge")
+    wait(browser).until(lambda b: "Acknowledged by @alice" in alert_text(b))
+    samples(playground, 0.0, minutes_ahead=2)
+    samples(playground, 0.0, minutes_ahead=3.5)  # healthy for its clear_for (a minute of sample time): resolved
+    wait(browser).until(lambda b: "Resolved" in alert_text(b))
+    assert "Acknowledge" not in [x.text for x in browser.find_elements(By.CSS_SELECTOR, "#messages article button")]
 
 
 def test_mrkdwn_is_rendered_and_user_text_stays_text(playground: str, browser: WebDriver) -> None:
