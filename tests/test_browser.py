@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from selenium import webdriver
-from selenium.common.exceptions import StaleElementReferenceException
+from selenium.common.exceptions import ElementClickInterceptedException, StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
@@ -104,7 +104,7 @@ def browser() -> Iterator[WebDriver]:
 
 
 def wait(browser: WebDriver, seconds: float = 20) -> WebDriverWait[WebDriver]:
-    return WebDriverWait(browser, seconds, ignored_exceptions=[StaleElementReferenceException])
+    return WebDriverWait(browser, seconds, ignored_exceptions=[StaleElementReferenceException, ElementClickInterceptedException])
 
 
 def act_as(browser: WebDriver, name: str) -> None:
@@ -113,7 +113,11 @@ def act_as(browser: WebDriver, name: str) -> None:
 
 
 def open_channel(browser: WebDriver, name: str) -> None:
-    wait(browser).until(ec.element_to_be_clickable((By.XPATH, f"//nav//a[starts-with(normalize-space(.), '# {name}')]"))).click()
+    def clicked(b: WebDriver) -> bool:  # the click inside the wait: the page re-renders its list as messages arrive (stale links)
+        b.find_element(By.XPATH, f"//nav//a[starts-with(normalize-space(.), '# {name}')]").click()
+        return True
+
+    wait(browser).until(clicked)
     wait(browser).until(ec.text_to_be_present_in_element((By.ID, "place-title"), f"# {name}"))
 
 
@@ -225,9 +229,15 @@ def test_an_alert_pages_is_acknowledged_by_the_oncall_refused_to_an_outsider_and
     wait(browser).until(lambda b: "PAGE" in alert_text(b))
 
     def press_on_alert(label: str) -> None:
-        wait(browser).until(lambda b: next((x for a in b.find_elements(By.CSS_SELECTOR, "#messages article")
-                                            if "enrich-orders" in a.text and "Schema error rate" in a.text
-                                            for x in a.find_elements(By.CSS_SELECTOR, "button") if x.text == label), None)).click()
+        def pressed(b: WebDriver) -> bool:  # found and clicked within the wait: the alert is re-rendered as it changes
+            button = next((x for a in b.find_elements(By.CSS_SELECTOR, "#messages article") if "enrich-orders" in a.text
+                           and "Schema error rate" in a.text for x in a.find_elements(By.CSS_SELECTOR, "button") if x.text == label), None)
+            if button is None:
+                return False
+            button.click()
+            return True
+
+        wait(browser).until(pressed)
 
     press_on_alert("Acknowledge")  # dave is in no team
     refusal = wait(browser).until(lambda b: next((a for a in b.find_elements(By.CSS_SELECTOR, "#messages article.ephemeral")

@@ -5,11 +5,26 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import urllib.error
 import urllib.request
 from typing import Any
 
+from bot.domain.references import as_json, parse_pin
+
 DEFAULT_URL = "http://127.0.0.1:3000"
+
+
+def with_references(body: dict[str, Any], texts: list[str] | None, command: str) -> bool:
+    """Put ``--reference NAME=SUBJECT:VERSION`` values into a request body; False (said on stderr) when one is malformed."""
+    if texts is None:
+        return True
+    try:
+        body["references"] = as_json([parse_pin(text) for text in texts])
+    except ValueError as err:
+        print(f"{command}: {err}", file=sys.stderr)
+        return False
+    return True
 
 
 class Unreachable(Exception):

@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from bot.cli.api import Unreachable, call
-from bot.domain.references import as_json, parse_pin
+from bot.cli.api import Unreachable, call, with_references
 
 VERDICT = {"approved": "approved as version {version}", "pending": "waiting for acknowledgements (proposal #{proposal})",
            "rejected": "not approved: proposal #{proposal} was {proposal_state}", "unknown": "not approved: no proposal carries this schema",
@@ -57,11 +56,7 @@ def run_gate(args: argparse.Namespace) -> int:
         return 2
     registry_form = isinstance(schema, dict) and "schema" in schema and "type" not in schema  # {"schema", "references"}
     body: dict[str, Any] = dict(schema) if registry_form else {"schema": json.dumps(schema)}
-    try:
-        if args.reference is not None:
-            body["references"] = as_json([parse_pin(text) for text in args.reference])
-    except ValueError as err:
-        print(f"bot gate: {err}", file=sys.stderr)
+    if not with_references(body, args.reference, "bot gate"):
         return 2
     answer = _ask("bot gate", f"/api/v1/subjects/{quote(args.subject, safe='')}/check", body, args.url)
     if answer is None:

@@ -8,8 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bot.cli.api import Unreachable, call
-from bot.domain.references import as_json, parse_pin
+from bot.cli.api import Unreachable, call, with_references
 
 
 def add_parsers(sub: Any) -> None:
@@ -40,11 +39,7 @@ def run_propose(args: argparse.Namespace) -> int:
         return 2
     body = {"subject": args.subject, "schema": schema, "notes": args.notes, **({"proposer": args.proposer} if args.proposer else {}),
             "window_start": args.window_start, "window_hours": args.window_hours, "revision_of": args.revision_of}
-    try:
-        if args.reference is not None:
-            body["references"] = as_json([parse_pin(text) for text in args.reference])
-    except ValueError as err:
-        print(f"bot propose: {err}", file=sys.stderr)
+    if not with_references(body, args.reference, "bot propose"):
         return 2
     try:
         status, answer = call("/api/v1/proposals", body)
