@@ -23,7 +23,7 @@ from bot.runtime import Bot
 from bot.slack import ids
 from bot.store.models import ObservedSchema
 from tests.conftest import API_TOKEN, SlackHarness, bot_config
-from tests.registry import RealRegistry
+from tests.registry import Outage, RealRegistry
 from tests.test_proposals_slack import ALICE, BOB, CAROL, card_message
 
 ADDRESS = {"type": "record", "name": "Address", "namespace": "com.acme",
@@ -223,3 +223,30 @@ async def test_the_slack_form_takes_references_one_per_line(slack: SlackHarness)
     assert done.status == 200 and done.json is None
     card = await card_message(slack, 5)
     assert "References: `com.acme.Address` → address version 1" in as_text(card.text, card.blocks)
+
+
+async def test_while_the_registry_is_away_a_reference_is_refused_as_retryable_and_nothing_is_stored(
+        slack: SlackHarness, migrated_url: str, schema_registry: RealRegistry) -> None:
+    proxy = Outage(schema_registry.url)
+    await proxy.restore()
+    await slack.bot.stop()
+    slack.bot = Bot(bot_config(slack.emulator, migrated_url, SCHEMA_REGISTRY_URL=proxy.url), slack.clock)
+    await slack.bot.start(0)
+    try:
+        await load(slack)
+        await first_versions(slack)
+        await slack.bot.stop()  # a new replica: nothing of the registry in its memory (a registered version, once read, is kept: it never changes)
+        slack.bot = Bot(bot_config(slack.emulator, migrated_url, SCHEMA_REGISTRY_URL=proxy.url), slack.clock)
+        await slack.bot.start(0)
+        before = len(await slack.bot.proposals.listing())
+        await proxy.cut()
+        body = {"subject": "payments-value", "schema": {**PAYMENT, "doc": "v2"}, "proposer": CAROL}
+        status, refused = await api(slack, body)  # its kept reference cannot be read: said, not guessed
+        assert status == 400 and refused["field"] == "references" and "could not be reached" in refused["error"]
+        assert "try again shortly" in refused["error"] and len(await slack.bot.proposals.listing()) == before
+        await proxy.restore()
+        status, created = await api(slack, body)
+        assert status == 201 and created["references"] == [pin("com.acme.Address", "address", 1)]
+        assert len(await slack.bot.proposals.listing()) == before + 1  # once
+    finally:
+        await proxy.cut()

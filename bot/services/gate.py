@@ -14,7 +14,7 @@ from sqlmodel import col, select
 
 from bot.domain.approvals import State
 from bot.domain.calendar import Scope, Window
-from bot.domain.compat.analysis import analyse, fingerprints
+from bot.domain.compat.analysis import analyse, fingerprints_each
 from bot.domain.references import Reference
 from bot.services.calendar import CalendarService
 from bot.services.references import References, UnresolvedReference
@@ -90,12 +90,8 @@ class Gate:
         async with self.db.session() as session:
             proposals = list((await session.exec(select(Proposal).where(col(Proposal.subject_id) == subject.id, col(Proposal.state) != State.APPROVED.value)
                                                  .order_by(col(Proposal.id).desc()).limit(200))).all())
-        prints = [await off_loop(fingerprints, [p.schema_text], [e["schema"] for e in p.referenced]) for p in proposals if p.referenced]
-        plain = await off_loop(fingerprints, [p.schema_text for p in proposals if not p.referenced])
-        by_id = dict(zip([p.id for p in proposals if p.referenced], [print_[0] for print_ in prints], strict=True))
-        by_id.update(zip([p.id for p in proposals if not p.referenced], plain, strict=True))
-        for carrier in proposals:
-            print_ = by_id[carrier.id]
+        prints = await off_loop(fingerprints_each, [(p.schema_text, [e["schema"] for e in p.referenced]) for p in proposals])
+        for carrier, print_ in zip(proposals, prints, strict=True):
             if print_ == analysis.fingerprint:
                 return {**answer, "status": STATUS_OF.get(carrier.state, UNKNOWN), "proposal": carrier.id, "proposal_state": carrier.state,
                         "level": carrier.level, "changes": carrier.findings}

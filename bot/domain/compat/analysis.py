@@ -89,3 +89,8 @@ def fingerprints(texts: Sequence[str], refs: Sequence[str] = ()) -> list[str | N
         except SchemaError:
             found.append(None)
     return found
+
+
+def fingerprints_each(schemas: Sequence[tuple[str, Sequence[str]]]) -> list[str | None]:
+    """The fingerprint of each (schema text, its referenced schemas), in one call (None for one that does not parse)."""
+    return [fingerprints([text], refs)[0] for text, refs in schemas]
