@@ -33,8 +33,8 @@ async def test_messages_survive_5xx_429_and_refused_connections_and_arrive_once_
     assert await slack.bot.proposals.sweep() == 1
     slack.ws.outage = 429
     await slack.ws.wait_for(lambda: len([c for c in slack.ws.calls if c.status == 429]) >= 2)
+    await slack.refuse_connections()  # before the 429s end: no window in which a retry could get through
     slack.ws.outage = None
-    await slack.refuse_connections()
     await asyncio.sleep(1.0)  # the dispatcher keeps trying against a closed port meanwhile
     assert slack.ws.messages == []
     await slack.accept_connections()
