@@ -43,6 +43,7 @@ transaction.state.log.num.partitions=4
 share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
+log.retention.check.interval.ms=2000
 auto.create.topics.enable=true
 PROPS
     cat > "$kafka/log4j2.properties" <<PROPS

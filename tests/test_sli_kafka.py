@@ -14,12 +14,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
 from fastavro import parse_schema, schemaless_writer
 
 from bot.domain.sli.samples import PIPELINE_SAMPLE_SCHEMA
 from bot.emulator.render import as_text
+from bot.emulator.workspace import Message
 from bot.kafka.metrics import MetricsConsumer
 from bot.runtime import Bot
 from bot.slack import ids
@@ -153,6 +154,76 @@ async def test_the_lag_poller_alerts_on_a_group_that_stops_and_resolves_when_it_
     await asyncio.to_thread(consumer.close)
     await slack.bot.poll()
     await slack.ws.wait_for(lambda: any("Resolved" in read(m) and "Source lag" in read(m) for m in alerts(slack)), timeout=30)
+
+
+async def test_a_stopped_group_is_warned_then_paged_before_retention_deletes_its_unread_data_then_told_what_was_lost(
+        kafka_bot: tuple[SlackHarness, str], kafka_bootstrap: str) -> None:
+    slack, _ = kafka_bot
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    source = f"orders-{uuid.uuid4().hex[:8]}"  # segments roll when records ten minutes apart meet, so old ones can go alone
+    admin.create_topics([NewTopic(source, num_partitions=1, replication_factor=1,
+                                  config={"retention.ms": str(20 * 3600_000), "segment.ms": "600000"})])[source].result(timeout=30)
+    group = f"enrich-{source}"
+    await load(slack, catalog(slack, [{"name": "enrich-orders", "owner": "orders-team", "channel": "#orders-pipeline",
+                                       "source": {"topics": [source], "group": group}}]))
+    producer = Producer({"bootstrap.servers": kafka_bootstrap})
+    written = int((time.time() - 3600) * 1000)  # an hour ago
+    for i in range(10):
+        producer.produce(source, key=f"k{i}".encode(), value=b"order", timestamp=written + i)
+    assert producer.flush(30) == 0
+    consumer = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False})
+    consumer.subscribe([source])
+    taken = 0
+    while taken < 3:  # the job reads three records, commits, and stops
+        message = await asyncio.to_thread(consumer.poll, 1.0)
+        if message is not None and message.error() is None:
+            taken += 1
+            await asyncio.to_thread(consumer.commit, message=message, asynchronous=False)
+    await asyncio.to_thread(consumer.close)
+
+    def headroom() -> Message | None:
+        return next((m for m in alerts(slack) if "Retention headroom" in read(m)), None)
+
+    def retention(value: int) -> None:
+        resource = ConfigResource(ResourceType.TOPIC, source, incremental_configs=[
+            ConfigEntry("retention.ms", str(value), incremental_operation=AlterConfigOpType.SET)])
+        admin.incremental_alter_configs([resource])[resource].result(timeout=30)
+
+    await slack.bot.poll()  # one poll tells no rate: nothing forecast yet
+    assert all(r["value"] is None for r in await slack.bot.sli.status("enrich-orders") if r["sli"] == "retention_headroom")
+    await asyncio.sleep(1.0)
+    await slack.bot.poll()  # stopped: its oldest unread record (an hour old) goes in about 19 hours
+    alert = await slack.ws.wait_for(headroom, timeout=30)
+    assert "WARN" in read(alert) and f"on partition {source}/0 in 18 h 59 m" in read(alert)
+
+    retention(2 * 3600_000)  # two hours: about one left
+    await slack.bot.poll()
+    await slack.ws.wait_for(lambda: "PAGE" in read(headroom() or alert) and "in 59 m" in read(headroom() or alert), timeout=30)
+
+    for i in range(5):  # new records (in a new segment), then a retention the old segment is past: the broker deletes it
+        producer.produce(source, key=f"n{i}".encode(), value=b"order")
+    assert producer.flush(30) == 0
+    retention(1800_000)
+    probe = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": f"probe-{source}"})
+    for _ in range(300):
+        low, _high = await asyncio.to_thread(probe.get_watermark_offsets, TopicPartition(source, 0), 10)
+        if low > 0:
+            break
+        await asyncio.sleep(0.2)
+    probe.close()
+    assert low == 10, "the broker did not delete the old segment"
+    await slack.bot.poll()
+    await slack.bot.poll()  # the same loss again: told once
+    lost = await slack.ws.wait_for(lambda: "Data lost" in read(headroom() or alert) and headroom(), timeout=30)
+    assert f"retention deleted offsets 3–9 of {source}/0 (7 messages, written from" in read(lost)
+    assert f"before group {group} read them" in read(lost)
+    await slack.bot.idle()
+    thread = [read(m) for m in slack.ws.channel_messages("orders-pipeline", thread_ts=lost.ts)]
+    told = [line for line in thread if "retention deleted unread data" in line]
+    assert len(told) == 1 and f"{source}/0 offsets 3–9 (7 messages written" in told[0]
+    dm = "\n".join(read(m) for m in slack.ws.channel_messages(slack.ws.open_dm(ALICE)))
+    assert "Retention headroom" in dm
 
 
 async def test_dead_letters_are_sampled_from_the_alert(kafka_bot: tuple[SlackHarness, str], kafka_bootstrap: str,

@@ -1,5 +1,7 @@
 """The bot's own SLI measurements on the real cluster: consumer-group lag of each pipeline's source (messages,
-and seconds since the oldest record not yet consumed) and the size of its DLQ (end offsets summed).
+and seconds since the oldest record not yet consumed), the retention headroom of that group (when the topic's
+retention will delete what it has not read, from successive polls: see ``bot.domain.sli.retention``) and the size of
+its DLQ (end offsets summed).
 
 Blocking client calls run in a worker thread, each with a timeout; one replica polls at a time (a lease)."""
 
@@ -9,9 +11,10 @@ import logging
 from datetime import datetime
 
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType  # type: ignore[attr-defined]
 
 from bot.domain.sli.pipeline import Pipeline, Sli
+from bot.domain.sli.retention import Retention, Seen, Track, forecast
 from bot.domain.sli.samples import Sample
 
 log = logging.getLogger(__name__)
@@ -26,23 +29,25 @@ class Pollers:
         self.probe = Consumer({"bootstrap.servers": bootstrap, "group.id": "changeops-probe", "enable.auto.commit": False,
                                "client.id": "changeops-poller", "enable.partition.eof": False})
         self._failing: set[str] = set()
+        self._tracks: dict[str, dict[tuple[str, int], Track]] = {}  # group -> partition -> what the polls saw
 
     def measure(self, pipelines: list[Pipeline], now: datetime) -> list[Sample]:
-        """One sample per measurable SLI; a pipeline whose measurement fails is logged (once until it recovers) and skipped."""
-        samples = []
+        """The samples of every measurable SLI; a pipeline whose measurement fails is logged (once until it recovers) and
+        skipped."""
+        samples: list[Sample] = []
+        retention = self._retentions({t for p in pipelines if p.group for t in p.topics})
         for pipeline in pipelines:
-            for sli, measure in ((Sli.SOURCE_LAG, self._lag), (Sli.DLQ_VOLUME, self._dlq)):
+            for sli, measure in ((Sli.SOURCE_LAG, self._source), (Sli.DLQ_VOLUME, self._dlq)):
                 name = f"{pipeline.name}/{sli}"
                 try:
-                    found = measure(pipeline, now)
+                    found = measure(pipeline, now, retention)
                 except (KafkaException, RuntimeError, ValueError) as err:
                     if name not in self._failing:
                         log.warning("SLI poller: cannot measure %s: %s", name, err)
                     self._failing.add(name)
                     continue
                 self._failing.discard(name)
-                if found is not None:
-                    samples.append(found)
+                samples += found
         return samples
 
     def close(self) -> None:
@@ -55,40 +60,84 @@ class Pollers:
             raise ValueError(f"topic {topic} is unknown to the cluster ({metadata.error if metadata else 'no metadata'})")
         return sorted(metadata.partitions)
 
-    def _lag(self, pipeline: Pipeline, now: datetime) -> Sample | None:
+    def _source(self, pipeline: Pipeline, now: datetime, retention: dict[str, Retention] | None) -> list[Sample]:
+        """Source lag, and the retention headroom once two polls tell the rates (and a topic's retention is finite)."""
         if not (pipeline.topics and pipeline.group):
-            return None
+            return []
         result = self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(pipeline.group)], request_timeout=TIMEOUT)
         committed = {(tp.topic, tp.partition): tp.offset for tp in result[pipeline.group].result(timeout=TIMEOUT).topic_partitions or []}
-        messages, oldest_ms = 0, None
+        messages, oldest_ms, seen = 0, None, []
         for topic in pipeline.topics:
             for partition in self._partitions(topic):
                 low, high = self.probe.get_watermark_offsets(TopicPartition(topic, partition), timeout=TIMEOUT)
-                position = committed.get((topic, partition), -1)
-                position = low if position is None or position < low else position
+                mine = committed.get((topic, partition))
+                mine = mine if mine is not None and mine >= 0 else None
+                position = low if mine is None or mine < low else mine
                 if high <= position:
+                    seen.append(Seen(topic, partition, now, low, high, mine))
                     continue
                 messages += high - position
-                stamp = self._timestamp(topic, partition, position)
+                stamp, size = self._record(topic, partition, position)
                 if stamp is not None and (oldest_ms is None or stamp < oldest_ms):
                     oldest_ms = stamp
+                lost = mine is not None and mine < low
+                seen.append(Seen(topic, partition, now, low, high, mine, None if lost else stamp, stamp if lost else None, size))
         seconds = max(0.0, now.timestamp() - oldest_ms / 1000) if oldest_ms is not None else 0.0
-        return Sample(pipeline.name, Sli.SOURCE_LAG, seconds, now, {"messages": str(messages), "group": pipeline.group})
+        samples = [Sample(pipeline.name, Sli.SOURCE_LAG, seconds, now, {"messages": str(messages), "group": pipeline.group})]
+        mine = {t: retention[t] for t in pipeline.topics if t in retention} if retention is not None else {}
+        if any(r.ms is not None or r.bytes is not None for r in mine.values()):
+            found = forecast(seen, self._tracks.setdefault(pipeline.group, {}), mine)
+            if found is not None:
+                samples.append(Sample(pipeline.name, Sli.RETENTION_HEADROOM, found.seconds, now, found.labels(pipeline.group)))
+        return samples
 
-    def _timestamp(self, topic: str, partition: int, offset: int) -> int | None:
-        """The timestamp (ms) of the record at ``offset`` (the oldest one the group has not consumed)."""
+    def _record(self, topic: str, partition: int, offset: int) -> tuple[int | None, int | None]:
+        """The timestamp (ms) and size (key, value and headers) of the record at ``offset``."""
         self.probe.assign([TopicPartition(topic, partition, offset)])
         try:
             message = self.probe.poll(TIMEOUT)
         finally:
             self.probe.unassign()
         if message is None or message.error() is not None:
-            return None
+            return None, None
         kind, stamp = message.timestamp()
-        return int(stamp) if kind and stamp > 0 else None
+        headers: list[tuple[str, bytes | None]] = message.headers() or []  # type: ignore[assignment]
+        size = len(message.key() or b"") + len(message.value() or b"") + sum(len(k) + len(v or b"") for k, v in headers)
+        return (int(stamp) if kind and stamp > 0 else None), size
 
-    def _dlq(self, pipeline: Pipeline, now: datetime) -> Sample | None:
-        if not pipeline.dlq:
+    def _retentions(self, topics: set[str]) -> dict[str, Retention] | None:
+        """Each topic's ``retention.ms`` and ``retention.bytes``, asked every poll in one request (a changed retention
+        counts at once); None when the cluster does not say (logged once until it does)."""
+        if not topics:
+            return {}
+        found = {}
+        try:
+            futures = self.admin.describe_configs([ConfigResource(ResourceType.TOPIC, t) for t in sorted(topics)], request_timeout=TIMEOUT)
+            for resource, future in futures.items():
+                try:
+                    config = future.result(timeout=TIMEOUT)
+                except KafkaException:
+                    continue  # a topic that is gone: its lag says so
+                found[resource.name] = Retention(_limit(config.get("retention.ms")), _limit(config.get("retention.bytes")))
+        except KafkaException as err:
+            if "retention" not in self._failing:
+                log.warning("SLI poller: cannot read the retention of the source topics: %s", err)
+            self._failing.add("retention")
             return None
+        self._failing.discard("retention")
+        return found
+
+    def _dlq(self, pipeline: Pipeline, now: datetime, _retention: dict[str, Retention] | None) -> list[Sample]:
+        if not pipeline.dlq:
+            return []
         total = sum(self.probe.get_watermark_offsets(TopicPartition(pipeline.dlq, p), timeout=TIMEOUT)[1] for p in self._partitions(pipeline.dlq))
-        return Sample(pipeline.name, Sli.DLQ_VOLUME, float(total), now, {"topic": pipeline.dlq})
+        return [Sample(pipeline.name, Sli.DLQ_VOLUME, float(total), now, {"topic": pipeline.dlq})]
+
+
+def _limit(entry: object) -> int | None:
+    """A retention setting's value; None for unlimited (-1) or absent."""
+    value = getattr(entry, "value", None)
+    if value in (None, ""):
+        return None
+    number = int(str(value))
+    return number if number >= 0 else None

@@ -30,7 +30,7 @@ from bot.domain.sli import evaluator
 from bot.domain.sli.escalation import DEFAULT_AFTER, chain, escalate
 from bot.domain.sli.evaluator import Event, Kind, Level, State, StateError, Status
 from bot.domain.sli.folding import EXPECTING, Firing, Hold, expected, folds, hold, release, upstream_map
-from bot.domain.sli.pipeline import MANDATORY, Pipeline, Rule, Sli
+from bot.domain.sli.pipeline import MANDATORY, Mode, Pipeline, Rule, Sli
 from bot.domain.sli.receivers import action
 from bot.domain.sli.samples import Sample
 from bot.services.audit import record as audit
@@ -196,7 +196,7 @@ class SliService:
         events: list[Event] = []
         observe, pipeline, sli, now = evaluator.observe, key[0], key[1], self.clock()
         for sample in samples:
-            events += observe(state, rule, sample.time, sample.value, now=now, pipeline=pipeline, sli=sli)
+            events += observe(state, rule, sample.time, sample.value, now=now, pipeline=pipeline, sli=sli, labels=sample.labels)
         if state.late > late:
             self.reject("late", f"{state.late - late} sample(s) of {pipeline}/{sli} older than its newest one "
                                 f"({state.last_time.isoformat() if state.last_time else '?'}): dropped, so they change nothing")
@@ -272,7 +272,7 @@ class SliService:
                                  channel=channel, no_data=event.value is None, peak=event.value, timeline=[])
             row.level = event.level.value
             if event.value is not None and event.kind is not Kind.RESOLVED:
-                row.peak = event.value if row.peak is None else (min if sli == Sli.COMMIT_SUCCESS_RATE else max)(row.peak, event.value)
+                row.peak = event.value if row.peak is None else (min if catalog.rules[pipeline.name][sli].mode is Mode.BELOW else max)(row.peak, event.value)
             if event.kind is Kind.RESOLVED:
                 row.resolved_at = event.at
             elif event.kind is Kind.ACKNOWLEDGED:
@@ -544,6 +544,8 @@ class SliService:
         out = []
         for name in names:
             for sli in Sli:
+                if sli is Sli.RETENTION_HEADROOM and (name, sli.value) not in stored and sli not in catalog.pipelines[name].sources():
+                    continue  # nothing forecasts it: the pipeline names no source topics and group
                 rule = catalog.rules[name][sli]
                 state = stored.get((name, sli.value), State())
                 shown = "disabled" if not rule.enabled else state.status.value

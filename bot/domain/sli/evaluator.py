@@ -24,6 +24,7 @@ from enum import StrEnum
 from typing import Any
 
 from bot.domain.sli.pipeline import GROWTH_WINDOW, Mode, Rule
+from bot.domain.sli.retention import read_lost
 
 TREND = 8  # values kept for the message's trend line
 MATERIAL = 0.10  # a firing episode's message is edited when its value moves this much from the value it shows (or peaks)
@@ -58,6 +59,7 @@ class Kind(StrEnum):
     UNSILENCED = "unsilenced"
     UNFOLDED = "unfolded"  # its root cause upstream recovered and it still breaches: it pages on its own
     HANDED_ON = "handed_on"  # nobody acknowledged the page in time: the next step of the team's escalation is paged
+    LOST = "lost"  # retention deleted records a consumer group had not read (the sample's ``lost`` label moved)
     RESOLVED = "resolved"
 
 
@@ -121,6 +123,7 @@ class State:
     silenced_until: datetime | None = None
     silenced_by: str | None = None
     silence_reason: str = ""
+    labels: dict[str, str] = field(default_factory=dict)  # the newest sample's labels (what it measured, where)
 
     def silenced(self, at: datetime) -> bool:
         """Whether a silence covers ``at``."""
@@ -132,7 +135,7 @@ class State:
                 "page_since": _iso(self.page_since), "clear_since": _iso(self.clear_since), "last_time": _iso(self.last_time),
                 "last_arrival": _iso(self.last_arrival), "late": self.late, "last_value": self.last_value, "trend": self.trend, "history": [[_iso(t), v] for t, v in self.history],
                 "episode": self.episode.as_json() if self.episode else None, "silenced_until": _iso(self.silenced_until),
-                "silenced_by": self.silenced_by, "silence_reason": self.silence_reason}
+                "silenced_by": self.silenced_by, "silence_reason": self.silence_reason, **({"labels": self.labels} if self.labels else {})}
 
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> State:
@@ -144,7 +147,7 @@ class State:
                    data.get("last_value"), list(data.get("trend") or []),
                    [(t, float(v)) for t, v in ((_time(a), b) for a, b in data.get("history") or []) if t is not None],
                    Episode.from_json(data["episode"]) if data.get("episode") else None, _time(data.get("silenced_until")),
-                   data.get("silenced_by"), str(data.get("silence_reason") or ""))
+                   data.get("silenced_by"), str(data.get("silence_reason") or ""), dict(data.get("labels") or {}))
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,9 +178,9 @@ def episode_fingerprint(pipeline: str, sli: str, started_at: datetime, no_data: 
 
 
 def observe(state: State, rule: Rule, at: datetime, value: float, *, now: datetime | None = None, pipeline: str = "",
-            sli: str = "") -> list[Event]:
-    """Apply one sample taken at ``at`` that arrived at ``now`` (default ``at``); the events it causes. A sample older
-    than the newest one seen is late: counted in ``state.late`` and otherwise ignored."""
+            sli: str = "", labels: dict[str, str] | None = None) -> list[Event]:
+    """Apply one sample taken at ``at`` that arrived at ``now`` (default ``at``), with its ``labels``; the events it causes.
+    A sample older than the newest one seen is late: counted in ``state.late`` and otherwise ignored."""
     if state.last_time is not None and at < state.last_time:
         state.late += 1
         return []
@@ -186,6 +189,21 @@ def observe(state: State, rule: Rule, at: datetime, value: float, *, now: dateti
     if state.status is Status.NO_DATA and state.episode is not None:
         events.append(_resolve(state, arrived, value, "samples arrived again"))
     state.last_time, state.last_value, state.last_arrival = at, value, arrived
+    lost = None
+    if labels or state.labels:
+        lost = (labels or {}).get("lost")
+        lost = lost if lost and lost != state.labels.get("lost") else None  # more records deleted unread than told
+        state.labels = dict(labels or {})
+    events += _judged(state, rule, at, value, arrived, pipeline, sli)
+    if lost is not None and state.episode is not None and state.status is Status.FIRING:
+        gone = "; ".join(item.text() for item in read_lost(lost))
+        events.append(Event(Kind.LOST, state.episode.fingerprint, at, state.episode.level, value, detail=gone, silenced=state.silenced(arrived)))
+    return events
+
+
+def _judged(state: State, rule: Rule, at: datetime, value: float, arrived: datetime, pipeline: str, sli: str) -> list[Event]:
+    """The events of one sample against its rule (its time and arrival already recorded)."""
+    events: list[Event] = []
     trend = state.trend
     trend.append(value)
     if len(trend) > TREND:

@@ -5,7 +5,9 @@ freshness warns at 70% of the SLA and pages at 100%; commit success warns below 
 0.95; schema errors warn above 0.1% and page above 1%; the DLQ warns when it has grown for 5 minutes
 and pages when it is above 1,000 and growing; checkpoints warn above the checkpoint interval and page
 above five times it; sink commit latency (p99) warns above 60 s and pages above 300 s; the backlog of a
-running backfill or replay is shown, never alerted on.
+running backfill or replay is shown, never alerted on. Beyond the seed, the bot derives a ninth from its own polls:
+retention headroom, the time until the topic's retention deletes records the group has not read (a forecast at
+the current rate, 0 once it has), warning within 24 hours and paging within 3.
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ from datetime import timedelta
 from enum import StrEnum
 from typing import Any
 
+from bot.domain.sli.retention import duration_text
+
 
 class Sli(StrEnum):
-    """The eight pipeline SLIs."""
+    """The eight pipeline SLIs of the seed, and the retention headroom the bot forecasts."""
 
     SOURCE_LAG = "source_lag"
     FRESHNESS = "freshness"
@@ -28,17 +32,20 @@ class Sli(StrEnum):
     BACKLOG = "backlog"
     CHECKPOINT_DURATION = "checkpoint_duration"
     SINK_COMMIT_LATENCY = "sink_commit_latency"
+    RETENTION_HEADROOM = "retention_headroom"
 
 
 MANDATORY = (Sli.SOURCE_LAG, Sli.COMMIT_SUCCESS_RATE, Sli.SCHEMA_ERROR_RATE, Sli.DLQ_VOLUME)  # not production-ready without them
-POLLED = {Sli.SOURCE_LAG: "source", Sli.DLQ_VOLUME: "dlq"}  # SLIs the bot measures itself when the pipeline names what to poll
+POLLED = {Sli.SOURCE_LAG: "source", Sli.DLQ_VOLUME: "dlq", Sli.RETENTION_HEADROOM: "source"}  # SLIs the bot measures itself when the pipeline names what to poll
 TITLES = {
     Sli.SOURCE_LAG: "Source lag", Sli.FRESHNESS: "End-to-end freshness", Sli.COMMIT_SUCCESS_RATE: "Commit success rate",
     Sli.SCHEMA_ERROR_RATE: "Schema error rate", Sli.DLQ_VOLUME: "DLQ volume", Sli.BACKLOG: "Backfill/replay backlog",
     Sli.CHECKPOINT_DURATION: "Checkpoint duration", Sli.SINK_COMMIT_LATENCY: "Sink commit latency (p99)",
+    Sli.RETENTION_HEADROOM: "Retention headroom",
 }
 UNITS = {Sli.SOURCE_LAG: "s", Sli.FRESHNESS: "s", Sli.COMMIT_SUCCESS_RATE: "ratio", Sli.SCHEMA_ERROR_RATE: "ratio",
-         Sli.DLQ_VOLUME: "messages", Sli.BACKLOG: "messages", Sli.CHECKPOINT_DURATION: "s", Sli.SINK_COMMIT_LATENCY: "s"}
+         Sli.DLQ_VOLUME: "messages", Sli.BACKLOG: "messages", Sli.CHECKPOINT_DURATION: "s", Sli.SINK_COMMIT_LATENCY: "s",
+         Sli.RETENTION_HEADROOM: "s"}
 
 
 class PipelineError(ValueError):
@@ -145,6 +152,7 @@ class Pipeline:
         found = {sli: "reported by the pipeline" for sli in self.reports}
         if self.topics and self.group:
             found.setdefault(Sli.SOURCE_LAG, f"polled: group {self.group} on {', '.join(self.topics)}")
+            found.setdefault(Sli.RETENTION_HEADROOM, f"forecast: group {self.group} against the retention of {', '.join(self.topics)}")
         if self.dlq:
             found.setdefault(Sli.DLQ_VOLUME, f"polled: end offsets of {self.dlq}")
         return found
@@ -183,6 +191,7 @@ def default_rules(sla: timedelta | None, checkpoint: timedelta | None) -> dict[S
         Sli.BACKLOG: Rule(Sli.BACKLOG, Mode.NEVER),
         Sli.CHECKPOINT_DURATION: Rule(Sli.CHECKPOINT_DURATION, Mode.ABOVE, cp_s, 5 * cp_s if cp_s else None, clear=0.8 * cp_s if cp_s else None),
         Sli.SINK_COMMIT_LATENCY: Rule(Sli.SINK_COMMIT_LATENCY, Mode.ABOVE, 60, 300, clear=45),
+        Sli.RETENTION_HEADROOM: Rule(Sli.RETENTION_HEADROOM, Mode.BELOW, 86400, 10800, clear=108000, clear_for=timedelta(minutes=5)),
     }
 
 
@@ -255,6 +264,8 @@ def _delta(value: Any) -> timedelta | None:
 def _number(value: float | None, unit: str) -> str:
     if value is None:
         return "?"
+    if unit == "s" and value >= 3600:
+        return duration_text(value)
     if unit == "ratio":
         return f"{value * 100:g}%"
     return f"{value:g} {unit}"

@@ -103,7 +103,7 @@ class SliDelivery:
     async def _pages(self, events: dict[str, list[dict[str, Any]]], episodes: dict[str, SliEpisode]) -> list[tuple[str, str, dict[str, Any]]]:
         """One DM per oncall member listing the pages of this batch: opened, escalated, or reminded (still unacknowledged),
         not silenced."""
-        kinds = (Kind.OPENED.value, Kind.ESCALATED.value, Kind.REMINDER.value, Kind.UNSILENCED.value, Kind.UNFOLDED.value)
+        kinds = (Kind.OPENED.value, Kind.ESCALATED.value, Kind.REMINDER.value, Kind.UNSILENCED.value, Kind.UNFOLDED.value, Kind.LOST.value)
         paged = [episodes[fp] for fp, happened in events.items() if fp in episodes and episodes[fp].resolved_at is None and any(
             e["level"] == Level.PAGE.value and e["kind"] in kinds and not e["silenced"] and not e.get("held") for e in happened)]
         handed = [(episodes[fp], e["detail"]) for fp, happened in events.items() if fp in episodes and episodes[fp].resolved_at is None
@@ -253,6 +253,7 @@ def timeline(episode: SliEpisode, event: dict[str, Any]) -> str:
         Kind.UNSILENCED: f"{at} :loud_sound: " + ("the silence ran out" if detail == "expired" else f"unsilenced by {actor}"),
         Kind.UNFOLDED: f"{at} :rotating_light: pages on its own: {detail}",
         Kind.HANDED_ON: f"{at} :arrow_heading_up: nobody acknowledged it: escalated to {step(event.get('detail') or '')}",
+        Kind.LOST: f"{at} :warning: retention deleted unread data: {detail}",
         Kind.RESOLVED: f"{at} :white_check_mark: resolved{': ' + value if value else ''}{' — ' + detail if detail else ''}",
         Kind.UPDATED: f"{at} {value}",
     }[kind] + held

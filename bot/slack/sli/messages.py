@@ -11,6 +11,7 @@ from bot.domain.sli.escalation import GLOBAL
 from bot.domain.sli.evaluator import Level, State
 from bot.domain.sli.folding import Firing
 from bot.domain.sli.pipeline import TITLES, UNITS, Rule, Sli
+from bot.domain.sli.retention import HORIZON, duration_text, read_lost
 from bot.slack import ids
 from bot.slack.render import Reply, escape, fold, mention, section
 from bot.store.models import SliEpisode, aware
@@ -30,6 +31,8 @@ RUNBOOK = {  # seed 004, section 7: the response to each breach
                              "(backpressure: check sink commit latency).",
     Sli.SINK_COMMIT_LATENCY: "Commits are blocked at the pointer swap: check the sink's commit queue, table maintenance jobs and "
                              "catalog contention.",
+    Sli.RETENTION_HEADROOM: "Retention will delete records the group has not read: scale the consumer out, or pause the producer, "
+                            "before it does; once data is lost, backfill the gap from the sink or the source of record, not from Kafka.",
 }
 MARK = {Level.PAGE: ":red_circle:", Level.WARN: ":large_orange_circle:"}
 BARS = "▁▂▃▄▅▆▇█"
@@ -40,6 +43,10 @@ def value_text(sli: str, value: float | None) -> str:
     """A value with its unit, as people read it."""
     if value is None:
         return "no data"
+    if sli == Sli.RETENTION_HEADROOM:
+        if value <= 0:
+            return "none: unread data is being deleted"
+        return f"beyond {duration_text(HORIZON.total_seconds())}" if value >= HORIZON.total_seconds() else duration_text(value)
     unit = UNITS[Sli(sli)]
     if unit == "ratio":
         return f"{value * 100:.3g}%"
@@ -101,6 +108,8 @@ def episode_message(episode: SliEpisode, state: State, rule: Rule, now: datetime
     blocks: list[dict[str, Any]] = [section(headline(episode)),
                                     {"type": "section", "fields": [{"type": "mrkdwn", "text": f} for f in fields[:10]]}]
     notes = []
+    if sli is Sli.RETENTION_HEADROOM and open_:
+        notes += retention_notes(episode.pipeline, state)
     if cause is not None:
         notes.append(f":arrow_up: *Caused upstream by {escape(cause.pipeline)}* ({TITLES[Sli(cause.sli)] if not cause.no_data else 'no data'}, "
                      f"{cause.level} since {when(cause.started_at)}): not paged on its own while that fires")
@@ -126,6 +135,24 @@ def episode_message(episode: SliEpisode, state: State, rule: Rule, now: datetime
     return Reply(fallback, blocks)
 
 
+def retention_notes(pipeline: str, state: State) -> list[str]:
+    """What a retention headroom alert says: where and when unread data goes at the current rate, and what is gone."""
+    labels, notes = state.labels, []
+    lost = read_lost(labels.get("lost"))
+    for gone in lost[:20]:
+        count = gone.last - gone.first + 1
+        span = (f", written from {when(gone.since)} to {when(gone.until)}" if gone.since and gone.until
+                else f", written before {when(gone.until)} (the oldest was deleted before the bot saw it)" if gone.until else "")
+        notes.append(f":warning: *Data lost*: retention deleted offsets {gone.first:,}–{gone.last:,} of "
+                     f"{escape(gone.topic)}/{gone.partition} ({count:,} message{'s' if count != 1 else ''}{span}) before "
+                     f"group {escape(labels.get('group', '?'))} read them")
+    if not lost and labels.get("partition") and state.last_value is not None and state.last_value < HORIZON.total_seconds():
+        soon = "any moment now" if state.last_value <= 0 else f"in {duration_text(state.last_value)}"
+        notes.append(f":hourglass: {escape(pipeline)} will lose unread data on partition {escape(labels['partition'])} {soon} "
+                     f"at the current rate (by its {escape(labels.get('by', 'retention'))})")
+    return notes
+
+
 def actions(episode: SliEpisode, silenced: bool) -> list[dict[str, Any]]:
     """Acknowledge, Silence or Unsilence, and the runbook's buttons for this SLI."""
     fp = episode.fingerprint
@@ -138,7 +165,7 @@ def actions(episode: SliEpisode, silenced: bool) -> list[dict[str, Any]]:
         elements.append({"type": "static_select", "action_id": ids.SLI_SILENCE, "placeholder": {"type": "plain_text", "text": "Silence…"},
                          "options": [{"text": {"type": "plain_text", "text": label}, "value": f"{fp}|{value}"} for value, label in SILENCE_CHOICES]})
     sli = Sli(episode.sli)
-    if sli is Sli.SOURCE_LAG:
+    if sli in (Sli.SOURCE_LAG, Sli.RETENTION_HEADROOM):
         elements += [button("Plan a backfill", ids.SLI_BACKFILL, fp), button("Catch-up advice", ids.SLI_RUNBOOK, fp)]
     elif sli is Sli.DLQ_VOLUME:
         elements += [button("Sample dead letters", ids.SLI_DEAD_LETTERS, fp), button("Plan a replay", ids.SLI_REPLAY, fp),
