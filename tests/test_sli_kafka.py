@@ -285,8 +285,8 @@ async def test_a_backlog_on_the_metrics_topic_is_the_bots_own_lag_said_once_and_
     await slack.bot.stop()  # the bot is away while 15 minutes of samples pile up on the metrics topic
     producer = Producer({"bootstrap.servers": kafka_bootstrap, "linger.ms": 20})
     start = datetime.now(UTC) - timedelta(minutes=15)
-    for i in range(9_000):
-        at = start + timedelta(milliseconds=100 * i)
+    for i in range(30_000):  # more than one poll of the consumer takes
+        at = start + timedelta(milliseconds=30 * i)
         producer.produce(metrics, key=b"backlog-pipe", value=avro(record("backlog-pipe", "commit_success_rate", 1.0, at)),
                          timestamp=int(at.timestamp() * 1000))
     assert producer.flush(30) == 0

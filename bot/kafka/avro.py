@@ -85,6 +85,21 @@ class Decoder:
     def __init__(self, reader: dict[str, Any] | None, registry: Registry | None = None) -> None:
         self.reader = parse_schema(reader) if reader is not None else None
         self.registry = registry
+        self._plain: dict[int, bool] = {}
+
+    def plain(self, schema_id: int) -> bool:
+        """Whether values framed with ``schema_id`` are written with the reader schema itself (without a registry they
+        are taken to be); False when the registry does not say."""
+        known = self._plain.get(schema_id)
+        if known is None:
+            if self.registry is None:
+                return self.reader is not None
+            try:
+                known = self.registry.writer(schema_id) == self.reader
+            except DecodeError:
+                return False
+            self._plain[schema_id] = known
+        return known
 
     def decode(self, data: bytes) -> Any:
         """The record; DecodeError for anything that is not one whole value."""

@@ -1,7 +1,8 @@
 """The metrics topic: Avro ``PipelineSample`` values (raw or Confluent-framed) into the SLI evaluator.
 
 Polling and decoding run in a worker thread (the next batch while this one is evaluated); evaluation and
-storage on the event loop. Offsets are committed only once a batch is evaluated and stored; when storing fails, the consumer seeks back and tries the batch
+storage on the event loop. Records of the common shape (written with ``PipelineSample`` itself, no labels) are read
+by ``bot.domain.sli.wire`` straight into per-series columns; the rest go through the general Avro decoder. Offsets are committed only once a batch is evaluated and stored; when storing fails, the consumer seeks back and tries the batch
 again. A bad record is counted (by kind), logged once per kind, and skipped: the consumer always advances.
 """
 
@@ -14,14 +15,16 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
-from bot.domain.sli.samples import PIPELINE_SAMPLE_SCHEMA, Sample, SampleError, checked, latest_believed
+from bot.domain.sli.samples import EARLIEST_US, PIPELINE_SAMPLE_SCHEMA, Sample, SampleError, Series, checked, latest_believed, micros
+from bot.domain.sli.wire import Key, Reader
 from bot.kafka.avro import DecodeError, Decoder, Registry
 from bot.services.sli import SliService
 from bot.store.models import utcnow
 
 log = logging.getLogger(__name__)
-BATCH = 2000
-Batch = tuple[list[Message], list[Sample], list[tuple[str, str]], tuple[int, timedelta, str | None]]
+BATCH = 20_000  # records per poll at most: a healthy series' samples of one poll are evaluated at once
+STEP = 2_000  # records per consume call: a poll waits for the first ones, then takes what is already fetched
+Batch = tuple[list[Message], dict[Key, Series], list[tuple[str, str]], list[TopicPartition], tuple[int, timedelta, str | None]]
 UNREACHABLE = (KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT, KafkaError._RESOLVE)  # the cluster, not a record
 
 
@@ -34,6 +37,8 @@ class MetricsConsumer:
                                   "auto.offset.reset": "earliest", "client.id": "changeops-sli", "session.timeout.ms": 30000,
                                   "fetch.wait.max.ms": 100, "error_cb": self._on_error})
         self.decoder = Decoder(PIPELINE_SAMPLE_SCHEMA, Registry(registry_url) if registry_url else None)
+        self.wire = Reader()
+        self._valid: set[Key] = set()  # series whose names a general decode found good (a known SLI, a pipeline named)
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self.consumed = 0
@@ -60,11 +65,11 @@ class MetricsConsumer:
         stored: list[TopicPartition] = []
         while True:
             try:
-                messages, samples, refused, (left, age, unreachable) = await reading
+                messages, samples, refused, offsets, (left, age, unreachable) = await reading
             except Exception:
                 log.exception("SLI metrics: could not read the metrics topic; trying again")
                 await asyncio.sleep(1.0)
-                messages, samples, refused, (left, age, unreachable) = [], [], [], (0, timedelta(0), None)
+                messages, samples, refused, offsets, (left, age, unreachable) = [], {}, [], [], (0, timedelta(0), None)
             if self._stopping:
                 break
             reading = asyncio.ensure_future(asyncio.to_thread(self._poll, utcnow()))
@@ -74,7 +79,7 @@ class MetricsConsumer:
             if not messages:
                 continue
             try:
-                await self.sli.ingest(samples)
+                await self.sli.ingest_series(samples)
             except Exception:
                 log.exception("SLI metrics: could not store a batch of %d samples; reading it again", len(messages))
                 await asyncio.gather(reading, return_exceptions=True)  # what it read comes again after the rewind
@@ -82,25 +87,62 @@ class MetricsConsumer:
                 await asyncio.sleep(1.0)
                 reading = asyncio.ensure_future(asyncio.to_thread(self._poll, utcnow()))
                 continue
-            stored = _next_offsets(messages)
+            stored = offsets
             self.consumer.commit(offsets=stored, asynchronous=True)
             self.consumed += len(messages)
         if stored:
             await asyncio.to_thread(self._commit, stored)
 
     def _poll(self, now: datetime) -> Batch:
-        """One batch: the messages, the samples they hold, what was refused (kind, why), and how far behind this consumer
+        """One batch: the messages, their samples by series, what was refused (kind, why), and how far behind this consumer
         is (messages left on its partitions, age of the newest record read); whether each pipeline is known is for the
         evaluator to say."""
-        messages = [m for m in self.consumer.consume(num_messages=BATCH, timeout=0.2) if not self._failed(m)]
-        samples, refused = [], []
+        got = self.consumer.consume(num_messages=STEP, timeout=0.2)
+        while got and len(got) < BATCH:
+            more = self.consumer.consume(num_messages=STEP, timeout=0)
+            if not more:
+                break
+            got += more
+        messages = [m for m in got if not self._failed(m)]
+        batch: dict[Key, Series] = {}
+        refused: list[tuple[str, str]] = []
         latest = latest_believed(now)
+        newest_us = micros(latest)
+        read, plain, valid = self.wire.read, self.decoder.plain, self._valid
         for message in messages:
+            value = message.value() or b""
+            found = None
+            if value[:1] != b"\x00":
+                found = read(value)
+            elif len(value) > 5 and plain(int.from_bytes(value[1:5], "big")):
+                found = read(value[5:])
+            if found is not None:
+                key, number, ms = found
+                series = batch.get(key)
+                if series is not None or key in valid:
+                    time_us = ms * 1000
+                    if EARLIEST_US <= time_us <= newest_us and number - number == 0:  # finite, and not in the future
+                        if series is None:
+                            series = batch[key] = Series()
+                        if series.labels is None:
+                            series.times.append(time_us)
+                            series.values.append(number)
+                        else:
+                            series.add(time_us, number)
+                        continue
             try:
-                samples.append(sample_of(self.decoder, message.value() or b"", latest))
+                sample = sample_of(self.decoder, value, latest)
             except (DecodeError, SampleError) as err:
                 refused.append((err.kind, f"{err} (partition {message.partition()}, offset {message.offset()})"))
-        return messages, samples, refused, (*self._behind(messages, now), self._reachable(bool(messages)))
+                continue
+            valid.add((sample.pipeline, sample.sli))
+            series = batch.get((sample.pipeline, sample.sli))
+            if series is None:
+                series = batch[(sample.pipeline, sample.sli)] = Series()
+            series.add(micros(sample.time), sample.value, sample.labels)
+        lasts = list({(m.topic(), m.partition()): m for m in messages}.values())  # each partition's last record (offsets rise)
+        return (messages, batch, refused, [TopicPartition(str(m.topic()), int(m.partition() or 0), int(m.offset() or 0) + 1) for m in lasts],
+                (*self._behind(lasts, now), self._reachable(bool(messages))))
 
     def _on_error(self, error: KafkaError) -> None:
         """The client's error callback (called from ``consume``, in the worker thread)."""
@@ -117,9 +159,9 @@ class MetricsConsumer:
                 pass
         return self._unreachable
 
-    def _behind(self, messages: list[Message], now: datetime) -> tuple[int, timedelta]:
+    def _behind(self, lasts: list[Message], now: datetime) -> tuple[int, timedelta]:
         """Messages left to read on the assigned partitions (from the watermarks the fetches brought: no request), and how
-        old the newest record read is."""
+        old the newest of the last records read on each partition is."""
         left = 0
         try:
             for tp in self.consumer.position(self.consumer.assignment()):
@@ -128,7 +170,7 @@ class MetricsConsumer:
                     left += max(0, high - tp.offset)
         except KafkaException:  # between assignments: nothing to say this time
             return 0, timedelta(0)
-        stamps = [m.timestamp()[1] for m in messages if m.timestamp()[1] > 0]
+        stamps = [m.timestamp()[1] for m in lasts if m.timestamp()[1] > 0]
         age = now - datetime.fromtimestamp(max(stamps) / 1000, UTC) if stamps else timedelta(0)
         return left, max(age, timedelta(0))
 
@@ -162,12 +204,3 @@ def sample_of(decoder: Decoder, value: bytes, latest: datetime) -> Sample:
     if not isinstance(record, dict):
         raise SampleError("undecodable", "not a PipelineSample record")
     return checked(record.get("pipeline"), record.get("sli"), record.get("value"), record.get("time"), record.get("labels"), None, latest)
-
-
-def _next_offsets(messages: list[Message]) -> list[TopicPartition]:
-    """What to commit after these messages: per partition, one past the last."""
-    last: dict[tuple[str, int], int] = {}
-    for message in messages:
-        key = (str(message.topic()), int(message.partition() or 0))
-        last[key] = max(last.get(key, -1), int(message.offset() or 0))
-    return [TopicPartition(topic, partition, offset + 1) for (topic, partition), offset in last.items()]

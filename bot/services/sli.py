@@ -32,7 +32,7 @@ from bot.domain.sli.evaluator import Event, Kind, Level, State, StateError, Stat
 from bot.domain.sli.folding import EXPECTING, Firing, Hold, expected, folds, hold, release, upstream_map
 from bot.domain.sli.pipeline import MANDATORY, Mode, Pipeline, Rule, Sli
 from bot.domain.sli.receivers import action
-from bot.domain.sli.samples import Sample
+from bot.domain.sli.samples import Sample, Series, by_series, moment
 from bot.services.audit import record as audit
 from bot.services.calendar import reach
 from bot.services.lineage import LineageService
@@ -157,22 +157,24 @@ class SliService:
 
     async def ingest(self, samples: Iterable[Sample]) -> int:
         """Evaluate samples (any order; each series in time order) and store what changed; how many were used."""
-        samples = list(samples)
-        catalog = await self._naming({s.pipeline for s in samples})
-        grouped: dict[Key, list[Sample]] = {}
-        for sample in samples:
-            if sample.pipeline in catalog.pipelines:
-                grouped.setdefault((sample.pipeline, sample.sli), []).append(sample)
+        return await self.ingest_series(by_series(samples))
+
+    async def ingest_series(self, batch: dict[Key, Series]) -> int:
+        """``ingest`` for samples already gathered by series (the metrics consumer's batches)."""
+        catalog = await self._naming({pipeline for pipeline, _ in batch})
+        grouped: dict[Key, Series] = {}
+        for key, series in batch.items():
+            if key[0] in catalog.pipelines:
+                grouped[key] = series.ordered()
             else:
-                self.reject("unknown_pipeline", f"unknown pipeline {sample.pipeline[:100]!r} (not in the catalog)")
+                for _ in series.times:
+                    self.reject("unknown_pipeline", f"unknown pipeline {key[0][:100]!r} (not in the catalog)")
         if not grouped:
             return 0
-        for series in grouped.values():
-            if len(series) > 1:
-                series.sort(key=_time_of)
         async with self._lock:
             await self._load([k for k in grouped if k not in self._series])
-            results = {key: self._evaluate(catalog, key, series) for key, series in grouped.items()}
+            now = self.clock()
+            results = {key: self._evaluate(catalog, key, series, now) for key, series in grouped.items()}
             await self._fold(catalog, results)
             for _ in range(5):
                 conflicts = await self._write(catalog, {k: r for k, r in results.items() if r[1]})
@@ -180,27 +182,32 @@ class SliService:
                     break
                 await self._load(conflicts, force=True)
                 for key in conflicts:
-                    results[key] = self._evaluate(catalog, key, grouped[key])
+                    results[key] = self._evaluate(catalog, key, grouped[key], now)
                 await self._fold(catalog, {k: results[k] for k in conflicts})
             else:
                 log.warning("SLI samples: %d series kept changing under this replica; their samples are dropped", len(conflicts))
-        used = sum(len(s) for s in grouped.values())
+        used = sum(len(s.times) for s in grouped.values())
         self.ingested += used
         return used
 
-    def _evaluate(self, catalog: _Catalog, key: Key, samples: list[Sample]) -> tuple[list[Event], bool]:
-        """Apply one series' samples in memory: its events, and whether it must be written now."""
+    def _evaluate(self, catalog: _Catalog, key: Key, samples: Series, now: datetime) -> tuple[list[Event], bool]:
+        """Apply one series' samples in memory (at once when they are healthy: ``evaluator.quietly``): its events, and
+        whether it must be written now."""
         series = self._series[key]
         state, rule = series.state, catalog.rules[key[0]][key[1]]
+        pipeline, sli = key
+        flush = min(FLUSH_SECONDS, catalog.pipelines[pipeline].interval.total_seconds())
+        if samples.labels is None and evaluator.quietly(state, rule, samples.times, samples.values, now):
+            return [], time.monotonic() - series.persisted >= flush  # healthy: nothing to tell, written with the others
         before, late = _core(state), state.late
         events: list[Event] = []
-        observe, pipeline, sli, now = evaluator.observe, key[0], key[1], self.clock()
-        for sample in samples:
-            events += observe(state, rule, sample.time, sample.value, now=now, pipeline=pipeline, sli=sli, labels=sample.labels)
+        observe, labels = evaluator.observe, samples.labels
+        for index, (time_us, value) in enumerate(zip(samples.times, samples.values, strict=True)):
+            events += observe(state, rule, moment(time_us), value, now=now, pipeline=pipeline, sli=sli,
+                              labels=labels[index] if labels is not None else None)
         if state.late > late:
             self.reject("late", f"{state.late - late} sample(s) of {pipeline}/{sli} older than its newest one "
                                 f"({state.last_time.isoformat() if state.last_time else '?'}): dropped, so they change nothing")
-        flush = min(FLUSH_SECONDS, catalog.pipelines[key[0]].interval.total_seconds())
         return events, bool(events) or _core(state) != before or time.monotonic() - series.persisted >= flush
 
     async def _load(self, keys: list[Key], *, force: bool = False) -> None:
@@ -633,10 +640,6 @@ class Feed:
     def behind(self) -> bool:
         """Whether samples the pipelines report may be missing because of the bot: it lags, or cannot reach the cluster."""
         return self.lagging or self.unreachable is not None
-
-
-def _time_of(sample: Sample) -> datetime:
-    return sample.time
 
 
 def _held(state: State) -> bool:

@@ -25,6 +25,7 @@ from typing import Any
 
 from bot.domain.sli.pipeline import GROWTH_WINDOW, Mode, Rule
 from bot.domain.sli.retention import read_lost
+from bot.domain.sli.samples import moment
 
 TREND = 8  # values kept for the message's trend line
 MATERIAL = 0.10  # a firing episode's message is edited when its value moves this much from the value it shows (or peaks)
@@ -199,6 +200,29 @@ def observe(state: State, rule: Rule, at: datetime, value: float, *, now: dateti
         gone = "; ".join(item.text() for item in read_lost(lost))
         events.append(Event(Kind.LOST, state.episode.fingerprint, at, state.episode.level, value, detail=gone, silenced=state.silenced(arrived)))
     return events
+
+
+def quietly(state: State, rule: Rule, times: list[int], values: list[float], arrived: datetime) -> bool:
+    """Apply a healthy series' samples (``times`` in microseconds since the epoch, in order, no labels) at once, when
+    none of them can cause anything: the series is ok, no sample is late, and every value is clear (beyond no
+    threshold), so each would only have moved the last time, value and trend. False (nothing changed) otherwise:
+    apply them one by one."""
+    if state.status is not Status.OK or state.episode is not None or state.breach_since is not None or state.labels:
+        return False
+    first = moment(times[0])
+    if state.last_time is not None and first < state.last_time:
+        return False
+    if rule.alerting:
+        calm = rule.calm
+        if calm is None or (max(values) > calm if rule.mode is Mode.ABOVE else min(values) < calm):
+            return False
+        state.clear_since = state.clear_since or first
+    state.last_time, state.last_value, state.last_arrival = moment(times[-1]), values[-1], arrived
+    trend = state.trend
+    trend += values[-TREND:]
+    if len(trend) > TREND:
+        del trend[:len(trend) - TREND]
+    return True
 
 
 def _judged(state: State, rule: Rule, at: datetime, value: float, arrived: datetime, pipeline: str, sli: str) -> list[Event]:

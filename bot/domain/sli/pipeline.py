@@ -80,9 +80,12 @@ class Rule:
     repeat: timedelta = timedelta(hours=1)  # reminder interval while firing and unacknowledged
     enabled: bool = True
     alerting: bool = field(init=False)  # whether this rule can fire at all
+    calm: float | None = field(init=False)  # values up to it (ABOVE) or from it (BELOW) breach nothing and are clear; None: growth
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "alerting", self.enabled and self.mode is not Mode.NEVER and (self.warn is not None or self.page is not None))
+        bounds = [x for x in (self.warn, self.page, self._clear()) if x is not None]
+        object.__setattr__(self, "calm", min(bounds) if self.mode is Mode.ABOVE else max(bounds) if self.mode is Mode.BELOW else None)
 
     def judge(self, value: float, growth: float | None) -> tuple[bool, bool, bool]:
         """``(beyond warn, beyond page, clear)`` for one value (``growth`` for GROWING rules, None when unknown)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -20,6 +21,8 @@ PIPELINE_SAMPLE_SCHEMA: dict[str, Any] = {
     ],
 }
 MAX_FUTURE = timedelta(minutes=5)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+EARLIEST_US = (datetime(1, 1, 1, tzinfo=UTC) - EPOCH) // timedelta(microseconds=1)  # Avro's timestamp-millis as a datetime
 
 
 class SampleError(ValueError):
@@ -73,6 +76,55 @@ def checked(pipeline: Any, sli: Any, value: Any, time: Any, labels: Any, known: 
     elif labels is not None and not isinstance(labels, dict):
         raise SampleError("bad_labels", "labels must map strings to strings")
     return Sample(pipeline, kind, value, time, labels or {})
+
+
+@dataclass(slots=True)
+class Series:
+    """The samples of one series (pipeline, SLI) in a batch, as columns: times in microseconds since the epoch, values, and
+    each sample's labels (None while none had any)."""
+
+    times: list[int] = field(default_factory=list)
+    values: list[float] = field(default_factory=list)
+    labels: list[dict[str, str]] | None = None
+
+    def add(self, time: int, value: float, labels: dict[str, str] | None = None) -> None:
+        """One more sample."""
+        if labels and self.labels is None:
+            self.labels = [{} for _ in self.times]
+        self.times.append(time)
+        self.values.append(value)
+        if self.labels is not None:
+            self.labels.append(labels or {})
+
+    def ordered(self) -> Series:
+        """Its samples by time (itself when they already are)."""
+        times = self.times
+        if len(times) < 2 or times == sorted(times):
+            return self
+        order = sorted(range(len(times)), key=times.__getitem__)
+        return Series([times[i] for i in order], [self.values[i] for i in order],
+                      [self.labels[i] for i in order] if self.labels is not None else None)
+
+
+def by_series(samples: Iterable[Sample]) -> dict[tuple[str, str], Series]:
+    """Samples as a batch of series."""
+    found: dict[tuple[str, str], Series] = {}
+    for sample in samples:
+        series = found.get((sample.pipeline, sample.sli))
+        if series is None:
+            series = found[(sample.pipeline, sample.sli)] = Series()
+        series.add(micros(sample.time), sample.value, sample.labels)
+    return found
+
+
+def micros(moment: datetime) -> int:
+    """Microseconds since the epoch, exactly."""
+    return (moment - EPOCH) // timedelta(microseconds=1)
+
+
+def moment(time: int) -> datetime:
+    """The datetime of microseconds since the epoch."""
+    return EPOCH + timedelta(microseconds=time)
 
 
 def latest_believed(now: datetime) -> datetime:
