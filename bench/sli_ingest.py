@@ -120,7 +120,8 @@ async def main(samples: int, alerts: int, bootstrap: str) -> None:
     topic = f"bench-metrics-{uuid.uuid4().hex[:8]}"
     admin.create_topics([NewTopic(topic, num_partitions=6, replication_factor=1)])[topic].result(timeout=30)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10000})
-    for key, value in healthy(samples, datetime.now(UTC) - timedelta(milliseconds=samples)):  # up to now: no "no data"
+    start = datetime.now(UTC) - timedelta(milliseconds=samples)
+    for key, value in healthy(samples, start):  # up to now: no "no data"
         while True:
             try:
                 producer.produce(topic, key=key, value=value)
@@ -154,7 +155,7 @@ async def main(samples: int, alerts: int, bootstrap: str) -> None:
                                          lambda _: None)  # type: ignore[arg-type, return-value]
         assert not problems, problems
         await bot.lineage.load_catalog(catalog)
-        before = datetime.now(UTC) - timedelta(milliseconds=samples, seconds=1)
+        before = start - timedelta(seconds=1)  # every series seen once, just before the samples measured
         await bot.sli.ingest([Sample(f"p{i:03d}", Sli(sli), VALUES[sli], before) for i in range(PIPELINES) for sli in SLIS])
         await bot.start(0)
         try:
