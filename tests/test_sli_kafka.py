@@ -26,7 +26,7 @@ from bot.runtime import Bot
 from bot.slack import ids
 from tests.conftest import SlackHarness, bot_config
 from tests.registry import RealRegistry
-from tests.test_sli_alerts import ALICE, FAST, alerts, catalog, load, read, sample, send
+from tests.test_sli_alerts import ALICE, BOB, FAST, alerts, catalog, load, read, sample, send
 
 PARSED = parse_schema(PIPELINE_SAMPLE_SCHEMA)
 
@@ -154,6 +154,83 @@ async def test_the_lag_poller_alerts_on_a_group_that_stops_and_resolves_when_it_
     await asyncio.to_thread(consumer.close)
     await slack.bot.poll()
     await slack.ws.wait_for(lambda: any("Resolved" in read(m) and "Source lag" in read(m) for m in alerts(slack)), timeout=30)
+
+
+async def test_a_stopped_upstream_group_pages_once_with_two_downstream_folded_and_one_pages_alone_once_it_recovers(
+        kafka_bot: tuple[SlackHarness, str], kafka_bootstrap: str) -> None:
+    """enrich-orders writes dwd_orders, which dwd-agg reads into dws_agg, which ads-daily reads: each with its own topic and
+    consumer group on the real broker, their lag measured by the bot's own poller."""
+    slack, _ = kafka_bot
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    names = ("enrich-orders", "dwd-agg", "ads-daily")
+    topics = {name: topic(admin, name) for name in names}
+    lag = {"source_lag": {"warn": 60, "page": 120, "for": "0s", "clear_for": "0s"}}
+    data = catalog(slack)
+    data["datasets"] += [{"name": "dws_agg", "namespace": "iceberg://lake", "owner": "analytics-team", "fields": ["id"]},
+                         {"name": "ads_report", "namespace": "iceberg://lake", "owner": "analytics-team", "fields": ["id"]}]
+    data["jobs"] += [{"name": "agg", "owner": "analytics-team", "inputs": ["dwd_orders"], "outputs": ["dws_agg"]},
+                     {"name": "ads", "owner": "analytics-team", "inputs": ["dws_agg"], "outputs": ["ads_report"]}]
+    data["teams"]["analytics-team"]["channel"] = "#orders-pipeline"
+    data["pipelines"] = [
+        {"name": "enrich-orders", "owner": "orders-team", "jobs": ["enrich"], "sink": "dwd_orders",
+         "source": {"topics": [topics["enrich-orders"]], "group": f"g-{topics['enrich-orders']}"}, "slis": lag},
+        {"name": "dwd-agg", "owner": "analytics-team", "jobs": ["agg"], "sink": "dws_agg",
+         "source": {"topics": [topics["dwd-agg"]], "group": f"g-{topics['dwd-agg']}"}, "slis": lag},
+        {"name": "ads-daily", "owner": "analytics-team", "jobs": ["ads"],
+         "source": {"topics": [topics["ads-daily"]], "group": f"g-{topics['ads-daily']}"}, "slis": lag}]
+    await load(slack, data)
+    producer = Producer({"bootstrap.servers": kafka_bootstrap})
+    written = int((time.time() - 600) * 1000)  # ten minutes ago
+    for name in names:
+        for i in range(5):
+            producer.produce(topics[name], key=f"k{i}".encode(), value=b"row", timestamp=written + i)
+    assert producer.flush(30) == 0
+
+    async def read_up_to(name: str, count: int) -> None:
+        consumer = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": f"g-{topics[name]}", "auto.offset.reset": "earliest",
+                             "enable.auto.commit": False})
+        consumer.subscribe([topics[name]])
+        taken = 0
+        while taken < count:
+            message = await asyncio.to_thread(consumer.poll, 1.0)
+            if message is not None and message.error() is None:
+                taken += 1
+                await asyncio.to_thread(consumer.commit, message=message, asynchronous=False)
+        await asyncio.to_thread(consumer.close)
+
+    for name in names:  # every job read one record and stopped: all three lag ten minutes
+        await read_up_to(name, 1)
+    await slack.bot.poll()
+    await slack.bot.idle()
+
+    def lag_alert(name: str) -> Message | None:
+        return next((m for m in alerts(slack) if f"*{name}*" in read(m) and "Source lag" in read(m)), None)
+
+    root = await slack.ws.wait_for(lambda: lag_alert("enrich-orders"), timeout=30)
+    await slack.ws.wait_for(lambda: "Also late downstream: ads-daily, dwd-agg" in read(lag_alert("enrich-orders") or root), timeout=30)
+    for name in ("dwd-agg", "ads-daily"):
+        folded = await slack.ws.wait_for(lambda name=name: lag_alert(name), timeout=30)
+        assert "Caused upstream by enrich-orders" in read(folded) and "PAGE" in read(folded)
+
+    def paged(user: str) -> list[str]:
+        return [read(m) for m in slack.ws.channel_messages(slack.ws.open_dm(user)) if "You are oncall" in m.text]
+
+    assert len(paged(ALICE)) == 1 and "enrich-orders" in paged(ALICE)[0]  # one page: the root cause
+    assert paged(BOB) == []  # the two folded breaches page nobody
+
+    await read_up_to("enrich-orders", 4)  # the upstream job is back and catches up, and ads-daily with it; dwd-agg stays stopped
+    await read_up_to("ads-daily", 4)
+    await slack.bot.poll()
+    await slack.bot.sli.sweep()
+    await slack.bot.idle()
+    await slack.ws.wait_for(lambda: "Resolved" in read(lag_alert("enrich-orders") or root), timeout=30)
+    await slack.ws.wait_for(lambda: len(paged(BOB)) == 1, timeout=30)
+    [page] = paged(BOB)
+    assert "dwd-agg" in page and "ads-daily" not in page
+    alone = lag_alert("dwd-agg")
+    assert alone is not None and "Caused upstream" not in read(alone)
+    thread = "\n".join(read(m) for m in slack.ws.channel_messages(alone.channel, thread_ts=alone.ts))
+    assert "pages on its own: the root cause is over" in thread
 
 
 async def test_a_stopped_group_is_warned_then_paged_before_retention_deletes_its_unread_data_then_told_what_was_lost(
