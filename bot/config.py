@@ -62,12 +62,13 @@ class Config:
     ops_lease_seconds: float = 30.0  # a running replay's lease: another bot resumes it this long after its owner went quiet
     pagerduty_url: str = DEFAULT_PAGERDUTY_URL  # PagerDuty's Events API v2 endpoint
     routing_keys: dict[str, str] = field(default_factory=dict, repr=False)  # PAGERDUTY_ROUTING_KEY_*: the catalog names them
+    pagerduty_webhook_secrets: tuple[str, ...] = field(default=(), repr=False)  # PagerDuty's V3 webhook signing secrets
 
     @property
     def secrets(self) -> tuple[str, ...]:
         """The values that must never reach a log line: tokens, and the passwords inside URLs."""
         values = [self.slack_bot_token, self.slack_signing_secret, self.slack_app_token, *(t.token for t in self.api_tokens),
-                  *self.routing_keys.values()]
+                  *self.routing_keys.values(), *self.pagerduty_webhook_secrets]
         for url in (self.database_url, self.schema_registry_url):
             if url:
                 parts = urlsplit(url)
@@ -118,6 +119,7 @@ class Config:
             flink_version=_flink_version(env),
             pagerduty_url=_http_url(env, "PAGERDUTY_EVENTS_URL") or DEFAULT_PAGERDUTY_URL,
             routing_keys={name: value.strip() for name, value in env.items() if name.startswith("PAGERDUTY_ROUTING_KEY_") and value.strip()},
+            pagerduty_webhook_secrets=tuple(v.strip() for v in (_optional(env, "PAGERDUTY_WEBHOOK_SECRET") or "").split(",") if v.strip()),
         )
 
 

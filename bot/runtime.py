@@ -117,7 +117,7 @@ class Bot:
                       self.proposals, self.outbox, self.inflight)
         self.figures = BotMetrics(self.db, self.dispatcher, self.sli, self.connections, clock)
         self.web = build_web_app(self.slack, self.db, migrate.head(), config, self.lineage, self.proposals, self.sli, self.releases,
-                                 lambda: self.draining, self.figures)
+                                 lambda: self.draining, self.figures, self.deliveries.claim)
         self.scheduler = AsyncIOScheduler(timezone="UTC")
         self.scheduler.add_job(self.inflight.track(self.deliveries.prune), "interval", hours=1, kwargs={"older_than": timedelta(days=1)},
                                id="prune-slack-deliveries", coalesce=True, max_instances=1)

@@ -3,11 +3,14 @@ through a receiver outage and a restart: nothing lost, nothing doubled."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
+import aiohttp
 import pytest
 from aiohttp import web
 
@@ -16,7 +19,7 @@ from bot.domain.sli.receivers import action, alertmanager_webhook
 from bot.runtime import Bot
 from bot.slack import ids
 from tests.conftest import SlackHarness, bot_config
-from tests.test_sli_alerts import ALICE, catalog, load, sample, send, the_alert
+from tests.test_sli_alerts import ALICE, catalog, load, read, sample, send, the_alert
 
 T = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
@@ -117,3 +120,61 @@ async def test_pages_reach_pagerduty_and_the_webhook_once_through_an_outage_and_
     assert {e["dedup_key"] for e in receiver.pagerduty} == {trigger["dedup_key"]}
     assert [w["status"] for w in receiver.webhook] == ["firing", "resolved"]
     assert "R0UTINGKEY0RDERS" not in json.dumps([m.text for m in slack.ws.channel_messages("orders-pipeline")])
+
+
+SECRET = "pd-webhook-secret-0123456789"
+
+
+async def from_pagerduty(slack: SlackHarness, payload: dict[str, Any], secret: str = SECRET) -> tuple[int, dict[str, Any]]:
+    body = json.dumps(payload).encode()
+    signature = "v1=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    async with aiohttp.ClientSession() as http, http.post(f"{slack.bot.url}/api/v1/pagerduty", data=body, headers={
+            "Content-Type": "application/json", "X-PagerDuty-Signature": f"v1=00ff,{signature}"}) as response:
+        return response.status, await response.json()
+
+
+def incident(event_id: str, kind: str, key: str, who: str = "Dana Oncall") -> dict[str, Any]:
+    return {"event": {"id": event_id, "event_type": kind, "resource_type": "incident", "occurred_at": "2026-12-01T09:05:00Z",
+                      "agent": {"id": "PLH1HKV", "summary": who, "type": "user_reference"}, "client": {"name": "PagerDuty"},
+                      "data": {"id": "PGR0VU2", "type": "incident", "number": 2, "status": kind.split(".")[1], "incident_key": key,
+                               "title": "enrich-orders schema errors"}}}
+
+
+async def test_an_incident_acknowledged_in_pagerduty_is_acknowledged_here_once_and_a_resolve_there_is_said(
+        slack: SlackHarness, migrated_url: str, receiver: Receiver) -> None:
+    await slack.bot.stop()
+    slack.bot = Bot(bot_config(slack.emulator, migrated_url, PAGERDUTY_EVENTS_URL=f"{receiver.url}/v2/enqueue",
+                               PAGERDUTY_ROUTING_KEY_ORDERS="R0UTINGKEY0RDERS", PAGERDUTY_WEBHOOK_SECRET=f"old-secret, {SECRET}"), slack.clock)
+    await slack.bot.start(0)
+    slack.driver.request_url = f"{slack.bot.url}/slack/events"
+    await load(slack, paging(slack, receiver))
+    await send(slack, [sample("schema_error_rate", 0.05, 0)])
+    message = await the_alert(slack, lambda t: "PAGE" in t)
+    await slack.bot.idle()
+    await slack.ws.wait_for(lambda: len(receiver.pagerduty) == 1 or None, timeout=60)
+    key = receiver.pagerduty[0]["dedup_key"]
+
+    assert (await from_pagerduty(slack, incident("e1", "incident.acknowledged", key), secret="wrong"))[0] == 401
+    assert (await from_pagerduty(slack, incident("e0", "incident.acknowledged", "not-ours")))[1]["ignored"] == "not an incident this bot paged"
+    assert (await from_pagerduty(slack, incident("e9", "incident.annotated", key)))[0] == 200
+    status, answer = await from_pagerduty(slack, incident("e1", "incident.acknowledged", key))
+    assert status == 200 and answer["done"] == "acknowledged"
+    assert (await from_pagerduty(slack, incident("e1", "incident.acknowledged", key)))[1]["ignored"] == "already handled"  # a retry
+    assert "already acknowledged" in (await from_pagerduty(slack, incident("e2", "incident.acknowledged", key)))[1]["done"]
+    shown = await the_alert(slack, lambda t: "Acknowledged by Dana Oncall (in PagerDuty)" in t)
+    assert shown.ts == message.ts
+
+    status, answer = await from_pagerduty(slack, incident("e3", "incident.resolved", key))
+    assert answer["done"] == "said in its thread"
+    await from_pagerduty(slack, incident("e3", "incident.resolved", key))  # a retry says nothing more
+    await slack.bot.idle()
+    thread = [read(m) for m in slack.ws.channel_messages(message.channel, thread_ts=message.ts)]
+    said = [line for line in thread if "resolved in PagerDuty by Dana Oncall" in line]
+    assert len(said) == 1 and "still breaches here" in said[0]
+    assert "PAGE" in read(await the_alert(slack, lambda t: "Acknowledged by" in t))  # its samples still breach: not resolved here
+
+    await send(slack, [sample("schema_error_rate", 0.0, 1)])
+    await the_alert(slack, lambda t: "Resolved" in t)
+    await slack.bot.idle()
+    await slack.ws.wait_for(lambda: len(receiver.pagerduty) == 2 or None, timeout=60)
+    assert [e["event_action"] for e in receiver.pagerduty] == ["trigger", "resolve"]  # its acknowledgement is not echoed back

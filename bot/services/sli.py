@@ -31,7 +31,7 @@ from bot.domain.sli.escalation import DEFAULT_AFTER, chain, escalate
 from bot.domain.sli.evaluator import Event, Kind, Level, State, StateError, Status
 from bot.domain.sli.folding import EXPECTING, Firing, Hold, expected, folds, hold, release, upstream_map
 from bot.domain.sli.pipeline import MANDATORY, Mode, Pipeline, Rule, Sli
-from bot.domain.sli.receivers import action
+from bot.domain.sli.receivers import FROM_PAGERDUTY, action
 from bot.domain.sli.samples import Sample, Series, by_series, moment
 from bot.services.audit import record as audit
 from bot.services.calendar import reach
@@ -284,7 +284,7 @@ class SliService:
                 row.resolved_at = event.at
             elif event.kind is Kind.ACKNOWLEDGED:
                 row.acked_by, row.acked_at = event.actor, event.at
-            act = action(event.kind, event.level, event.held is not None, event.silenced, row.paged_out) if receivers else None
+            act = action(event.kind, event.level, event.held is not None, event.silenced, row.paged_out, event.actor) if receivers else None
             if act == "trigger":
                 row.paged_out = True
             for index, _receiver in enumerate(receivers if act else []):
@@ -435,7 +435,7 @@ class SliService:
     # --- people acting --------------------------------------------------------------------------
 
     async def act(self, pipeline_name: str, sli: str, user: str, action: Callable[[State, datetime], Event | None], audit_as: str,
-                  detail: dict[str, Any]) -> Event | None:
+                  detail: dict[str, Any], surface: str = "slack") -> Event | None:
         """Apply ``action`` to the series as stored now, conditionally; audited; StateError/SliError say why not."""
         catalog = await self.catalog()
         pipeline = await self.pipeline(pipeline_name)
@@ -457,7 +457,7 @@ class SliService:
                         continue
                     if event is not None:
                         await self._record(session, catalog, catalog.pipelines[pipeline.name], sli, [event], teams)
-                    audit(session, user, "slack", audit_as, "sli", f"{pipeline.name}/{sli}", detail)
+                    audit(session, user, surface, audit_as, "sli", f"{pipeline.name}/{sli}", detail)
                     await session.commit()
                 series.version += 1
                 series.persisted = time.monotonic()
@@ -465,7 +465,7 @@ class SliService:
                 return event
         raise SliError("the alert kept changing while you acted; try again")
 
-    async def acknowledge(self, fingerprint: str, user: str) -> SliEpisode:
+    async def acknowledge(self, fingerprint: str, user: str, surface: str = "slack") -> SliEpisode:
         """Acknowledge the episode ``fingerprint`` (it must be the series' current one)."""
         episode = await self.episode(fingerprint)
 
@@ -474,8 +474,31 @@ class SliService:
                 raise StateError("that alert is already resolved")
             return evaluator.acknowledge(state, user, at)
 
-        await self.act(episode.pipeline, episode.sli, user, ack, "acknowledge", {"episode": fingerprint})
+        await self.act(episode.pipeline, episode.sli, user, ack, "acknowledge", {"episode": fingerprint}, surface)
         return await self.episode(fingerprint)
+
+    async def from_pagerduty(self, change: str, fingerprint: str, who: str) -> str:
+        """An incident acknowledged or resolved in PagerDuty (``change``: its V3 event type): the episode is acknowledged, or
+        the resolve is said in its thread (the episode itself ends with its samples). What happened, for the answer;
+        SliError for an episode this bot does not know."""
+        episode = await self.episode(fingerprint)
+        if change == "incident.acknowledged":
+            try:
+                await self.acknowledge(fingerprint, who, "pagerduty")
+            except StateError as err:
+                return str(err)
+            return "acknowledged"
+        if episode.resolved_at is not None:
+            return "already resolved here"
+        async with self.db.session() as session:
+            self.outbox.add(session, SLI_EVENT, f"sli:{episode.channel}",
+                            {"episode": fingerprint, "kind": Kind.NOTED.value, "at": self.clock().isoformat(), "value": None, "actor": who,
+                             "detail": f"resolved in PagerDuty by {who.removesuffix(FROM_PAGERDUTY)}: it still breaches here, and ends "
+                                       "when its samples are healthy", "silenced": False, "level": episode.level, "held": None})
+            audit(session, who, "pagerduty", "resolved", "sli", f"{episode.pipeline}/{episode.sli}", {"episode": fingerprint})
+            await session.commit()
+        self.outbox.wake()
+        return "said in its thread"
 
     async def silence(self, pipeline: str, sli: str, until: datetime, user: str, reason: str = "") -> Event | None:
         """Silence one SLI of a pipeline (or ``all`` of them) until ``until``."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
 from aiohttp import web
@@ -18,7 +18,7 @@ from bot.services.proposals import Proposals
 from bot.services.releases import Releases
 from bot.services.sli import SliService
 from bot.store.database import Database
-from bot.web import api, ical
+from bot.web import api, ical, pagerduty
 from bot.web.metrics import BotMetrics
 
 log = logging.getLogger(__name__)
@@ -28,7 +28,7 @@ FEED_PAST_DAYS, FEED_FUTURE_DAYS = 30, 365
 
 def build_web_app(bolt: AsyncApp, db: Database, schema_head: str, config: Config, lineage: LineageService,
                   proposals: Proposals, sli: SliService, releases: Releases, draining: Callable[[], bool],
-                  figures: BotMetrics) -> web.Application:
+                  figures: BotMetrics, claim: Callable[[str], Awaitable[bool]]) -> web.Application:
     """Routes for Slack (unless Socket Mode alone carries it), the HTTP API, the orchestrator's probes and Prometheus."""
 
     async def slack_events(request: web.Request) -> web.Response:
@@ -84,4 +84,5 @@ def build_web_app(bolt: AsyncApp, db: Database, schema_head: str, config: Config
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     api.add_routes(app, config.api_tokens, lineage, proposals, bolt.client, proposals.calendar, sli, releases)
+    pagerduty.add_route(app, config.pagerduty_webhook_secrets, sli, claim)
     return app

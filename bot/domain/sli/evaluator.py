@@ -61,6 +61,7 @@ class Kind(StrEnum):
     UNFOLDED = "unfolded"  # its root cause upstream recovered and it still breaches: it pages on its own
     HANDED_ON = "handed_on"  # nobody acknowledged the page in time: the next step of the team's escalation is paged
     LOST = "lost"  # retention deleted records a consumer group had not read (the sample's ``lost`` label moved)
+    NOTED = "noted"  # something said of it elsewhere (resolved in PagerDuty): a line of its thread
     RESOLVED = "resolved"
 
 

@@ -254,6 +254,7 @@ def timeline(episode: SliEpisode, event: dict[str, Any]) -> str:
         Kind.UNFOLDED: f"{at} :rotating_light: pages on its own: {detail}",
         Kind.HANDED_ON: f"{at} :arrow_heading_up: nobody acknowledged it: escalated to {step(event.get('detail') or '')}",
         Kind.LOST: f"{at} :warning: retention deleted unread data: {detail}",
+        Kind.NOTED: f"{at} :pager: {detail}",
         Kind.RESOLVED: f"{at} :white_check_mark: resolved{': ' + value if value else ''}{' — ' + detail if detail else ''}",
         Kind.UPDATED: f"{at} {value}",
     }[kind] + held
