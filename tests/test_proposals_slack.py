@@ -114,8 +114,9 @@ async def test_propose_card_dms_approval_and_registration(slack: SlackHarness) -
                                                for m in slack.ws.channel_messages(slack.ws.open_dm(ALICE))))
     updated = slack.ws.find_message(card.channel, card.ts)
     assert updated is not None and not any(b.get("type") == "actions" for b in updated.blocks)
+    await slack.ws.wait_for(lambda: "approved" in (slack.ws.find_message(mirror.channel, mirror.ts) or mirror).text)  # its own row, after the card's
     mirrored = slack.ws.find_message(mirror.channel, mirror.ts)
-    assert mirrored is not None and mirrored.edited and "approved" in mirrored.text
+    assert mirrored is not None and mirrored.edited
 
 
 async def test_invalid_schema_is_shown_in_the_modal_and_nothing_is_stored(slack: SlackHarness) -> None:

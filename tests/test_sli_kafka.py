@@ -51,6 +51,19 @@ def topic(admin: AdminClient, prefix: str, partitions: int = 1) -> str:
     return name
 
 
+async def read_and_commit(bootstrap: str, source: str, group: str, count: int) -> None:
+    """A job of ``group`` reads ``count`` records of ``source``, committing each, and stops."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe([source])
+    taken = 0
+    while taken < count:
+        message = await asyncio.to_thread(consumer.poll, 1.0)
+        if message is not None and message.error() is None:
+            taken += 1
+            await asyncio.to_thread(consumer.commit, message=message, asynchronous=False)
+    await asyncio.to_thread(consumer.close)
+
+
 @pytest.fixture
 async def kafka_bot(slack: SlackHarness, migrated_url: str, kafka_bootstrap: str, schema_registry: RealRegistry) -> AsyncIterator[
         tuple[SlackHarness, str]]:
@@ -126,16 +139,7 @@ async def test_the_lag_poller_alerts_on_a_group_that_stops_and_resolves_when_it_
     for i in range(10):
         producer.produce(source, key=f"k{i}".encode(), value=b"order", partition=i % 2, timestamp=old + i)
     assert producer.flush(30) == 0
-    consumer = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-                         "enable.auto.commit": False})
-    consumer.subscribe([source])
-    read_so_far = 0
-    while read_so_far < 4:  # the job reads a little, commits, and stops
-        message = await asyncio.to_thread(consumer.poll, 1.0)
-        if message is not None and message.error() is None:
-            read_so_far += 1
-            await asyncio.to_thread(consumer.commit, message=message, asynchronous=False)
-    await asyncio.to_thread(consumer.close)
+    await read_and_commit(kafka_bootstrap, source, group, 4)  # the job reads a little, commits, and stops
 
     assert await slack.bot.poll() == 2  # source lag and DLQ volume
     alert = await slack.ws.wait_for(lambda: next((m for m in alerts(slack) if "Source lag" in read(m)), None), timeout=30)
@@ -187,16 +191,7 @@ async def test_a_stopped_upstream_group_pages_once_with_two_downstream_folded_an
     assert producer.flush(30) == 0
 
     async def read_up_to(name: str, count: int) -> None:
-        consumer = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": f"g-{topics[name]}", "auto.offset.reset": "earliest",
-                             "enable.auto.commit": False})
-        consumer.subscribe([topics[name]])
-        taken = 0
-        while taken < count:
-            message = await asyncio.to_thread(consumer.poll, 1.0)
-            if message is not None and message.error() is None:
-                taken += 1
-                await asyncio.to_thread(consumer.commit, message=message, asynchronous=False)
-        await asyncio.to_thread(consumer.close)
+        await read_and_commit(kafka_bootstrap, topics[name], f"g-{topics[name]}", count)
 
     for name in names:  # every job read one record and stopped: all three lag ten minutes
         await read_up_to(name, 1)
@@ -248,16 +243,7 @@ async def test_a_stopped_group_is_warned_then_paged_before_retention_deletes_its
     for i in range(10):
         producer.produce(source, key=f"k{i}".encode(), value=b"order", timestamp=written + i)
     assert producer.flush(30) == 0
-    consumer = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-                         "enable.auto.commit": False})
-    consumer.subscribe([source])
-    taken = 0
-    while taken < 3:  # the job reads three records, commits, and stops
-        message = await asyncio.to_thread(consumer.poll, 1.0)
-        if message is not None and message.error() is None:
-            taken += 1
-            await asyncio.to_thread(consumer.commit, message=message, asynchronous=False)
-    await asyncio.to_thread(consumer.close)
+    await read_and_commit(kafka_bootstrap, source, group, 3)  # the job reads three records, commits, and stops
 
     def headroom() -> Message | None:
         return next((m for m in alerts(slack) if "Retention headroom" in read(m)), None)
