@@ -132,7 +132,7 @@ def sli_router(sli: SliCommands) -> Router:
     """``/sli``: the pipelines' SLIs, silences, history and coverage."""
     router = Router(ids.SLI_COMMAND, default="status")
     for sub in (
-        Subcommand("status", "status [PIPELINE]", "every pipeline at a glance, or the eight SLIs of one", sli.status),
+        Subcommand("status", "status [PIPELINE]", "every pipeline at a glance, or the SLIs of one", sli.status),
         Subcommand("silence", "silence PIPELINE SLI|all 4h|UNTIL [reason]", "hold a pipeline's alerts (its team or oncall)", sli.silence),
         Subcommand("unsilence", "unsilence PIPELINE SLI|all", "lift a silence early", sli.unsilence),
         Subcommand("history", "history PIPELINE", "its alerts of the last 7 days", sli.history),

@@ -1,4 +1,4 @@
-"""A pipeline as the catalog declares it, and the thresholds of its eight SLIs after the catalog's overrides.
+"""A pipeline as the catalog declares it, and the thresholds of its SLIs after the catalog's overrides.
 
 Defaults (seed 004, section 7): source lag warns above 60 s for 1 min and pages above 60 s for 5 min;
 freshness warns at 70% of the SLA and pages at 100%; commit success warns below 0.99 and pages below

@@ -62,7 +62,7 @@ class SliCommands:
         return Reply.sections("*Who is on call now*", lines or ["No teams in the catalog yet."])
 
     async def status(self, request: CommandRequest) -> Reply:
-        """``status`` (every pipeline) or ``status PIPELINE`` (its eight SLIs)."""
+        """``status`` (every pipeline) or ``status PIPELINE`` (its SLIs)."""
         try:
             if request.args:
                 rows = await self.sli.status(request.args[0])
@@ -74,7 +74,7 @@ class SliCommands:
             return Reply.text("No pipeline is declared yet: add `pipelines:` to the catalog and `bot catalog load` it.")
         refused = ", ".join(f"{count} {kind.replace('_', ' ')}" for kind, count in sorted(self.sli.rejected.items()))
         lines = overview(rows) + ([f"_Samples refused by this replica since it started: {refused}._"] if refused else [])
-        return Reply.sections("*Pipelines* (`/sli status PIPELINE` for the eight SLIs of one)", lines)
+        return Reply.sections("*Pipelines* (`/sli status PIPELINE` for the SLIs of one)", lines)
 
     async def silence(self, request: CommandRequest) -> Reply:
         """``silence PIPELINE SLI|all DURATION|UNTIL [reason]``."""
