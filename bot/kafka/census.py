@@ -21,6 +21,8 @@ from typing import Any
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, ResourceType  # type: ignore[attr-defined]
 
+from bot.domain.sli.retention import Retention
+
 TIMEOUT = 10.0  # seconds per call
 IN_FLIGHT = 64  # committed-offset requests at once
 DESCRIBE_BATCH = 250  # groups per describe request
@@ -152,7 +154,7 @@ def take(admin: AdminClient, topics: Iterable[str] | None = None) -> Snapshot:
     readers = [g for g in groups.values() if g.group not in unanswered and g.topics() and (wanted is None or g.topics() & wanted)]
     partitions = {tp for g in readers for tp in (*g.committed, *(p for _, _, parts in g.members for p in parts))
                   if wanted is None or tp[0] in wanted}
-    return Snapshot(readers, _ends(admin, partitions), _retention(admin, {t for t, _ in partitions}), set(ids), unanswered,
+    return Snapshot(readers, _ends(admin, partitions), {t: r.ms for t, r in retentions(admin, {t for t, _ in partitions}).items()}, set(ids), unanswered,
                     listing_error, cluster_topics(admin))
 
 
@@ -178,21 +180,29 @@ def _ends(admin: AdminClient, partitions: set[tuple[str, int]]) -> dict[tuple[st
     return ends
 
 
-def _retention(admin: AdminClient, topics: set[str]) -> dict[str, int | None]:
+def retentions(admin: AdminClient, topics: set[str]) -> dict[str, Retention]:
+    """Each topic's ``retention.ms`` and ``retention.bytes`` in one request (unlimited, or a topic that does not answer: None)."""
     if not topics:
         return {}
-    found: dict[str, int | None] = {}
+    found: dict[str, Retention] = {}
     for resource, future in admin.describe_configs([ConfigResource(ResourceType.TOPIC, t) for t in sorted(topics)],
                                                    request_timeout=TIMEOUT).items():
         try:
             config = _result(future, f"configuration of {resource.name}")
         except CensusFailed:
-            found[resource.name] = None
+            found[resource.name] = Retention(None, None)
             continue
-        entry = config.get("retention.ms")  # type: ignore[attr-defined]
-        value = int(entry.value) if entry is not None and entry.value not in (None, "") else -1
-        found[resource.name] = value if value >= 0 else None
+        found[resource.name] = Retention(_limit(config.get("retention.ms")), _limit(config.get("retention.bytes")))  # type: ignore[attr-defined]
     return found
+
+
+def _limit(entry: object) -> int | None:
+    """A retention setting's value; None for unlimited (-1) or absent."""
+    value = getattr(entry, "value", None)
+    if value in (None, ""):
+        return None
+    number = int(str(value))
+    return number if number >= 0 else None
 
 
 def one_by_one(admin: AdminClient) -> dict[str, dict[tuple[str, int], int]]:

@@ -11,11 +11,12 @@ import logging
 from datetime import datetime
 
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType  # type: ignore[attr-defined]
+from confluent_kafka.admin import AdminClient
 
 from bot.domain.sli.pipeline import Pipeline, Sli
 from bot.domain.sli.retention import Retention, Seen, Track, forecast
 from bot.domain.sli.samples import Sample
+from bot.kafka.census import CensusFailed, retentions
 
 log = logging.getLogger(__name__)
 TIMEOUT = 10.0
@@ -84,9 +85,9 @@ class Pollers:
                 seen.append(Seen(topic, partition, now, low, high, mine, None if lost else stamp, stamp if lost else None, size))
         seconds = max(0.0, now.timestamp() - oldest_ms / 1000) if oldest_ms is not None else 0.0
         samples = [Sample(pipeline.name, Sli.SOURCE_LAG, seconds, now, {"messages": str(messages), "group": pipeline.group})]
-        mine = {t: retention[t] for t in pipeline.topics if t in retention} if retention is not None else {}
-        if any(r.ms is not None or r.bytes is not None for r in mine.values()):
-            found = forecast(seen, self._tracks.setdefault(pipeline.group, {}), mine)
+        kept = {t: retention[t] for t in pipeline.topics if t in retention} if retention is not None else {}
+        if any(r.ms is not None or r.bytes is not None for r in kept.values()):
+            found = forecast(seen, self._tracks.setdefault(pipeline.group, {}), kept)
             if found is not None:
                 samples.append(Sample(pipeline.name, Sli.RETENTION_HEADROOM, found.seconds, now, found.labels(pipeline.group)))
         return samples
@@ -106,20 +107,11 @@ class Pollers:
         return (int(stamp) if kind and stamp > 0 else None), size
 
     def _retentions(self, topics: set[str]) -> dict[str, Retention] | None:
-        """Each topic's ``retention.ms`` and ``retention.bytes``, asked every poll in one request (a changed retention
-        counts at once); None when the cluster does not say (logged once until it does)."""
-        if not topics:
-            return {}
-        found = {}
+        """Each topic's retention, asked every poll in one request (a changed retention counts at once); None when the
+        cluster does not say (logged once until it does)."""
         try:
-            futures = self.admin.describe_configs([ConfigResource(ResourceType.TOPIC, t) for t in sorted(topics)], request_timeout=TIMEOUT)
-            for resource, future in futures.items():
-                try:
-                    config = future.result(timeout=TIMEOUT)
-                except KafkaException:
-                    continue  # a topic that is gone: its lag says so
-                found[resource.name] = Retention(_limit(config.get("retention.ms")), _limit(config.get("retention.bytes")))
-        except KafkaException as err:
+            found = retentions(self.admin, topics)
+        except (KafkaException, CensusFailed) as err:
             if "retention" not in self._failing:
                 log.warning("SLI poller: cannot read the retention of the source topics: %s", err)
             self._failing.add("retention")
@@ -133,11 +125,3 @@ class Pollers:
         total = sum(self.probe.get_watermark_offsets(TopicPartition(pipeline.dlq, p), timeout=TIMEOUT)[1] for p in self._partitions(pipeline.dlq))
         return [Sample(pipeline.name, Sli.DLQ_VOLUME, float(total), now, {"topic": pipeline.dlq})]
 
-
-def _limit(entry: object) -> int | None:
-    """A retention setting's value; None for unlimited (-1) or absent."""
-    value = getattr(entry, "value", None)
-    if value in (None, ""):
-        return None
-    number = int(str(value))
-    return number if number >= 0 else None
