@@ -4,11 +4,12 @@ Both read the same topic of Avro ``PipelineSample`` records (raw binary, keyed b
 each in a consumer group of its own: the baseline with confluent-kafka + fastavro and nothing else; the
 bot with its metrics consumer, evaluator and database (SQLite) behind it, committing only what it has
 stored. The bot has seen every series once before (as a bot that has been running has: the first sample of
-a series creates its row, once), so what is measured is the steady state. Then breaching samples are produced one
+a series creates its row, once), its process pool has started and its start-up heap is settled as ``bot serve``
+settles it, so what is measured is the steady state. Then breaching samples are produced one
 at a time and the delay until the alert is posted in the Slack emulator is measured (p50, p99). Uses $KAFKA_BOOTSTRAP_SERVERS, or starts a broker with
 scripts/kafka.sh.
 
-Run: .venv/bin/python bench/sli_ingest.py [--samples 200000] [--alerts 40]
+Run: .venv/bin/python bench/sli_ingest.py [--samples 400000] [--alerts 40]
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from fastavro import parse_schema, schemaless_reader, schemaless_writer
 
+from bot import workers
+from bot.cli import settle_heap
 from bot.config import Config
 from bot.domain.lineage.catalog import read_catalog
 from bot.domain.sli.pipeline import Sli
@@ -157,7 +160,10 @@ async def main(samples: int, alerts: int, bootstrap: str) -> None:
         await bot.lineage.load_catalog(catalog)
         before = start - timedelta(seconds=1)  # every series seen once, just before the samples measured
         await bot.sli.ingest([Sample(f"p{i:03d}", Sli(sli), VALUES[sli], before) for i in range(PIPELINES) for sli in SLIS])
+        # the bot's process pool started before it (its workers' imports take seconds of CPU on a small machine)
+        await asyncio.gather(*(workers.off_loop(time.sleep, 1.0) for _ in range(workers.WORKERS)))
         await bot.start(0)
+        settle_heap()  # as `bot serve` does once started
         try:
             ours = await through_the_bot(bot, samples)
             delays = await alert_delays(bot, ws, producer, topic, alerts)
@@ -176,7 +182,7 @@ async def main(samples: int, alerts: int, bootstrap: str) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--samples", type=int, default=200_000)
+    parser.add_argument("--samples", type=int, default=400_000)
     parser.add_argument("--alerts", type=int, default=40)
     args = parser.parse_args()
     address, started_in = broker()

@@ -27,7 +27,8 @@ names = st.text(max_size=80)
 records = st.fixed_dictionaries({
     "pipeline": names, "sli": st.one_of(st.sampled_from([s.value for s in Sli]), names),
     "value": st.floats(allow_nan=True, allow_infinity=True),
-    "time": st.integers(min_value=-62_135_596_800_000, max_value=253_402_300_799_999),
+    "time": st.one_of(st.integers(min_value=-62_135_596_800_000, max_value=253_402_300_799_999),
+                      st.integers(min_value=-(2 ** 41), max_value=2 ** 41)),  # six varint bytes, as times of these years
     "labels": st.one_of(st.just({}), st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=2))})
 
 
@@ -63,6 +64,37 @@ def test_what_it_reads_of_a_written_record_is_what_fastavro_reads(record: dict[s
         return
     decoded = fastavro(data)
     assert decoded is not None and same(read, decoded)
+    again = reader_knowing(data).read(data)  # read again, once the names are known
+    assert again is not None and same(again, decoded)
+
+
+def reader_knowing(data: bytes) -> Reader:
+    """A reader that has read ``data`` once (and so knows its names, when it could read them)."""
+    reader = Reader()
+    reader.read(data)
+    return reader
+
+
+def tail_of(double: bytes, varint_bytes: int, low: list[int], rest: list[int]) -> bytes:
+    """Fifteen bytes after the names: a double, a varint of ``varint_bytes`` bytes, then ``rest``."""
+    varint = [bits | (0x80 if i < varint_bytes - 1 else 0) for i, bits in enumerate(low[:varint_bytes])]
+    return (double + bytes(varint) + bytes(rest))[:15]
+
+
+tails = st.builds(tail_of, st.binary(min_size=8, max_size=8), st.integers(1, 7), st.lists(st.sampled_from([0, 1, 0x7F]), min_size=7, max_size=7),
+                  st.lists(st.sampled_from([0, 1, 0x80]), min_size=7, max_size=7))
+
+
+@settings(max_examples=600, deadline=None)
+@given(record=records, tail=st.one_of(tails, st.binary(min_size=15, max_size=15)))
+def test_known_names_followed_by_any_bytes_are_read_only_as_fastavro_reads_them(record: dict[str, Any], tail: bytes) -> None:
+    good = encode({**record, "labels": {}})
+    reader = reader_knowing(good)
+    data = good[:max(0, len(good) - 15)] + tail
+    read = reader.read(data)
+    if read is not None:
+        decoded = fastavro(data)
+        assert decoded is not None and same(read, decoded)
 
 
 @settings(max_examples=600, deadline=None)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -24,8 +25,17 @@ from bot.store.models import utcnow
 log = logging.getLogger(__name__)
 BATCH = 20_000  # records per poll at most: a healthy series' samples of one poll are evaluated at once
 STEP = 2_000  # records per consume call: a poll waits for the first ones, then takes what is already fetched
-Batch = tuple[list[Message], dict[Key, Series], list[tuple[str, str]], list[TopicPartition], tuple[int, timedelta, str | None]]
+Batch = tuple["Read", dict[Key, Series], list[tuple[str, str]], tuple[int, timedelta, str | None]]
 UNREACHABLE = (KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT, KafkaError._RESOLVE)  # the cluster, not a record
+
+
+@dataclass
+class Read:
+    """Where one poll read: how many records, and per partition its first offset and its last record's (offset, timestamp)."""
+
+    count: int = 0
+    first: dict[int, int] = field(default_factory=dict)
+    last: dict[int, tuple[int, int]] = field(default_factory=dict)
 
 
 class MetricsConsumer:
@@ -61,61 +71,68 @@ class MetricsConsumer:
 
     async def _run(self) -> None:
         """Read the next batch in the worker thread while this one is evaluated and stored."""
-        reading: asyncio.Future[Batch] = asyncio.ensure_future(asyncio.to_thread(self._poll, utcnow()))
+        loop = asyncio.get_running_loop()
+        reading = loop.run_in_executor(None, self._poll, utcnow())  # submitted now, not at the next turn of the loop
         stored: list[TopicPartition] = []
         while True:
             try:
-                messages, samples, refused, offsets, (left, age, unreachable) = await reading
+                read, samples, refused, (left, age, unreachable) = await reading
             except Exception:
                 log.exception("SLI metrics: could not read the metrics topic; trying again")
                 await asyncio.sleep(1.0)
-                messages, samples, refused, offsets, (left, age, unreachable) = [], {}, [], [], (0, timedelta(0), None)
+                read, samples, refused, (left, age, unreachable) = Read(), {}, [], (0, timedelta(0), None)
             if self._stopping:
                 break
-            reading = asyncio.ensure_future(asyncio.to_thread(self._poll, utcnow()))
+            reading = loop.run_in_executor(None, self._poll, utcnow())
             self.sli.feed_report(self.topic, left, age, unreachable)
             for kind, message in refused:
                 self.sli.reject(kind, message)
-            if not messages:
+            if not read.count:
                 continue
             try:
                 await self.sli.ingest_series(samples)
             except Exception:
-                log.exception("SLI metrics: could not store a batch of %d samples; reading it again", len(messages))
+                log.exception("SLI metrics: could not store a batch of %d samples; reading it again", read.count)
                 await asyncio.gather(reading, return_exceptions=True)  # what it read comes again after the rewind
-                await asyncio.to_thread(self._rewind, messages)
+                await asyncio.to_thread(self._rewind, read)
                 await asyncio.sleep(1.0)
-                reading = asyncio.ensure_future(asyncio.to_thread(self._poll, utcnow()))
+                reading = loop.run_in_executor(None, self._poll, utcnow())
                 continue
-            stored = offsets
+            stored = [TopicPartition(self.topic, partition, offset + 1) for partition, (offset, _) in read.last.items()]
             self.consumer.commit(offsets=stored, asynchronous=True)
-            self.consumed += len(messages)
+            self.consumed += read.count
         if stored:
             await asyncio.to_thread(self._commit, stored)
 
     def _poll(self, now: datetime) -> Batch:
-        """One batch: the messages, their samples by series, what was refused (kind, why), and how far behind this consumer
+        """One batch: what was read, its samples by series, what was refused (kind, why), and how far behind this consumer
         is (messages left on its partitions, age of the newest record read); whether each pipeline is known is for the
-        evaluator to say."""
-        got = self.consumer.consume(num_messages=STEP, timeout=0.2)
-        while got and len(got) < BATCH:
-            more = self.consumer.consume(num_messages=STEP, timeout=0)
-            if not more:
-                break
-            got += more
-        messages = [m for m in got if not self._failed(m)]
-        batch: dict[Key, Series] = {}
-        refused: list[tuple[str, str]] = []
+        evaluator to say. Records are decoded a consume call at a time and not kept: a batch of 20,000 live messages
+        would age into the collector's oldest generation and make its full collections frequent."""
+        read, batch, refused = Read(), dict[Key, Series](), list[tuple[str, str]]()
         latest = latest_believed(now)
+        got = self.consumer.consume(num_messages=STEP, timeout=0.2)
+        while got:
+            self._decode([m for m in got if not self._failed(m)], read, batch, refused, latest)
+            if read.count >= BATCH:
+                break
+            got = self.consumer.consume(num_messages=STEP, timeout=0)
+        return read, batch, refused, (*self._behind(read, now), self._reachable(read.count > 0))
+
+    def _decode(self, messages: list[Message], read: Read, batch: dict[Key, Series], refused: list[tuple[str, str]],
+                latest: datetime) -> None:
+        """Add ``messages`` to the batch: their samples to their series, the refused to ``refused``, their place to ``read``."""
+        if not messages:
+            return
         newest_us = micros(latest)
-        read, plain, valid = self.wire.read, self.decoder.plain, self._valid
+        wire, plain, valid = self.wire.read, self.decoder.plain, self._valid
         for message in messages:
             value = message.value() or b""
             found = None
             if value[:1] != b"\x00":
-                found = read(value)
+                found = wire(value)
             elif len(value) > 5 and plain(int.from_bytes(value[1:5], "big")):
-                found = read(value[5:])
+                found = wire(value[5:])
             if found is not None:
                 key, number, ms = found
                 series = batch.get(key)
@@ -140,9 +157,11 @@ class MetricsConsumer:
             if series is None:
                 series = batch[(sample.pipeline, sample.sli)] = Series()
             series.add(micros(sample.time), sample.value, sample.labels)
-        lasts = list({(m.topic(), m.partition()): m for m in messages}.values())  # each partition's last record (offsets rise)
-        return (messages, batch, refused, [TopicPartition(str(m.topic()), int(m.partition() or 0), int(m.offset() or 0) + 1) for m in lasts],
-                (*self._behind(lasts, now), self._reachable(bool(messages))))
+        read.count += len(messages)
+        for partition, message in {m.partition(): m for m in reversed(messages)}.items():  # each partition's first record
+            read.first.setdefault(int(partition or 0), int(message.offset() or 0))
+        for partition, message in {m.partition(): m for m in messages}.items():  # and its last (offsets rise)
+            read.last[int(partition or 0)] = (int(message.offset() or 0), message.timestamp()[1])
 
     def _on_error(self, error: KafkaError) -> None:
         """The client's error callback (called from ``consume``, in the worker thread)."""
@@ -159,7 +178,7 @@ class MetricsConsumer:
                 pass
         return self._unreachable
 
-    def _behind(self, lasts: list[Message], now: datetime) -> tuple[int, timedelta]:
+    def _behind(self, read: Read, now: datetime) -> tuple[int, timedelta]:
         """Messages left to read on the assigned partitions (from the watermarks the fetches brought: no request), and how
         old the newest of the last records read on each partition is."""
         left = 0
@@ -170,7 +189,7 @@ class MetricsConsumer:
                     left += max(0, high - tp.offset)
         except KafkaException:  # between assignments: nothing to say this time
             return 0, timedelta(0)
-        stamps = [m.timestamp()[1] for m in lasts if m.timestamp()[1] > 0]
+        stamps = [stamp for _, stamp in read.last.values() if stamp > 0]
         age = now - datetime.fromtimestamp(max(stamps) / 1000, UTC) if stamps else timedelta(0)
         return left, max(age, timedelta(0))
 
@@ -186,16 +205,12 @@ class MetricsConsumer:
     def _commit(self, offsets: list[TopicPartition]) -> None:
         self.consumer.commit(offsets=offsets, asynchronous=False)
 
-    def _rewind(self, messages: list[Message]) -> None:
-        first: dict[tuple[str, int], int] = {}
-        for message in messages:
-            key = (str(message.topic()), int(message.partition() or 0))
-            first[key] = min(first.get(key, int(message.offset() or 0)), int(message.offset() or 0))
-        for (topic, partition), offset in first.items():
+    def _rewind(self, read: Read) -> None:
+        for partition, offset in read.first.items():
             try:
-                self.consumer.seek(TopicPartition(topic, partition, offset))
+                self.consumer.seek(TopicPartition(self.topic, partition, offset))
             except KafkaException as err:  # the partition moved to another replica meanwhile: it reads from the last commit
-                log.info("SLI metrics: cannot rewind %s[%d]: %s", topic, partition, err)
+                log.info("SLI metrics: cannot rewind %s[%d]: %s", self.topic, partition, err)
 
 
 def sample_of(decoder: Decoder, value: bytes, latest: datetime) -> Sample:
