@@ -150,6 +150,36 @@ def test_no_data_after_three_intervals_for_a_mandatory_sli_and_it_resolves_when_
     assert tick(state, optional, T0 + timedelta(hours=1), interval=timedelta(minutes=1), mandatory=False) == []
 
 
+def test_a_firing_alert_whose_samples_stop_without_no_data_is_said_unmeasured_once_and_measured_again() -> None:
+    rule = RULES[Sli.FRESHNESS]  # not mandatory: its silence is no "no data"
+    state, seen = feed(rule, every(30, 240, 1200.0))  # 20 minutes late, for four minutes: it pages
+    assert (Kind.OPENED, Level.PAGE) in [(k, level) for _, k, level in seen] and state.episode is not None
+    last = T0 + timedelta(seconds=240)
+    minute = timedelta(minutes=1)
+    assert tick(state, rule, last + 3 * minute, interval=minute, mandatory=False) == []  # three intervals: not yet
+    [event] = tick(state, rule, last + 3 * minute + timedelta(seconds=1), interval=minute, mandatory=False)
+    assert event.kind is Kind.UNMEASURED and event.value == 1200.0 and event.detail == last.isoformat()
+    assert state.episode.unmeasured_since == last and state.status is Status.FIRING  # still firing: nothing says it is over
+    assert tick(state, rule, last + 10 * minute, interval=minute, mandatory=False) == []  # said once
+    assert State.from_json(state.as_json()).episode.unmeasured_since == last  # type: ignore[union-attr]
+    events = observe(state, rule, last + 11 * minute, 1300.0)
+    assert [e.kind for e in events] == [Kind.UPDATED, Kind.REMEASURED] or [e.kind for e in events] == [Kind.REMEASURED]
+    assert state.episode.unmeasured_since is None
+    assert [e.kind for e in tick(state, rule, last + 14 * minute + timedelta(seconds=1), interval=minute, mandatory=False)] == [
+        Kind.UNMEASURED]  # and again, when they stop again
+    events = [e for i in range(12) for e in observe(state, rule, last + (15 + i / 2) * minute, 10.0)]
+    assert [e.kind for e in events if e.kind is not Kind.UPDATED] == [Kind.REMEASURED, Kind.RESOLVED]  # clear for five minutes
+
+
+def test_a_mandatory_alert_whose_no_data_waits_for_the_bots_own_feed_is_said_unmeasured() -> None:
+    rule = RULES[Sli.COMMIT_SUCCESS_RATE]
+    state, _ = feed(rule, every(30, 600, 0.5))
+    assert state.status is Status.FIRING
+    later = T0 + timedelta(minutes=20)
+    events = tick(state, rule, later, interval=timedelta(minutes=1), mandatory=True, hold_no_data=True)
+    assert [e.kind for e in events] == [Kind.UNMEASURED] and state.status is Status.FIRING
+
+
 def test_reminders_repeat_while_firing_and_stop_once_acknowledged() -> None:
     rule = RULES[Sli.SCHEMA_ERROR_RATE]
     state, _ = feed(rule, [(0, 0.5)])
@@ -159,7 +189,7 @@ def test_reminders_repeat_while_firing_and_stop_once_acknowledged() -> None:
     assert tick(state, rule, T0 + hour + timedelta(minutes=30), interval=hour, mandatory=False) == []
     event = acknowledge(state, "U0000ALICE", T0 + hour + timedelta(minutes=31))
     assert event.kind is Kind.ACKNOWLEDGED and event.actor == "U0000ALICE"
-    assert tick(state, rule, T0 + 5 * hour, interval=hour, mandatory=False) == []
+    assert [e.kind for e in tick(state, rule, T0 + 5 * hour, interval=hour, mandatory=False)] == [Kind.UNMEASURED]  # no reminder
     with pytest.raises(StateError, match="already acknowledged"):
         acknowledge(state, "U00000BOB", T0 + 5 * hour)
     with pytest.raises(StateError, match="nothing is firing"):
@@ -172,7 +202,8 @@ def test_a_silence_hides_events_stops_reminders_and_expires_with_a_notice() -> N
     assert silence(state, T0 + timedelta(hours=4), "U0000ALICE", "deploying", T0) is None  # before anything fires
     events = observe(state, rule, T0 + timedelta(minutes=1), 0.5)
     assert [(e.kind, e.silenced) for e in events] == [(Kind.OPENED, True)]
-    assert tick(state, rule, T0 + timedelta(hours=3), interval=timedelta(minutes=1), mandatory=False) == []
+    assert [(e.kind, e.silenced) for e in tick(state, rule, T0 + timedelta(hours=3), interval=timedelta(minutes=1), mandatory=False)] == [
+        (Kind.UNMEASURED, True)]  # no reminder: recorded, not announced
     events = tick(state, rule, T0 + timedelta(hours=4), interval=timedelta(minutes=1), mandatory=False)
     assert [(e.kind, e.detail) for e in events] == [(Kind.UNSILENCED, "expired")]
     assert not state.silenced(T0 + timedelta(hours=4))

@@ -289,6 +289,42 @@ async def test_a_stopped_group_is_warned_then_paged_before_retention_deletes_its
     assert "Retention headroom" in dm
 
 
+async def test_a_forecast_the_bot_can_no_longer_measure_says_since_when_and_the_time_it_gave_not_a_countdown(
+        kafka_bot: tuple[SlackHarness, str], kafka_bootstrap: str) -> None:
+    slack, _ = kafka_bot
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    source = topic(admin, "orders")
+    group = f"enrich-{source}"
+    await load(slack, catalog(slack, [{"name": "enrich-orders", "owner": "orders-team", "channel": "#orders-pipeline", "interval": "1s",
+                                       "source": {"topics": [source], "group": group}, "slis": {"retention_headroom": {"warn": 8 * 86400, "clear": 9 * 86400}}}]))
+    producer = Producer({"bootstrap.servers": kafka_bootstrap})
+    for i in range(10):
+        producer.produce(source, key=f"k{i}".encode(), value=b"order", timestamp=int((time.time() - 3600) * 1000) + i)
+    assert producer.flush(30) == 0
+    await read_and_commit(kafka_bootstrap, source, group, 3)
+    await slack.bot.poll()
+    await asyncio.sleep(1.0)
+    await slack.bot.poll()  # a stopped group on a topic of seven days' retention: it warns (below eight days here)
+    alert = await slack.ws.wait_for(lambda: next((m for m in alerts(slack) if "Retention headroom" in read(m)), None), timeout=30)
+    assert "WARN" in read(alert) and "at the current rate" in read(alert)
+
+    admin.delete_topics([source])[source].result(timeout=30)  # the cluster loses the topic: nothing measures the group any more
+    for _ in range(10):
+        await slack.bot.poll()  # each poll fails to measure it (logged), so no sample
+        await asyncio.sleep(0.5)
+    await slack.bot.sli.sweep()  # three intervals without a sample
+    edited = await slack.ws.wait_for(lambda: (m := slack.ws.find_message(alert.channel, alert.ts)) and "not measured since" in read(m) and m,
+                                     timeout=30)
+    assert "WARN" in read(edited) and "at the current rate" not in read(edited)
+    assert "would lose unread data" in read(edited) and "the last time it was measured" in read(edited)
+    await slack.bot.sli.sweep()
+    await slack.bot.idle()
+    thread = [read(m) for m in slack.ws.channel_messages("orders-pipeline", thread_ts=alert.ts)]
+    assert len([line for line in thread if "not measured since" in line]) == 1  # said once
+    [row] = [r for r in await slack.bot.sli.status("enrich-orders") if r["sli"] == "retention_headroom"]
+    assert row["state"].startswith("warn firing (not measured since ")
+
+
 async def test_dead_letters_are_sampled_from_the_alert(kafka_bot: tuple[SlackHarness, str], kafka_bootstrap: str,
                                                        schema_registry: RealRegistry) -> None:
     slack, _ = kafka_bot

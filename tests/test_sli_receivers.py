@@ -125,8 +125,8 @@ async def test_pages_reach_pagerduty_and_the_webhook_once_through_an_outage_and_
 SECRET = "pd-webhook-secret-0123456789"
 
 
-async def from_pagerduty(slack: SlackHarness, payload: dict[str, Any], secret: str = SECRET) -> tuple[int, dict[str, Any]]:
-    body = json.dumps(payload).encode()
+async def from_pagerduty(slack: SlackHarness, payload: dict[str, Any] | bytes, secret: str = SECRET) -> tuple[int, dict[str, Any]]:
+    body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
     signature = "v1=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
     async with aiohttp.ClientSession() as http, http.post(f"{slack.bot.url}/api/v1/pagerduty", data=body, headers={
             "Content-Type": "application/json", "X-PagerDuty-Signature": f"v1=00ff,{signature}"}) as response:
@@ -157,6 +157,10 @@ async def test_an_incident_acknowledged_in_pagerduty_is_acknowledged_here_once_a
     assert (await from_pagerduty(slack, incident("e1", "incident.acknowledged", key), secret="wrong"))[0] == 401
     assert (await from_pagerduty(slack, incident("e0", "incident.acknowledged", "not-ours")))[1]["ignored"] == "not an incident this bot paged"
     assert (await from_pagerduty(slack, incident("e9", "incident.annotated", key)))[0] == 200
+    for junk in (b"not json", b"\xff\xfe", b""):  # signed, but not JSON: refused, nothing changes
+        assert await from_pagerduty(slack, junk) == (400, {"ok": False, "error": "not JSON"})
+    for odd in (b"[1, 2]", b'"text"', b'{"event": [1]}', b'{"event": {"event_type": "incident.acknowledged", "data": {"incident_key": 7}}}'):
+        assert (await from_pagerduty(slack, odd))[1] == {"ok": True, "ignored": "not an incident acknowledged or resolved"}
     status, answer = await from_pagerduty(slack, incident("e1", "incident.acknowledged", key))
     assert status == 200 and answer["done"] == "acknowledged"
     assert (await from_pagerduty(slack, incident("e1", "incident.acknowledged", key)))[1]["ignored"] == "already handled"  # a retry

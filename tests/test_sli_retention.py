@@ -7,10 +7,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.domain.sli.evaluator import Kind, Level, State, observe
+from bot.domain.sli.evaluator import Episode, Kind, Level, State, observe
 from bot.domain.sli.pipeline import Sli, default_rules
 from bot.domain.sli.retention import HORIZON, Forecast, Lost, Retention, Seen, Track, duration_text, forecast, read_lost
-from bot.slack.sli.messages import retention_notes, value_text
+from bot.slack.sli.messages import retention_notes, value_text, when
 
 T0 = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
 HOUR = 3600
@@ -115,9 +115,15 @@ def test_the_evaluator_warns_pages_and_tells_each_loss_once() -> None:
 
 
 def test_the_alert_says_where_and_when_and_what_was_lost() -> None:
-    state = State(last_value=2 * HOUR + 40 * 60, labels={"group": "enrich", "partition": "orders/4", "by": "retention.ms"})
+    state = State(last_value=2 * HOUR + 40 * 60, last_time=T0, labels={"group": "enrich", "partition": "orders/4", "by": "retention.ms"})
+    around = T0 + timedelta(hours=2, minutes=40)
     assert retention_notes("orders-enrich", state) == [
-        ":hourglass: orders-enrich will lose unread data on partition orders/4 in 2 h 40 m at the current rate (by its retention.ms)"]
+        f":hourglass: orders-enrich will lose unread data on partition orders/4 in 2 h 40 m (around {when(around)}) at the current rate "
+        "(by its retention.ms)"]
+    state.episode = Episode("f", T0, Level.WARN, unmeasured_since=T0)  # the polls stopped: a time, not a countdown
+    assert retention_notes("orders-enrich", state) == [
+        f":hourglass: orders-enrich would lose unread data on partition orders/4 around {when(around)} at the rate measured {when(T0)}, "
+        "the last time it was measured (by its retention.ms)"]
     gone = Lost("orders", 4, 3, 9, T0 - timedelta(hours=25), T0 - timedelta(hours=23))
     state = State(last_value=0.0, labels=Forecast(0.0, "orders", 4, "deleted", (gone,)).labels("enrich"))
     [note] = retention_notes("orders-enrich", state)

@@ -15,7 +15,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import update
@@ -585,6 +585,8 @@ class SliService:
                     shown = f"{state.episode.level.value} {shown}"
                     if state.episode.acked_by:
                         shown += " (acknowledged)"
+                    if state.episode.unmeasured_since is not None:
+                        shown += f" (not measured since {state.episode.unmeasured_since.astimezone(UTC):%Y-%m-%d %H:%M} UTC)"
                     why = folding.hold_of(state.episode.fingerprint)
                     if why is not None:
                         shown += f" ({why.reason}: not paged)"
@@ -675,4 +677,4 @@ def _core(state: State) -> tuple[Any, ...]:
     firing = state.status is Status.FIRING
     return (state.status, state.breach_since, state.page_since, state.clear_since if firing else None, state.silenced_until,
             None if episode is None else (episode.fingerprint, episode.level, episode.acked_by, episode.reminded_at, episode.held,
-                                          episode.released_at, episode.escalation, episode.escalated_at))
+                                          episode.released_at, episode.escalation, episode.escalated_at, episode.unmeasured_since))

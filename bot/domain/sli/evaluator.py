@@ -61,6 +61,8 @@ class Kind(StrEnum):
     UNFOLDED = "unfolded"  # its root cause upstream recovered and it still breaches: it pages on its own
     HANDED_ON = "handed_on"  # nobody acknowledged the page in time: the next step of the team's escalation is paged
     LOST = "lost"  # retention deleted records a consumer group had not read (the sample's ``lost`` label moved)
+    UNMEASURED = "unmeasured"  # no sample for three intervals while it fires (and no "no data" for it): it shows the last one
+    REMEASURED = "remeasured"  # samples arrive again for it
     NOTED = "noted"  # something said of it elsewhere (resolved in PagerDuty): a line of its thread
     RESOLVED = "resolved"
 
@@ -88,13 +90,15 @@ class Episode:
     released_at: datetime | None = None  # wall time the root cause was last seen gone (it pages once it breaches on its own)
     escalation: int = 0  # steps of the team's escalation chain taken so far
     escalated_at: datetime | None = None  # wall time of the last step (or when the page was first seen waiting)
+    unmeasured_since: datetime | None = None  # wall time of the last sample, once none came for three intervals
 
     def as_json(self) -> dict[str, Any]:
         """For storage."""
         return {"fingerprint": self.fingerprint, "started_at": _iso(self.started_at), "level": self.level.value, "no_data": self.no_data,
                 "peak": self.peak, "acked_by": self.acked_by, "acked_at": _iso(self.acked_at), "reminded_at": _iso(self.reminded_at),
                 "opened_at": _iso(self.opened_at), "shown": self.shown, "held": self.held, "held_until": _iso(self.held_until),
-                "released_at": _iso(self.released_at), "escalation": self.escalation, "escalated_at": _iso(self.escalated_at)}
+                "released_at": _iso(self.released_at), "escalation": self.escalation, "escalated_at": _iso(self.escalated_at),
+                **({"unmeasured_since": _iso(self.unmeasured_since)} if self.unmeasured_since else {})}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Episode:
@@ -103,7 +107,7 @@ class Episode:
                    bool(data.get("no_data")), data.get("peak"), data.get("acked_by"), _time(data.get("acked_at")),
                    _time(data.get("reminded_at")), _time(data.get("opened_at")), data.get("shown"), data.get("held"),
                    _time(data.get("held_until")), _time(data.get("released_at")), int(data.get("escalation") or 0),
-                   _time(data.get("escalated_at")))
+                   _time(data.get("escalated_at")), _time(data.get("unmeasured_since")))
 
 
 @dataclass(slots=True)
@@ -196,7 +200,11 @@ def observe(state: State, rule: Rule, at: datetime, value: float, *, now: dateti
         lost = (labels or {}).get("lost")
         lost = lost if lost and lost != state.labels.get("lost") else None  # more records deleted unread than told
         state.labels = dict(labels or {})
+    unmeasured = state.episode if state.episode is not None and state.episode.unmeasured_since is not None else None
     events += _judged(state, rule, at, value, arrived, pipeline, sli)
+    if unmeasured is not None and state.episode is unmeasured:  # still firing, measured again (a resolve says so itself)
+        unmeasured.unmeasured_since = None
+        events.append(Event(Kind.REMEASURED, unmeasured.fingerprint, at, unmeasured.level, value, silenced=state.silenced(arrived)))
     if lost is not None and state.episode is not None and state.status is Status.FIRING:
         gone = "; ".join(item.text() for item in read_lost(lost))
         events.append(Event(Kind.LOST, state.episode.fingerprint, at, state.episode.level, value, detail=gone, silenced=state.silenced(arrived)))
@@ -297,7 +305,9 @@ def _moved(shown: float | None, value: float) -> bool:
 def tick(state: State, rule: Rule, now: datetime, *, interval: timedelta, mandatory: bool, pipeline: str = "",
          sli: str = "", hold_no_data: bool = False) -> list[Event]:
     """What the passing of (wall) time causes: no data (nothing arrived for three intervals; not while ``hold_no_data``,
-    when the bot's own feed of samples is behind), reminders, a silence that ran out."""
+    when the bot's own feed of samples is behind), reminders, a silence that ran out. A firing episode whose samples
+    stop without "no data" (an SLI that is not mandatory, or while no data waits) is said to be unmeasured, once: what
+    it shows is then the last measurement, not now."""
     events: list[Event] = []
     if state.silenced_until is not None and now >= state.silenced_until:
         state.silenced_until, state.silenced_by, state.silence_reason = None, None, ""
@@ -319,6 +329,11 @@ def tick(state: State, rule: Rule, now: datetime, *, interval: timedelta, mandat
                             detail=f"no sample has arrived since {_iso(arrived)}", started_at=started))
         return events
     episode = state.episode
+    if (episode is not None and state.status is Status.FIRING and episode.unmeasured_since is None and rule.enabled
+            and arrived is not None and now - arrived > NO_DATA_INTERVALS * interval):
+        episode.unmeasured_since = arrived
+        events.append(Event(Kind.UNMEASURED, episode.fingerprint, now, episode.level, state.last_value, silenced=state.silenced(now),
+                            detail=_iso(arrived) or ""))  # the last sample's arrival
     if (episode is not None and state.status in (Status.FIRING, Status.NO_DATA) and episode.acked_by is None
             and not state.silenced(now) and now - (episode.reminded_at or episode.opened_at or episode.started_at) >= rule.repeat):
         episode.reminded_at = now

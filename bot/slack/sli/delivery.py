@@ -237,6 +237,13 @@ class SliDelivery:
         return State.from_json(rows[0].state) if rows else State()
 
 
+def _when_iso(text: str | None) -> str:
+    try:
+        return when(datetime.fromisoformat(text)) if text else "—"
+    except ValueError:
+        return escape(text or "")
+
+
 def timeline(episode: SliEpisode, event: dict[str, Any]) -> str:
     """One line of an episode's thread."""
     kind, at = Kind(event["kind"]), when(datetime.fromisoformat(event["at"]))
@@ -254,6 +261,9 @@ def timeline(episode: SliEpisode, event: dict[str, Any]) -> str:
         Kind.UNFOLDED: f"{at} :rotating_light: pages on its own: {detail}",
         Kind.HANDED_ON: f"{at} :arrow_heading_up: nobody acknowledged it: escalated to {step(event.get('detail') or '')}",
         Kind.LOST: f"{at} :warning: retention deleted unread data: {detail}",
+        Kind.UNMEASURED: f"{at} :grey_question: not measured since {_when_iso(event.get('detail'))}: no sample for three intervals, so "
+                         f"what it shows{' (' + value + ')' if value else ''} is the last measurement, not now",
+        Kind.REMEASURED: f"{at} :straight_ruler: measured again: {value}",
         Kind.NOTED: f"{at} :pager: {detail}",
         Kind.RESOLVED: f"{at} :white_check_mark: resolved{': ' + value if value else ''}{' — ' + detail if detail else ''}",
         Kind.UPDATED: f"{at} {value}",

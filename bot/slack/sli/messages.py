@@ -4,7 +4,7 @@ the silence, the runbook's buttons), a storm's digest, and the ``/sli`` tables."
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bot.domain.sli.escalation import GLOBAL
@@ -105,6 +105,9 @@ def episode_message(episode: SliEpisode, state: State, rule: Rule, now: datetime
         fields.append(f"*Trend (last {len(state.trend)})*\n`{trend}` {value_text(sli, state.trend[0])} → {value_text(sli, state.trend[-1])}")
     if episode.no_data and open_:
         fields[0] = f"*Now*\nno sample for three intervals (last at {when(state.last_time)})"
+    unmeasured = unmeasured_since(episode, state)
+    if unmeasured is not None:
+        fields[0] = f"*Now*\n:grey_question: not measured since {when(unmeasured)} (last: {value_text(sli, current)})"
     blocks: list[dict[str, Any]] = [section(headline(episode)),
                                     {"type": "section", "fields": [{"type": "mrkdwn", "text": f} for f in fields[:10]]}]
     notes = []
@@ -135,6 +138,14 @@ def episode_message(episode: SliEpisode, state: State, rule: Rule, now: datetime
     return Reply(fallback, blocks)
 
 
+def unmeasured_since(episode: SliEpisode, state: State) -> datetime | None:
+    """When an open episode's samples stopped (three intervals without one), or None while they arrive."""
+    current = state.episode
+    if episode.resolved_at is not None or current is None or current.fingerprint != episode.fingerprint:
+        return None
+    return current.unmeasured_since
+
+
 def retention_notes(pipeline: str, state: State) -> list[str]:
     """What a retention headroom alert says: where and when unread data goes at the current rate, and what is gone."""
     labels, notes = state.labels, []
@@ -147,9 +158,15 @@ def retention_notes(pipeline: str, state: State) -> list[str]:
                      f"{escape(gone.topic)}/{gone.partition} ({count:,} message{'s' if count != 1 else ''}{span}) before "
                      f"group {escape(labels.get('group', '?'))} read them")
     if not lost and labels.get("partition") and state.last_value is not None and state.last_value < HORIZON.total_seconds():
-        soon = "any moment now" if state.last_value <= 0 else f"in {duration_text(state.last_value)}"
-        notes.append(f":hourglass: {escape(pipeline)} will lose unread data on partition {escape(labels['partition'])} {soon} "
-                     f"at the current rate (by its {escape(labels.get('by', 'retention'))})")
+        by = f"(by its {escape(labels.get('by', 'retention'))})"
+        around = when(state.last_time + timedelta(seconds=max(0.0, state.last_value))) if state.last_time else "—"
+        if state.episode is not None and state.episode.unmeasured_since is not None:
+            notes.append(f":hourglass: {escape(pipeline)} would lose unread data on partition {escape(labels['partition'])} around "
+                         f"{around} at the rate measured {when(state.last_time)}, the last time it was measured {by}")
+        else:
+            soon = "any moment now" if state.last_value <= 0 else f"in {duration_text(state.last_value)}"
+            notes.append(f":hourglass: {escape(pipeline)} will lose unread data on partition {escape(labels['partition'])} {soon} "
+                         f"(around {around}) at the current rate {by}")
     return notes
 
 
