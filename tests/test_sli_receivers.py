@@ -175,6 +175,7 @@ async def test_an_incident_acknowledged_in_pagerduty_is_acknowledged_here_once_a
     thread = [read(m) for m in slack.ws.channel_messages(message.channel, thread_ts=message.ts)]
     said = [line for line in thread if "resolved in PagerDuty by Dana Oncall" in line]
     assert len(said) == 1 and "still breaches here" in said[0]
+    assert [e["kind"] for e in (await slack.bot.sli.episode(key)).timeline if e["kind"] == "noted"] == ["noted"]  # and in its history
     assert "PAGE" in read(await the_alert(slack, lambda t: "Acknowledged by" in t))  # its samples still breach: not resolved here
 
     await send(slack, [sample("schema_error_rate", 0.0, 1)])

@@ -490,14 +490,19 @@ class SliService:
             return "acknowledged"
         if episode.resolved_at is not None:
             return "already resolved here"
-        async with self.db.session() as session:
-            self.outbox.add(session, SLI_EVENT, f"sli:{episode.channel}",
-                            {"episode": fingerprint, "kind": Kind.NOTED.value, "at": self.clock().isoformat(), "value": None, "actor": who,
-                             "detail": f"resolved in PagerDuty by {who.removesuffix(FROM_PAGERDUTY)}: it still breaches here, and ends "
-                                       "when its samples are healthy", "silenced": False, "level": episode.level, "held": None})
-            audit(session, who, "pagerduty", "resolved", "sli", f"{episode.pipeline}/{episode.sli}", {"episode": fingerprint})
-            await session.commit()
-        self.outbox.wake()
+
+        def noted(state: State, at: datetime) -> Event:
+            current = state.episode
+            if current is None or current.fingerprint != fingerprint:
+                raise StateError("already resolved here")
+            return Event(Kind.NOTED, fingerprint, at, current.level, state.last_value, actor=who,
+                         detail=f"resolved in PagerDuty by {who.removesuffix(FROM_PAGERDUTY)}: it still breaches here, and ends when its "
+                                "samples are healthy")
+
+        try:
+            await self.act(episode.pipeline, episode.sli, who, noted, "resolved", {"episode": fingerprint}, "pagerduty")
+        except StateError as err:
+            return str(err)
         return "said in its thread"
 
     async def silence(self, pipeline: str, sli: str, until: datetime, user: str, reason: str = "") -> Event | None:
