@@ -413,3 +413,45 @@ async def test_a_replay_planned_inside_a_freeze_names_it_in_the_plan_and_the_con
     assert "the year-end close" in as_text(plan.text, plan.blocks)
     [confirm] = [e for b in plan.blocks if b.get("type") == "actions" for e in b["elements"] if e["action_id"] == ids.OPS_CONFIRM]
     assert "inside the freeze *year-end*" in confirm["confirm"]["text"]["text"]
+
+
+async def test_peek_shows_the_newest_dead_letters_by_error_before_any_replay(ops: tuple[SlackHarness, dict[str, str]], kafka_bootstrap: str,
+                                                                             migrated_url: str) -> None:
+    slack, names = ops
+    producer = Producer({"bootstrap.servers": kafka_bootstrap})
+    connect = [("__connect.errors.topic", b"orders"), ("__connect.errors.exception.class.name", b"org.apache.kafka.connect.errors.DataException"),
+               ("__connect.errors.exception.message", b"Unknown magic byte!")]
+    spring = [("kafka_dlt-original-topic", b"payments"), ("kafka_dlt-exception-fqcn", b"java.lang.IllegalStateException"),
+              ("kafka_dlt-exception-message", b"price is <negative> & wrong")]
+    for i in range(30):
+        headers = connect if i % 3 else spring  # 20 of Connect's, 10 of Spring's
+        producer.produce(names["dlq"], key=f"k{i}".encode(), value=b'{"id": "o%d"}' % i, headers=headers, partition=i % 3)
+    producer.produce(names["dlq"], value=b"\xff\x00 not text", partition=0)  # no error header at all
+    assert producer.flush(30) == 0
+
+    text = await answer(slack, f"/replay peek {names['dlq']} 100", ALICE)
+    assert "the newest 31 of the 31 it holds" in text
+    lines = text.splitlines()
+    first = next(i for i, line in enumerate(lines) if "20 ×" in line)
+    second = next(i for i, line in enumerate(lines) if "10 ×" in line)
+    assert first < second and "org.apache.kafka.connect.errors.DataException: Unknown magic byte!" in lines[first]
+    assert "from orders ×20" in lines[first] and "from payments ×10" in lines[second]
+    assert "price is &lt;negative&gt; &amp; wrong" in lines[second]  # escaped before it reaches mrkdwn
+    assert "*1 ×* (no error header)" in text and '{"id": "o29"}' in text  # the newest example of Connect's
+    assert "0x" in text  # bytes that are not text, shown as hex
+    assert "Only oncall may run this" in await answer(slack, f"/replay peek {names['dlq']}", BOB)
+    assert "5 of the 31" in await answer(slack, f"/replay {names['dlq']} --peek 5", CAROL)  # as the CLI writes it; the global oncall
+    refused = await answer(slack, "/replay peek no-such-dlq", CAROL)  # the global oncall may look at any topic
+    assert "unknown to the cluster" in refused and "Nothing was read" in refused
+    assert "not a number of dead letters from 1 to 500" in await answer(slack, f"/replay peek {names['dlq']} 9999", ALICE)
+    assert await operations(slack) == []  # looking plans nothing
+
+    env = {"DATABASE_URL": migrated_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap}
+    run = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "replay", names["dlq"], "--peek", "10", "--format", "json"],
+                                  env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    peeked = json.loads(run.stdout)
+    assert peeked["read"] == 10 and peeked["held"] == 31 and sum(g["count"] for g in peeked["groups"]) == 10
+    run = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "replay", names["dlq"], "--peek", "0"],
+                                  env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and "not a number of dead letters" in run.stderr

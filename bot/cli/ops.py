@@ -19,6 +19,7 @@ from typing import Any
 from bot.cli.errors import USAGE_ERROR, CommandError, command
 from bot.cli.store import NotMigrated, with_database
 from bot.config import Config
+from bot.domain.dead_letters import PEEK_DEFAULT, peek_request
 from bot.domain.ops import BackfillRequest, OpKind, OpsError, OpState, ReplayRequest, backfill_request, replay_request
 from bot.kafka.avro import Registry
 from bot.services.calendar import CalendarService
@@ -48,7 +49,10 @@ def add_parsers(sub: Any) -> None:
 
     replay = sub.add_parser("replay", help="copy a DLQ's messages back exactly once, keeping event time (a plan first; --yes runs it)")
     replay.add_argument("dlq")
-    replay.add_argument("--to", required=True, help="the target topic (a replay-only topic keeps replays out of live windows)")
+    replay.add_argument("--to", help="the target topic (a replay-only topic keeps replays out of live windows)")
+    replay.add_argument("--peek", nargs="?", const=str(PEEK_DEFAULT), metavar="N",
+                        help=f"look before you replay: the newest N dead letters ({PEEK_DEFAULT} by default) decoded, grouped by error")
+    replay.add_argument("--error-header", help="with --peek: the header that holds the error, when not Kafka Connect's or Spring's")
     replay.add_argument("--since", help="only messages from this time (ISO 8601)")
     replay.add_argument("--until", help="only messages before this time (ISO 8601)")
     replay.add_argument("--limit", help="at most this many (the oldest)")
@@ -137,6 +141,8 @@ def run_backfill(args: argparse.Namespace) -> int:
 def run_replay(args: argparse.Namespace) -> int:
     """``bot replay DLQ --to TOPIC ...``: the plan; with ``--yes`` run to the end (or an interrupted run of it resumed)."""
     _needs_kafka()
+    if args.peek is not None:
+        return run_peek(args)
     try:
         request, dry_run = replay_request([args.dlq, *_options(args, ("--to", "--since", "--until", "--limit", "--filter", "--rate"),
                                                                 ("--again", "--dry-run"))], utcnow())
@@ -162,6 +168,28 @@ def run_replay(args: argparse.Namespace) -> int:
     if args.yes and not dry_run:
         _show(row, args.format, final=True)
     return 0 if row.state in (OpState.DONE.value, OpState.PLANNED.value, DRY_RUN) else REFUSED
+
+
+def run_peek(args: argparse.Namespace) -> int:
+    """``bot replay DLQ --peek [N]``: the newest dead letters, decoded and grouped by error; nothing is copied."""
+    try:
+        request = peek_request([args.dlq, args.peek, *(["--error-header", args.error_header] if args.error_header else [])])
+    except OpsError as err:
+        raise CommandError(str(err), USAGE_ERROR) from None
+    peek = _with_ops(lambda ops: ops.peek(request, _actor()))
+    if args.format == "json":
+        print(json.dumps(peek.as_json(), indent=2))
+        return 0
+    if not peek.read:
+        print(f"{request.dlq} holds no dead letters now: nothing to replay")
+        return 0
+    print(f"{request.dlq}: the newest {peek.read:,} of the {peek.held:,} dead letters it holds, by error:")
+    for group in peek.groups:
+        topics = ", ".join(f"{topic} x{count:,}" for topic, count in sorted(group.topics.items(), key=lambda item: -item[1]))
+        print(f"\n  {group.count:,} x {group.error}" + (f"  (from {topics})" if topics else ""))
+        for letter in group.examples:
+            print(f"    [{letter.partition}@{letter.offset}] " + letter.text[:500].replace("\n", "\n    "))
+    return 0
 
 
 def run_status(args: argparse.Namespace) -> int:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
+from bot.domain.dead_letters import Letter
 from bot.kafka.avro import DecodeError, Decoder, Registry, wire_schema_id
 
 TIMEOUT = 10.0
@@ -15,35 +16,57 @@ TIMEOUT = 10.0
 
 def newest(bootstrap: str, topic: str, registry: Registry | None, count: int = 5) -> list[str]:
     """Up to ``count`` of the newest messages of ``topic``, newest first, one readable line each (blocking)."""
+    found, _ = _newest(bootstrap, topic, count)
+    return [describe(m.value() or b"", m.key(), _pairs(m.headers()), m.timestamp()[1], int(m.partition() or 0), int(m.offset() or 0), registry)
+            for m in found]
+
+
+def peek(bootstrap: str, topic: str, registry: Registry | None, count: int) -> tuple[list[Letter], int]:
+    """Up to ``count`` of the newest messages of ``topic`` with their headers and decoded values, and how many messages
+    the topic holds (blocking)."""
+    found, held = _newest(bootstrap, topic, count)
+    return [Letter(int(m.partition() or 0), int(m.offset() or 0), m.timestamp()[1], _pairs(m.headers()), decoded(m.value() or b"", registry)[:1500])
+            for m in found], held
+
+
+def _newest(bootstrap: str, topic: str, count: int) -> tuple[list[Message], int]:
+    """The newest ``count`` messages over the topic's partitions, newest first, and how many it holds; ValueError for a
+    topic the cluster does not know."""
     probe = Consumer({"bootstrap.servers": bootstrap, "group.id": "changeops-dead-letters", "enable.auto.commit": False,
-                      "client.id": "changeops-dead-letters"})
+                      "client.id": "changeops-dead-letters", "enable.partition.eof": True})  # the end, even past transaction markers
+    held = 0
     try:
         metadata = probe.list_topics(topic, timeout=TIMEOUT).topics.get(topic)
         if metadata is None or metadata.error is not None:
             raise ValueError(f"topic {topic} is unknown to the cluster")
         wanted: list[TopicPartition] = []
+        ends: dict[int, int] = {}
         for partition in sorted(metadata.partitions):
             low, high = probe.get_watermark_offsets(TopicPartition(topic, partition), timeout=TIMEOUT)
+            held += max(0, high - low)
             if high > low:
                 wanted.append(TopicPartition(topic, partition, max(low, high - count)))
+                ends[partition] = high
         if not wanted:
-            return []
+            return [], 0
         probe.assign(wanted)
-        remaining = {tp.partition: probe.get_watermark_offsets(TopicPartition(topic, tp.partition), timeout=TIMEOUT)[1] - tp.offset for tp in wanted}
+        remaining = {tp.partition: ends[tp.partition] - tp.offset for tp in wanted}
         found = []
         while sum(remaining.values()) > 0:
             message = probe.poll(TIMEOUT)
             if message is None:
                 break
-            if message.error() is not None:
+            error = message.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
+                    remaining[int(message.partition() or 0)] = 0
                 continue
             remaining[int(message.partition() or 0)] -= 1
             found.append(message)
     finally:
         probe.close()
     found.sort(key=lambda m: (m.timestamp()[1], m.offset()), reverse=True)
-    return [describe(m.value() or b"", m.key(), _pairs(m.headers()), m.timestamp()[1], int(m.partition() or 0), int(m.offset() or 0), registry)
-            for m in found[:count]]
+    return found[:count], held
 
 
 def describe(value: bytes, key: str | bytes | None, headers: list[tuple[str, str | bytes | None]], stamp: int, partition: int, offset: int,

@@ -22,8 +22,10 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from bot.domain.calendar import Kind as EntryKind
 from bot.domain.calendar import Scope, Status, Window
+from bot.domain.dead_letters import ErrorGroup, Letter, PeekRequest, group_by_error
 from bot.domain.lineage.model import Team
 from bot.domain.ops import BackfillRequest, Copied, OpKind, OpsError, OpState, PartitionMove, ReplayRequest, Span, progress_text
+from bot.kafka import dead_letters
 from bot.kafka.avro import Registry
 from bot.kafka.operations import Cluster, Progress, Replayer, ReplayPlan, is_retriable, replay_group, scan
 from bot.services.audit import record as audit
@@ -54,6 +56,22 @@ class Actor:
 def key_of(operation: int) -> str:
     """The outbox key of an operation's message and thread (in order)."""
     return f"op:{operation}"
+
+
+@dataclass(frozen=True)
+class Peek:
+    """What a peek read: the groups by error, how many letters it read, how many the DLQ holds, and when."""
+
+    request: PeekRequest
+    groups: list[ErrorGroup]
+    read: int
+    held: int
+    at: datetime
+
+    def as_json(self) -> dict[str, Any]:
+        """For ``--format json``."""
+        return {"dlq": self.request.dlq, "read": self.read, "held": self.held, "at": self.at.isoformat(),
+                "groups": [g.as_json() for g in self.groups]}
 
 
 class Operations:
@@ -142,6 +160,26 @@ class Operations:
         plan: ReplayPlan = await self._ask(lambda cluster: scan(cluster, request, earlier, self.registry))
         return await self._create(OpKind.REPLAY, DRY_RUN if dry_run else OpState.PLANNED, team, actor, request.as_json(),
                                   {**plan.as_json(), "freeze": await self._freeze_now(request)}, channel)
+
+    async def peek(self, request: PeekRequest, actor: Actor) -> Peek:
+        """The newest dead letters of a DLQ, decoded and grouped by error (nothing is copied or moved); OpsError when the
+        user may not read them or the cluster cannot say."""
+        pipeline = next((p for p in (await self.sli.pipelines()).values() if p.dlq == request.dlq), None)
+        if actor.surface == "slack" and (why := await self.refusal(actor.user, pipeline.owner if pipeline else None)):
+            raise OpsError(why)
+
+        def read(cluster: Cluster) -> tuple[list[Letter], int]:
+            try:
+                return dead_letters.peek(cluster.bootstrap, request.dlq, self.registry, request.count)
+            except ValueError as err:
+                raise OpsError(f"{err} (check the name: `kafka-topics --list`)") from None
+
+        letters, held = await self._ask(read)
+        groups = group_by_error(letters, request.error_header)
+        async with self.db.session() as session:
+            audit(session, actor.user, actor.surface, "peek", "topic", request.dlq, {"count": len(letters)})
+            await session.commit()
+        return Peek(request, groups, len(letters), held, self.clock())
 
     async def _freeze_now(self, request: BackfillRequest | ReplayRequest) -> dict[str, str] | None:
         """The freeze covering the operation's pipeline now, named in its plan and its confirm dialog (it is not refused:

@@ -160,6 +160,8 @@ def ops_routers(ops: OpsCommands) -> dict[str, Router]:
     replay = Router(ids.REPLAY_COMMAND, default="plan")
     replay.add(Subcommand("plan", "DLQ --to TOPIC [--since T] [--until T] [--limit N] [--filter h=v] [--rate 500/s] [--again] [--dry-run]",
                           "oncall: plan an exactly-once copy of dead letters (alone: a form); Confirm runs it", ops.replay))
+    replay.add(Subcommand("peek", "DLQ [N] [--error-header NAME]",
+                          "oncall: look before you replay: the newest N dead letters decoded, grouped by error, with counts", ops.peek))
     replay.add(Subcommand("help", "help", "this list of commands", lambda _r: _answer(replay.help()), in_ack=True))
     status = Router(ids.OPS_COMMAND, default="status")
     status.add(Subcommand("status", "status", "running and recent backfills and replays, with their outcome", ops.status))

@@ -8,10 +8,11 @@ import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.domain.dead_letters import PEEK_USAGE, peek_request
 from bot.domain.ops import BACKFILL_USAGE, REPLAY_USAGE, OpsError, backfill_request, replay_request
 from bot.services.operations import Actor, Operations
 from bot.slack.ops.forms import backfill_form, replay_form
-from bot.slack.ops.messages import status_lines
+from bot.slack.ops.messages import peek_reply, status_lines
 from bot.slack.render import Reply, escape
 from bot.slack.request import CommandRequest
 from bot.store.models import Operation
@@ -40,6 +41,8 @@ class OpsCommands:
         if not request.args:
             await self.client.views_open(trigger_id=request.trigger_id, view=replay_form(request.channel))
             return None
+        if any(word == "--peek" or word.startswith("--peek=") for word in request.args):  # as `bot replay DLQ --peek N` writes it
+            return await self.peek(request)
         try:
             plan, dry_run = replay_request(request.args, self.ops.clock())
             row = await self.ops.plan_replay(plan, dry_run, Actor(request.user, "slack"), request.channel)
@@ -47,6 +50,13 @@ class OpsCommands:
             return Reply.text(f"{escape(err)}. Nothing was planned or copied. Usage: {REPLAY_USAGE}")
         what = "Dry run" if dry_run else "Replay plan"
         return Reply.text(f"{what} #{row.id} is posted in this channel" + ("." if dry_run else ": check it, then Confirm (nothing is copied before)."))
+
+    async def peek(self, request: CommandRequest) -> Reply:
+        """``/replay peek DLQ [N] [--error-header NAME]``: the newest dead letters, decoded and grouped by error."""
+        try:
+            return peek_reply(await self.ops.peek(peek_request(request.args), Actor(request.user, "slack")))
+        except OpsError as err:
+            return Reply.text(f"{escape(err)}. Nothing was read. Usage: {PEEK_USAGE}")
 
     async def status(self, request: CommandRequest) -> Reply:
         """``/ops status``: running operations first, then the most recent."""

@@ -3,11 +3,11 @@ Undo for an applied backfill."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from bot.domain.ops import BackfillRequest, OpKind, OpState, ReplayRequest
-from bot.services.operations import DRY_RUN
+from bot.services.operations import DRY_RUN, Peek
 from bot.slack import ids
 from bot.slack.render import Reply, escape, mention, section
 from bot.store.models import Operation, aware
@@ -152,3 +152,33 @@ def status_lines(rows: list[Operation], links: list[str | None]) -> list[str]:
 def _when(moment: datetime | str) -> str:
     value = datetime.fromisoformat(moment) if isinstance(moment, str) else aware(moment)
     return f"<!date^{int(value.timestamp())}^{{date_short_pretty}} {{time}}|{value:%Y-%m-%d %H:%M} UTC>"
+
+
+PEEK_GROUPS = 20  # errors listed in a peek; the rest are counted
+PEEK_EXAMPLE = 500  # characters of each example shown
+
+
+def peek_reply(peek: Peek) -> Reply:
+    """``/replay peek``: the newest dead letters by error, the most frequent first, with examples decoded."""
+    dlq = escape(peek.request.dlq)
+    if not peek.read:
+        return Reply.text(f"`{dlq}` holds no dead letters now (read {_when(peek.at)}): nothing to replay.")
+    title = (f"*Dead letters of `{dlq}`*: the newest {peek.read:,} of the {peek.held:,} it holds, read {_when(peek.at)}, "
+             f"by error ({len(peek.groups)} error{'s' if len(peek.groups) != 1 else ''}):")
+    lines = []
+    for group in peek.groups[:PEEK_GROUPS]:
+        topics = ", ".join(f"{escape(t)} ×{n:,}" for t, n in sorted(group.topics.items(), key=lambda item: -item[1])[:5])
+        span = f"{_when_ms(group.first)} → {_when_ms(group.last)}" if group.first > 0 else "no timestamps"
+        lines.append(f"*{group.count:,} ×* {escape(group.error)}" + (f"  ·  from {topics}" if topics else "") + f"  ·  {span}")
+        for letter in group.examples:
+            text = escape(letter.text[:PEEK_EXAMPLE]).replace("```", "` ` `")
+            lines.append(f"```[{letter.partition}@{letter.offset}] {text}```")
+    rest = peek.groups[PEEK_GROUPS:]
+    if rest:
+        lines.append(f"… and {len(rest)} more errors ({sum(g.count for g in rest):,} dead letters)")
+    lines.append(f"Plan a replay: `/replay {dlq} --to TOPIC [--filter header=value]` (a plan first; nothing is copied before Confirm)")
+    return Reply.sections(title, lines)
+
+
+def _when_ms(stamp: int) -> str:
+    return _when(datetime.fromtimestamp(stamp / 1000, UTC))

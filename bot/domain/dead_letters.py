@@ -1,0 +1,147 @@
+"""Dead letters grouped by the error that sent them to the DLQ: what an oncall reads before deciding what to replay.
+
+The error is read from the headers the common dead-letter writers add: Kafka Connect's
+(``errors.deadletterqueue.context.headers.enable``: ``__connect.errors.exception.class.name`` and
+``…exception.message``) and Spring Kafka's ``DeadLetterPublishingRecoverer`` (``kafka_dlt-exception-fqcn`` and
+``…-message``), or a header named by the oncall. Their original topic likewise (``__connect.errors.topic``,
+``kafka_dlt-original-topic``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.domain.ops import OpsError, name
+
+PEEK_DEFAULT = 20
+PEEK_MAX = 500
+EXAMPLES = 2  # decoded dead letters shown per error
+ERROR_TEXT = 300  # characters of an error kept for grouping and display
+NO_ERROR = "(no error header)"
+CONNECT = ("__connect.errors.exception.class.name", "__connect.errors.exception.message")
+SPRING = ("kafka_dlt-exception-fqcn", "kafka_dlt-exception-message")
+ORIGINAL_TOPIC = ("__connect.errors.topic", "kafka_dlt-original-topic")
+PEEK_USAGE = "`/replay peek DLQ_TOPIC [N] [--error-header NAME]` (the newest N dead letters, 20 by default, at most 500)"
+
+Headers = list[tuple[str, str | bytes | None]]
+
+
+@dataclass(frozen=True)
+class PeekRequest:
+    """Read the newest ``count`` messages of ``dlq``; ``error_header``: the header that holds the error, when not a
+    standard one."""
+
+    dlq: str
+    count: int = PEEK_DEFAULT
+    error_header: str | None = None
+
+
+@dataclass(frozen=True)
+class Letter:
+    """One dead letter as read: where it sits, its time, its headers, and its value described for people."""
+
+    partition: int
+    offset: int
+    stamp: int  # milliseconds since the epoch (0: none)
+    headers: Headers
+    text: str
+
+
+@dataclass
+class ErrorGroup:
+    """The dead letters of one error."""
+
+    error: str
+    count: int = 0
+    topics: dict[str, int] = field(default_factory=dict)  # original topic -> dead letters
+    first: int = 0  # time of the oldest (ms)
+    last: int = 0  # and of the newest
+    examples: list[Letter] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        """For ``--format json``."""
+        return {"error": self.error, "count": self.count, "original_topics": self.topics, "first": self.first, "last": self.last,
+                "examples": [{"partition": e.partition, "offset": e.offset, "text": e.text} for e in self.examples]}
+
+
+def peek_request(args: list[str]) -> PeekRequest:
+    """``DLQ [N] [--error-header NAME]`` (``--peek N`` is taken for ``N`` too, as ``bot replay DLQ --peek N`` writes it)."""
+    words, header, count = [], None, None
+    index = 0
+    while index < len(args):
+        word = args[index]
+        key, equals, inline = word.partition("=")
+        if key in ("--error-header", "--peek"):
+            value = inline if equals else (args[index + 1] if index + 1 < len(args) and not args[index + 1].startswith("--") else None)
+            index += 1 if equals or value is None else 2
+            if key == "--error-header":
+                if not value:
+                    raise OpsError("--error-header needs the name of the header that holds the error")
+                header = value
+            elif value is not None:
+                count = _count(value)
+            continue
+        if word.startswith("--"):
+            raise OpsError(f"{word} is not an option of peek. Usage: {PEEK_USAGE}")
+        words.append(word)
+        index += 1
+    if not words or len(words) > 2:
+        raise OpsError(f"give the DLQ topic, and how many to read if not {PEEK_DEFAULT}. Usage: {PEEK_USAGE}")
+    if len(words) == 2:
+        count = _count(words[1])
+    return PeekRequest(name(words[0], "topic"), PEEK_DEFAULT if count is None else count, header)
+
+
+def _count(text: str) -> int:
+    if not text.isdigit() or not 0 < int(text) <= PEEK_MAX:
+        raise OpsError(f"{text!r} is not a number of dead letters from 1 to {PEEK_MAX}")
+    return int(text)
+
+
+def error_of(headers: Headers, named: str | None = None) -> str:
+    """The error a dead letter carries: the named header, else Connect's or Spring's class and message."""
+    found = {key: _text(value) for key, value in headers}
+    if named is not None:
+        return _short(found.get(named) or NO_ERROR)
+    for kind, message in (CONNECT, SPRING):
+        if found.get(kind) or found.get(message):
+            return _short(": ".join(part for part in (found.get(kind), found.get(message)) if part))
+    return NO_ERROR
+
+
+def original_topic(headers: Headers) -> str | None:
+    """The topic the dead letter was read from before it failed, when its writer said."""
+    found = {key: _text(value) for key, value in headers}
+    return next((found[key] for key in ORIGINAL_TOPIC if found.get(key)), None)
+
+
+def group_by_error(letters: list[Letter], named: str | None = None) -> list[ErrorGroup]:
+    """The letters by error, the most frequent first; each with its original topics, its time span, and its newest examples."""
+    groups: dict[str, ErrorGroup] = {}
+    for letter in sorted(letters, key=lambda item: (item.stamp, item.partition, item.offset), reverse=True):
+        error = error_of(letter.headers, named)
+        group = groups.get(error)
+        if group is None:
+            group = groups[error] = ErrorGroup(error, first=letter.stamp, last=letter.stamp)
+        group.count += 1
+        group.first = min(group.first, letter.stamp)
+        group.last = max(group.last, letter.stamp)
+        topic = original_topic(letter.headers)
+        if topic is not None:
+            group.topics[topic] = group.topics.get(topic, 0) + 1
+        if len(group.examples) < EXAMPLES:
+            group.examples.append(letter)
+    return sorted(groups.values(), key=lambda g: (-g.count, g.error == NO_ERROR, g.error))
+
+
+def _short(text: str) -> str:
+    line = " ".join(text.split())  # one line: stack traces and messages span several
+    return line if len(line) <= ERROR_TEXT else line[:ERROR_TEXT - 1] + "…"
+
+
+def _text(value: str | bytes | None) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return value.decode("utf-8", errors="replace")

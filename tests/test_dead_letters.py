@@ -1,0 +1,69 @@
+"""Looking before replaying, pure: which error a dead letter carries (Kafka Connect's headers, Spring Kafka's, or a
+named one), how they group, and the arguments of a peek."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.domain.dead_letters import NO_ERROR, Letter, PeekRequest, error_of, group_by_error, original_topic, peek_request
+from bot.domain.ops import OpsError
+
+CONNECT = [("__connect.errors.topic", b"orders"), ("__connect.errors.exception.class.name", b"org.apache.kafka.connect.errors.DataException"),
+           ("__connect.errors.exception.message", b"Converting byte[] to Kafka Connect data failed\n  due to serialization error")]
+SPRING = [("kafka_dlt-original-topic", b"payments"), ("kafka_dlt-exception-fqcn", b"java.lang.IllegalStateException"),
+          ("kafka_dlt-exception-message", "price is negative")]
+
+
+def test_the_error_comes_from_connect_or_spring_headers_or_a_named_one() -> None:
+    assert error_of(CONNECT) == ("org.apache.kafka.connect.errors.DataException: Converting byte[] to Kafka Connect data failed due to "
+                                 "serialization error")  # one line
+    assert error_of(SPRING) == "java.lang.IllegalStateException: price is negative"
+    assert error_of([("kafka_dlt-exception-message", b"only a message")]) == "only a message"
+    assert error_of([("reason", b"timeout")], "reason") == "timeout"
+    assert error_of(CONNECT, "reason") == NO_ERROR  # the header named is the one read
+    assert error_of([("x", None)]) == NO_ERROR and error_of([]) == NO_ERROR
+    assert error_of([("kafka_dlt-exception-message", b"\xff" + b"x" * 1000)]).endswith("…")  # not UTF-8, long: cut, readable
+    assert original_topic(CONNECT) == "orders" and original_topic(SPRING) == "payments" and original_topic([]) is None
+
+
+def test_letters_group_by_error_the_most_frequent_first_with_their_topics_span_and_newest_examples() -> None:
+    letters = [Letter(0, i, 1000 + i, CONNECT, f"connect {i}") for i in range(5)]
+    letters += [Letter(1, i, 2000 + i, SPRING, f"spring {i}") for i in range(3)]
+    letters += [Letter(2, 0, 0, [], "bare")]
+    groups = group_by_error(letters)
+    assert [(g.error.split(":")[0], g.count) for g in groups] == [
+        ("org.apache.kafka.connect.errors.DataException", 5), ("java.lang.IllegalStateException", 3), (NO_ERROR, 1)]
+    connect = groups[0]
+    assert connect.topics == {"orders": 5} and (connect.first, connect.last) == (1000, 1004)
+    assert [e.text for e in connect.examples] == ["connect 4", "connect 3"]  # the newest
+    assert groups[1].topics == {"payments": 3} and groups[2].topics == {}
+    assert connect.as_json()["examples"][0] == {"partition": 0, "offset": 4, "text": "connect 4"}
+    assert group_by_error([]) == []
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("orders-dlq", PeekRequest("orders-dlq")),
+    ("orders-dlq 50", PeekRequest("orders-dlq", 50)),
+    ("orders-dlq --peek 7", PeekRequest("orders-dlq", 7)),
+    ("orders-dlq --peek", PeekRequest("orders-dlq")),
+    ("orders-dlq --peek=3 --error-header reason", PeekRequest("orders-dlq", 3, "reason")),
+    ("orders-dlq 500 --error-header=x-error", PeekRequest("orders-dlq", 500, "x-error")),
+])
+def test_peek_arguments(text: str, expected: PeekRequest) -> None:
+    assert peek_request(text.split()) == expected
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("", "give the DLQ topic"),
+    ("a b c", "give the DLQ topic"),
+    ("orders-dlq 0", "not a number of dead letters from 1 to 500"),
+    ("orders-dlq 501", "not a number of dead letters"),
+    ("orders-dlq ten", "not a number of dead letters"),
+    ("orders-dlq --peek -3", "not a number"),
+    ("'bad topic!'", "is not a topic name"),
+    ("orders-dlq --error-header", "needs the name of the header"),
+    ("orders-dlq --to x", "--to is not an option of peek"),
+])
+def test_peek_refusals_say_why(text: str, message: str) -> None:
+    with pytest.raises(OpsError, match=message):
+        peek_request(text.split() if "'" not in text else ["bad topic!"])
