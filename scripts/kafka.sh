@@ -55,8 +55,14 @@ appender.file.fileName=$kafka/broker.log
 appender.file.layout.type=PatternLayout
 appender.file.layout.pattern=[%d] %p %m (%c)%n
 PROPS
-    cluster_id=$(python3 -c 'import base64, uuid; print(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))')
-    java -cp "$cache/libs/*" kafka.tools.StorageTool format -t "$cluster_id" -c "$kafka/server.properties" >"$kafka/format.log" 2>&1
+    # a random cluster id as Kafka makes them: never starting with "-", which the storage tool would take for an option
+    cluster_id=$(python3 -c 'import base64, uuid
+while (text := base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")).startswith("-"): pass
+print(text)')
+    if ! java -cp "$cache/libs/*" kafka.tools.StorageTool format -t "$cluster_id" -c "$kafka/server.properties" >"$kafka/format.log" 2>&1; then
+      echo "formatting the broker's storage failed: see $kafka/format.log" >&2
+      exit 1
+    fi
     nohup java -Xms256m -Xmx768m -Dlog4j2.configurationFile="$kafka/log4j2.properties" \
       -cp "$cache/libs/*" kafka.Kafka "$kafka/server.properties" >"$kafka/stdout.log" 2>&1 &
     echo $! > "$kafka/pid"

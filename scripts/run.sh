@@ -29,9 +29,13 @@ fi
 if [ -z "${KAFKA_BOOTSTRAP_SERVERS:-}" ] && command -v java >/dev/null 2>&1; then
   rm -rf "$state/kafka" && mkdir -p "$state/kafka"
   stops+=("scripts/kafka.sh stop $state/kafka")
-  eval "$(scripts/kafka.sh start "$state/kafka")"
-  export KAFKA_BOOTSTRAP_SERVERS
-  options+=(--seed-kafka --stop-with "$(cat "$state/kafka/kafka/pid")")
+  if kafka_env=$(scripts/kafka.sh start "$state/kafka"); then
+    eval "$kafka_env"
+    export KAFKA_BOOTSTRAP_SERVERS
+    options+=(--seed-kafka --stop-with "$(cat "$state/kafka/kafka/pid")")
+  else
+    echo "The Kafka broker did not start (see $state/kafka/kafka): the playground runs without Kafka"
+  fi
 elif [ -z "${KAFKA_BOOTSTRAP_SERVERS:-}" ]; then
   echo "No Java here: the playground runs without Kafka and a Schema Registry (install OpenJDK 17 for alerts on lag, backfills, replays and registration)"
 fi

@@ -21,8 +21,10 @@ trap cleanup EXIT
 # One real Schema Registry per pytest worker (each test clears its registry), started while the rest starts
 scripts/registry.sh start "$run_dir" "${PYTEST_WORKERS:-2}" > "$run_dir/registry.env" &
 registry=$!
-eval "$(scripts/postgres.sh start "$run_dir")"
-eval "$(scripts/kafka.sh start "$run_dir")"
+postgres_env=$(scripts/postgres.sh start "$run_dir") || { echo "PostgreSQL did not start" >&2; exit 1; }
+eval "$postgres_env"
+kafka_env=$(scripts/kafka.sh start "$run_dir") || { echo "the Kafka broker did not start (see $run_dir/kafka)" >&2; exit 1; }
+eval "$kafka_env"
 wait "$registry" || { echo "the Schema Registry did not start" >&2; exit 1; }
 eval "$(cat "$run_dir/registry.env")"
 export TEST_SCHEMA_REGISTRY_URLS=$SCHEMA_REGISTRY_URLS

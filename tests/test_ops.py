@@ -218,6 +218,54 @@ async def test_backfill_by_time_confirm_undo_then_by_offsets_verified_by_consumi
     await slack.ws.wait_for(lambda: "has caught up" in thread(slack, caught) or None)
 
 
+async def test_earliest_latest_and_shifts_each_checked_by_the_committed_offsets_and_undone(ops: tuple[SlackHarness, dict[str, str]],
+                                                                                           kafka_bootstrap: str) -> None:
+    slack, names = ops
+    await asyncio.to_thread(produce, kafka_bootstrap, names["source"], 300, NOW - timedelta(hours=1), timedelta(seconds=1))  # 100 each
+    await asyncio.to_thread(read_some, kafka_bootstrap, names["source"], names["group"], {0: 60, 1: 60, 2: 60})
+    where = {0: 60, 1: 60, 2: 60}
+    assert committed(kafka_bootstrap, names["group"], names["source"]) == where
+
+    async def planned(options: str, shown: str) -> tuple[Operation, Message]:
+        assert "is posted" in await answer(slack, f"/backfill {names['group']} {names['source']} {options}", ALICE)
+        row = await latest(slack)
+        return row, await op_message(slack, int(row.id or 0), lambda t: shown in t)
+
+    async def applied_then_undone(row: Operation, message: Message, expected: dict[int, int]) -> None:
+        assert "is applied" in await clicked(slack, message, ids.OPS_CONFIRM, ALICE)
+        assert committed(kafka_bootstrap, names["group"], names["source"]) == expected
+        done = await op_message(slack, int(row.id or 0), lambda t: "applied" in t)
+        assert "undone" in await clicked(slack, done, ids.OPS_UNDO, ALICE)
+        assert committed(kafka_bootstrap, names["group"], names["source"]) == where
+
+    row, message = await planned("--to-earliest", "180 messages will be read again")
+    await applied_then_undone(row, message, {0: 0, 1: 0, 2: 0})
+
+    row, message = await planned("--to-latest", "120 messages will be skipped")
+    confirm = next(e for b in message.blocks if b.get("type") == "actions" for e in b["elements"] if e["action_id"] == ids.OPS_CONFIRM)
+    assert "skipping 120 messages it has not read" in confirm["confirm"]["text"]["text"]  # the dialog names the loss
+    await applied_then_undone(row, message, {0: 100, 1: 100, 2: 100})
+
+    row, message = await planned("--shift-by -80 --partitions 0,1", "120 messages will be read again")  # 60 - 80: clamped to 0
+    assert "asked -20: clamped to the log" in as_text(message.text, message.blocks)
+    await applied_then_undone(row, message, {0: 0, 1: 0, 2: 60})
+
+    row, message = await planned("--shift-by 15", "45 messages will be skipped")
+    await applied_then_undone(row, message, {0: 75, 1: 75, 2: 75})
+
+    for options, said in (("--shift-by 0", "other than zero"), ("--to-offsets 0:-5", "is not PARTITION:OFFSET"),
+                          ("--to-earliest --partitions 7", "has no partition 7"), ("--to-latest --to-earliest", "exactly one of")):
+        assert said in await answer(slack, f"/backfill {names['group']} {names['source']} {options}", ALICE)
+    assert committed(kafka_bootstrap, names["group"], names["source"]) == where  # nothing moved
+
+
+def read_some(bootstrap: str, topic: str, group: str, upto: dict[int, int]) -> None:
+    """Commit ``group`` at ``upto`` on each partition (as a job that read that far), then leave."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in upto.items()], asynchronous=False)
+    consumer.close()
+
+
 async def test_backfill_refusals_and_the_retention_warning(ops: tuple[SlackHarness, dict[str, str]], kafka_bootstrap: str) -> None:
     slack, names = ops
     await asyncio.to_thread(produce, kafka_bootstrap, names["source"], 30, NOW - timedelta(hours=1), timedelta(seconds=1))

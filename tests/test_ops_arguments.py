@@ -12,6 +12,7 @@ from bot.domain.ops import (
     BackfillRequest,
     Copied,
     OpsError,
+    PartitionMove,
     ReplayRequest,
     Span,
     already_copied,
@@ -20,6 +21,7 @@ from bot.domain.ops import (
     progress_text,
     refuse_active,
     replay_request,
+    skipped,
 )
 from bot.domain.readers import Member
 
@@ -47,10 +49,43 @@ def test_backfill_arguments_read_times_durations_offsets_and_partitions() -> Non
     ("g 'bad topic' --by-duration 1h", "is not a topic name"),
     ("g orders --by-duration 1h --by-duration 2h", "given twice"),
     ("g orders --to-time", "needs a value"),
+    ("g orders --to-earliest --to-latest", "exactly one of"),
+    ("g orders --shift-by 0", "other than zero"),
+    ("g orders --shift-by ten", "not a number of messages"),
+    ("g orders --shift-by 1.5", "not a number of messages"),
+    ("g orders --shift-by -5 --by-duration 1h", "exactly one of"),
 ])
 def test_bad_backfill_arguments_are_named(text: str, message: str) -> None:
     with pytest.raises(OpsError, match=message):
         backfill_request(shlex.split(text), NOW)
+
+
+def test_every_reset_of_kafka_consumer_groups_is_read_and_survives_storage() -> None:
+    earliest = backfill_request(shlex.split("g orders --to-earliest --partitions 0"), NOW)
+    latest = backfill_request(shlex.split("g orders --to-latest"), NOW)
+    back, ahead = backfill_request(shlex.split("g orders --shift-by -500"), NOW), backfill_request(shlex.split("g orders --shift-by=+20"), NOW)
+    assert (earliest.to_end, earliest.partitions, latest.to_end, back.shift, ahead.shift) == ("earliest", (0,), "latest", -500, 20)
+    for request in (earliest, latest, back, ahead):
+        assert BackfillRequest.from_json(request.as_json()) == request
+    assert BackfillRequest.from_json({"group": "g", "topic": "t", "to_time": None, "to_offsets": {"0": 5}, "partitions": []}).to_offsets == {0: 5}
+    assert (earliest.target_text(), back.target_text(), ahead.target_text()) == ("the earliest offset", "-500 messages from where it is",
+                                                                                 "+20 messages from where it is")
+
+
+def test_ends_and_shifts_are_planned_against_the_log_clamped_and_skips_counted() -> None:
+    marks, committed = {0: (10, 100), 1: (0, 50)}, {0: 40, 1: 45}
+    earliest = plan_backfill(BackfillRequest("g", "t", to_end="earliest"), [0, 1], marks, committed, {})
+    assert [(m.target, m.reread) for m in earliest] == [(10, 30), (0, 45)]
+    latest = plan_backfill(BackfillRequest("g", "t", to_end="latest"), [0, 1], marks, committed, {})
+    assert [(m.target, m.reread) for m in latest] == [(100, -60), (50, -5)] and skipped([m.as_json() for m in latest]) == 65
+    back = plan_backfill(BackfillRequest("g", "t", shift=-35), [0, 1], marks, committed, {})
+    assert [(m.target, m.asked, m.clamped, m.reread) for m in back] == [(10, 5, False, 30), (10, None, False, 35)]  # 40-35 < 10: clamped
+    ahead = plan_backfill(BackfillRequest("g", "t", shift=8), [0, 1], marks, committed, {})
+    assert [(m.target, m.asked, m.reread) for m in ahead] == [(48, None, -8), (50, 53, -5)]  # past the end: stops there
+    assert PartitionMove.from_json(ahead[1].as_json()) == ahead[1] and "asked" not in ahead[0].as_json()
+    with pytest.raises(OpsError, match="partition 1: group g has no committed offset to shift from"):
+        plan_backfill(BackfillRequest("g", "t", shift=-1), [0, 1], marks, {0: 40}, {})
+    assert skipped([m.as_json() for m in back]) == 0
 
 
 def test_replay_arguments() -> None:

@@ -20,7 +20,7 @@ from bot.cli.errors import USAGE_ERROR, CommandError, command
 from bot.cli.store import NotMigrated, with_database
 from bot.config import Config
 from bot.domain.dead_letters import PEEK_DEFAULT, peek_request
-from bot.domain.ops import BackfillRequest, OpKind, OpsError, OpState, ReplayRequest, backfill_request, replay_request
+from bot.domain.ops import BackfillRequest, OpKind, OpsError, OpState, ReplayRequest, backfill_request, replay_request, skipped
 from bot.kafka.avro import Registry
 from bot.services.calendar import CalendarService
 from bot.services.lineage import LineageService
@@ -42,6 +42,10 @@ def add_parsers(sub: Any) -> None:
     target.add_argument("--to-time", help="ISO 8601 with a zone, e.g. 2026-12-02T08:00:00Z")
     target.add_argument("--to-offsets", help="PARTITION:OFFSET,... e.g. 0:1200,1:980")
     target.add_argument("--by-duration", help="go back this long, e.g. 2h or 90m")
+    target.add_argument("--to-earliest", action="store_true", help="to the earliest retained offset (everything retained is read again)")
+    target.add_argument("--to-latest", action="store_true", help="to the latest offset (what the group has not read is skipped: data loss for it)")
+    target.add_argument("--shift-by", metavar="N", help="move by N messages from the committed offset (negative: read again; positive: skip), "
+                                                        "clamped to the log")
     backfill.add_argument("--partitions", help="only these partitions, e.g. 0,1")
     backfill.add_argument("--yes", action="store_true", help="apply the plan")
     backfill.add_argument("--format", choices=("text", "json"), default="text")
@@ -122,8 +126,8 @@ def run_backfill(args: argparse.Namespace) -> int:
     """``bot backfill GROUP TOPIC ...``: the plan; with ``--yes`` applied."""
     _needs_kafka()
     try:
-        request = backfill_request([args.group, args.topic, *_options(args, ("--to-time", "--to-offsets", "--by-duration", "--partitions"))],
-                                   utcnow())
+        request = backfill_request([args.group, args.topic, *_options(args, ("--to-time", "--to-offsets", "--by-duration", "--shift-by",
+                                                                             "--partitions"), ("--to-earliest", "--to-latest"))], utcnow())
     except OpsError as err:
         raise CommandError(str(err), USAGE_ERROR) from None
 
@@ -231,8 +235,7 @@ def summary(row: Operation) -> str:
     """One line: what it does."""
     if row.kind == OpKind.BACKFILL.value:
         request = BackfillRequest.from_json(row.request)
-        to = request.to_time.isoformat() if request.to_time else ",".join(f"{p}:{o}" for p, o in sorted(request.to_offsets.items()))
-        return f"{request.group} on {request.topic} to {to}"
+        return f"{request.group} on {request.topic} {'by' if request.shift is not None else 'to'} {request.target_text()}"
     replay = ReplayRequest.from_json(row.request)
     copied = row.progress.get("copied")
     return f"{replay.dlq} -> {replay.target}: {row.plan.get('count', 0):,} to copy" + (f", {copied:,} copied" if copied is not None else "")
@@ -252,8 +255,11 @@ def _show(row: Operation, form: str, final: bool) -> None:
         print(f"  {'partition':>9} {'committed':>12} {'target':>12} {'re-read':>10}")
         for move in row.plan["moves"]:
             committed = "none" if move["committed"] is None else f"{move['committed']:,}"
-            warn = "  ! before the earliest retained offset: starts there; older data is gone" if move["before_retention"] else ""
+            warn = ("  ! before the earliest retained offset: starts there; older data is gone" if move["before_retention"]
+                    else f"  (asked {move['asked']:,}: clamped to the log)" if move.get("asked") is not None else "")
             print(f"  {move['partition']:>9} {committed:>12} {move['target']:>12,} {move['reread']:>10,}{warn}")
+        if skipped(row.plan["moves"]):
+            print(f"  ! {skipped(row.plan['moves']):,} messages will be skipped: the group has not read them and never will (data loss for it)")
         if final and row.state == DRY_RUN:
             print("nothing moved: run again with --yes to apply (stop the job first)")
     elif row.kind == OpKind.REPLAY.value and row.state in (OpState.PLANNED.value, DRY_RUN):

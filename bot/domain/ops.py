@@ -55,24 +55,39 @@ class OpState(StrEnum):
 
 @dataclass(frozen=True)
 class BackfillRequest:
-    """Reset ``group`` on ``topic`` to a time, to explicit offsets, or to a duration ago."""
+    """Reset ``group`` on ``topic`` to a time (or a duration ago), to explicit offsets, to the earliest or the latest
+    offset (``to_end``), or by ``shift`` messages from where it is."""
 
     group: str
     topic: str
     to_time: datetime | None = None
     to_offsets: dict[int, int] = field(default_factory=dict)
     partitions: tuple[int, ...] = ()
+    to_end: str | None = None  # "earliest" or "latest"
+    shift: int | None = None
+
+    def target_text(self) -> str:
+        """Where it resets to, as the command said it: ``2026-12-02 08:00:00 UTC``, ``the earliest offset``, ``-500``."""
+        if self.to_time is not None:
+            return f"{self.to_time:%Y-%m-%d %H:%M:%S} UTC"
+        if self.to_end is not None:
+            return f"the {self.to_end} offset"
+        if self.shift is not None:
+            return f"{self.shift:+,} messages from where it is"
+        return "offsets " + ", ".join(f"{p}:{o}" for p, o in sorted(self.to_offsets.items()))
 
     def as_json(self) -> dict[str, Any]:
         """For storage."""
         return {"group": self.group, "topic": self.topic, "to_time": self.to_time.isoformat() if self.to_time else None,
-                "to_offsets": {str(p): o for p, o in self.to_offsets.items()}, "partitions": list(self.partitions)}
+                "to_offsets": {str(p): o for p, o in self.to_offsets.items()}, "partitions": list(self.partitions),
+                **({"to_end": self.to_end} if self.to_end else {}), **({"shift": self.shift} if self.shift is not None else {})}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> BackfillRequest:
         """From storage."""
         return cls(data["group"], data["topic"], datetime.fromisoformat(data["to_time"]) if data.get("to_time") else None,
-                   {int(p): int(o) for p, o in (data.get("to_offsets") or {}).items()}, tuple(data.get("partitions") or ()))
+                   {int(p): int(o) for p, o in (data.get("to_offsets") or {}).items()}, tuple(data.get("partitions") or ()),
+                   data.get("to_end"), data.get("shift"))
 
 
 @dataclass(frozen=True)
@@ -113,24 +128,35 @@ def header_matches(wanted: tuple[str, str] | None, headers: Headers) -> bool:
     return any(k == name and (v or b"").decode("utf-8", "replace") == value for k, v in headers)
 
 
-BACKFILL_USAGE = "`/backfill GROUP TOPIC --to-time 2026-12-02T08:00Z | --to-offsets 0:1200,1:980 | --by-duration 2h [--partitions 0,1]`"
+BACKFILL_USAGE = ("`/backfill GROUP TOPIC --to-time 2026-12-02T08:00Z | --by-duration 2h | --to-offsets 0:1200,1:980 | --to-earliest | "
+                  "--to-latest | --shift-by -500 [--partitions 0,1]`")
+TARGETS = ("--to-time", "--by-duration", "--to-offsets", "--to-earliest", "--to-latest", "--shift-by")
 REPLAY_USAGE = ("`/replay DLQ_TOPIC --to TOPIC [--since T] [--until T] [--limit N] [--filter header=value] [--rate N/s] [--again]` "
                 "(a plan first; add `--dry-run` to only see it)")
 
 
 def backfill_request(args: list[str], now: datetime) -> BackfillRequest:
-    """``GROUP TOPIC --to-time T | --to-offsets P:O,... | --by-duration 2h [--partitions 0,1]``."""
-    positional, options = _split(args, {"--to-time", "--to-offsets", "--by-duration", "--partitions"}, set())
+    """``GROUP TOPIC --to-time T | --by-duration 2h | --to-offsets P:O,... | --to-earliest | --to-latest | --shift-by N
+    [--partitions 0,1]``."""
+    positional, options = _split(args, {"--to-time", "--to-offsets", "--by-duration", "--shift-by", "--partitions"},
+                                 {"--to-earliest", "--to-latest"})
     if len(positional) != 2:
         raise OpsError(f"give the consumer group and the topic. Usage: {BACKFILL_USAGE}")
     group, topic = positional
     name(group, "consumer group")
     name(topic, "topic")
-    given = [k for k in ("--to-time", "--to-offsets", "--by-duration") if k in options]
+    given = [k for k in TARGETS if k in options]
     if len(given) != 1:
-        raise OpsError(f"give exactly one of --to-time, --to-offsets or --by-duration. Usage: {BACKFILL_USAGE}")
-    to_time, offsets = None, {}
-    if "--to-time" in options:
+        raise OpsError(f"give exactly one of {', '.join(TARGETS)}. Usage: {BACKFILL_USAGE}")
+    to_time, offsets, to_end, shift = None, {}, None, None
+    if "--to-earliest" in options or "--to-latest" in options:
+        to_end = "earliest" if "--to-earliest" in options else "latest"
+    elif "--shift-by" in options:
+        if not re.fullmatch(r"[+-]?\d{1,18}", options["--shift-by"]) or int(options["--shift-by"]) == 0:
+            raise OpsError(f"--shift-by {options['--shift-by'][:40]!r} is not a number of messages other than zero (negative: read again; "
+                           "positive: skip)")
+        shift = int(options["--shift-by"])
+    elif "--to-time" in options:
         to_time = moment(options["--to-time"], "--to-time")
         if to_time > now:
             raise OpsError(f"--to-time {to_time:%Y-%m-%d %H:%M} UTC is in the future: a backfill goes back in time")
@@ -141,7 +167,7 @@ def backfill_request(args: list[str], now: datetime) -> BackfillRequest:
     partitions = tuple(partitions_of(options["--partitions"])) if "--partitions" in options else ()
     if offsets and partitions and set(offsets) - set(partitions):
         raise OpsError("--to-offsets names partitions that --partitions leaves out")
-    return BackfillRequest(group, topic, to_time, offsets, partitions)
+    return BackfillRequest(group, topic, to_time, offsets, partitions, to_end, shift)
 
 
 def replay_request(args: list[str], now: datetime) -> tuple[ReplayRequest, bool]:
@@ -273,7 +299,8 @@ class PartitionMove:
     target: int
     earliest: int
     latest: int
-    clamped: bool = False  # the asked target was before the earliest retained offset
+    clamped: bool = False  # the asked time or offset was before the earliest retained offset: data is gone
+    asked: int | None = None  # a shifted offset outside the log, before it was clamped to the log's bounds
 
     @property
     def reread(self) -> int:
@@ -283,12 +310,19 @@ class PartitionMove:
     def as_json(self) -> dict[str, Any]:
         """For storage and ``--format json``."""
         return {"partition": self.partition, "committed": self.committed, "target": self.target, "earliest": self.earliest,
-                "latest": self.latest, "reread": self.reread, "before_retention": self.clamped}
+                "latest": self.latest, "reread": self.reread, "before_retention": self.clamped,
+                **({"asked": self.asked} if self.asked is not None else {})}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PartitionMove:
         """From storage."""
-        return cls(data["partition"], data["committed"], data["target"], data["earliest"], data["latest"], bool(data.get("before_retention")))
+        return cls(data["partition"], data["committed"], data["target"], data["earliest"], data["latest"], bool(data.get("before_retention")),
+                   data.get("asked"))
+
+
+def skipped(moves: list[dict[str, Any]]) -> int:
+    """Messages a reset skips (stored moves): unread ones the group will never read, lost to it."""
+    return sum(max(0, -m["reread"]) for m in moves)
 
 
 def plan_backfill(request: BackfillRequest, partitions: list[int], watermarks: dict[int, tuple[int, int]], committed: dict[int, int],
@@ -302,14 +336,26 @@ def plan_backfill(request: BackfillRequest, partitions: list[int], watermarks: d
     moves = []
     for partition in chosen:
         earliest, latest = watermarks[partition]
+        asked = None
         if request.to_time is not None:
             found = by_time.get(partition, -1)
             target = latest if found < 0 else found
+        elif request.to_end is not None:
+            target = earliest if request.to_end == "earliest" else latest
+        elif request.shift is not None:
+            base = committed.get(partition)
+            if base is None:
+                raise OpsError(f"partition {partition}: group {request.group} has no committed offset to shift from; give --to-time, "
+                               "--to-offsets or --to-earliest instead")
+            target = base + request.shift
+            if not earliest <= target <= latest:  # clamped to the log, as kafka-consumer-groups does, and shown
+                asked, target = target, min(max(target, earliest), latest)
         else:
             target = request.to_offsets[partition]
             if target > latest:
                 raise OpsError(f"partition {partition}: offset {target} is past the end of the partition ({latest})")
-        moves.append(PartitionMove(partition, committed.get(partition), max(target, earliest), earliest, latest, target < earliest))
+        moves.append(PartitionMove(partition, committed.get(partition), max(target, earliest), earliest, latest,
+                                   target < earliest and asked is None, asked))
     return moves
 
 

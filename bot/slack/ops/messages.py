@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.domain.ops import BackfillRequest, OpKind, OpState, ReplayRequest
+from bot.domain.ops import BackfillRequest, OpKind, OpState, ReplayRequest, skipped
 from bot.services.operations import DRY_RUN, Peek
 from bot.slack import ids
 from bot.slack.render import Reply, escape, mention, section
@@ -24,9 +24,8 @@ def title(row: Operation) -> str:
     """``Backfill #3: reset payments-enricher on payments to 2026-12-02 08:00 UTC``."""
     if row.kind == OpKind.BACKFILL.value:
         request = BackfillRequest.from_json(row.request)
-        to = f"{request.to_time:%Y-%m-%d %H:%M:%S} UTC" if request.to_time else "offsets " + ", ".join(
-            f"{p}:{o}" for p, o in sorted(request.to_offsets.items()))
-        return f"Backfill #{row.id}: reset `{request.group}` on `{request.topic}` to {to}"
+        to = request.target_text()
+        return f"Backfill #{row.id}: reset `{request.group}` on `{request.topic}` {'by' if request.shift is not None else 'to'} {to}"
     replay = ReplayRequest.from_json(row.request)
     return f"Replay #{row.id}: `{replay.dlq}` → `{replay.target}`"
 
@@ -53,12 +52,18 @@ def backfill_lines(row: Operation) -> list[str]:
     table = [f"{'partition':>9}  {'committed':>12}  {'target':>12}  {'re-read':>10}"]
     for move in moves[:MAX_ROWS]:
         committed = "none" if move["committed"] is None else f"{move['committed']:,}"
-        table.append(f"{move['partition']:>9}  {committed:>12}  {move['target']:>12,}  {move['reread']:>10,}" + ("  !" if move["before_retention"] else ""))
+        mark = "  !" if move["before_retention"] else f"  (asked {move['asked']:,}: clamped to the log)" if move.get("asked") is not None else ""
+        table.append(f"{move['partition']:>9}  {committed:>12}  {move['target']:>12,}  {move['reread']:>10,}{mark}")
     if len(moves) > MAX_ROWS:
         table.append(f"… and {len(moves) - MAX_ROWS} more partitions")
-    total = sum(max(0, m["reread"]) for m in moves)
+    total, lost_to_group = sum(max(0, m["reread"]) for m in moves), skipped(moves)
     lines = [f"{total:,} messages will be read again (group {escape(row.plan.get('group_state', '?').lower())}, no members).",
              "```" + "\n".join(table) + "```"]
+    if lost_to_group:
+        lines.insert(1, f":warning: *{lost_to_group:,} messages will be skipped*: the group has not read them and never will "
+                        "(data loss for this group; re-read them later with a backfill to a time or offsets while they are retained).")
+    if any(m.get("asked") is not None for m in moves):
+        lines.append("A shift past the start or the end of a partition stops there (its earliest retained or its latest offset).")
     lost = [m for m in moves if m["before_retention"]]
     if lost:
         lines.append(f":warning: *Retention:* the time asked for is older than what partition{'s' if len(lost) > 1 else ''} "
@@ -112,7 +117,9 @@ def buttons(row: Operation) -> list[dict[str, Any]]:
     """What can be done now: Confirm and Cancel a plan, Cancel a run, Undo an applied backfill."""
     value = str(row.id)
     if row.state == OpState.PLANNED.value:
-        what = "move the group's offsets" if row.kind == OpKind.BACKFILL.value else f"copy {row.plan.get('count', 0):,} messages"
+        lost_to_group = skipped(row.plan.get("moves", [])) if row.kind == OpKind.BACKFILL.value else 0
+        what = ("move the group's offsets" + (f", *skipping {lost_to_group:,} messages it has not read* (lost to it)" if lost_to_group else "")
+                if row.kind == OpKind.BACKFILL.value else f"copy {row.plan.get('count', 0):,} messages")
         freeze = row.plan.get("freeze")
         inside = f", inside the freeze *{escape(freeze['name'])}* (until {_when(freeze['ends'])})" if freeze else ""
         return [_button("Confirm", ids.OPS_CONFIRM, value, "primary", {
