@@ -20,7 +20,7 @@ import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from bot.domain.calendar import Freeze
+from bot.domain.calendar import Freeze, Scope
 from bot.domain.lineage.catalog import read_catalog
 from bot.domain.ops import OpsError
 from bot.emulator.render import as_text
@@ -461,6 +461,52 @@ async def test_a_replay_planned_inside_a_freeze_names_it_in_the_plan_and_the_con
     assert "the year-end close" in as_text(plan.text, plan.blocks)
     [confirm] = [e for b in plan.blocks if b.get("type") == "actions" for e in b["elements"] if e["action_id"] == ids.OPS_CONFIRM]
     assert "inside the freeze *year-end*" in confirm["confirm"]["text"]["text"]
+
+
+async def test_an_operation_names_the_booked_changes_it_meets_through_lineage_in_its_plan_and_confirm_dialog(
+        ops: tuple[SlackHarness, dict[str, str]], kafka_bootstrap: str) -> None:
+    slack, names = ops
+    groups = {g["handle"]: g["id"] for g in slack.ws.usergroups.values()}
+    data = {"oncall": {"members": [CAROL]},
+            "teams": {"orders-team": {"usergroup": groups["orders-team"], "members": [ALICE, BOB], "oncall": [ALICE], "channel": "#orders-pipeline"}},
+            "datasets": [{"name": names["target"], "namespace": "kafka://broker:9092", "kind": "kafka", "owner": "orders-team"},
+                         {"name": names["source"], "namespace": "kafka://broker:9092", "kind": "kafka", "owner": "orders-team"},
+                         {"name": "dwd_orders", "namespace": "iceberg://lake", "kind": "iceberg", "owner": "orders-team"},
+                         {"name": "elsewhere", "namespace": "iceberg://lake", "kind": "iceberg", "owner": "orders-team"}],
+            "jobs": [{"name": "replay-reader", "namespace": "flink://prod", "owner": "orders-team", "inputs": [names["target"]],
+                      "outputs": ["dwd_orders"]}],
+            "pipelines": [{"name": "enrich-orders", "owner": "orders-team", "channel": "#orders-pipeline",
+                           "source": {"topics": [names["source"]], "group": names["group"]}, "dlq": names["dlq"]}]}
+    parsed, problems = read_catalog(data, lambda _: None)  # type: ignore[arg-type, return-value]
+    assert problems == []
+    await slack.bot.lineage.load_catalog(parsed)
+    now = datetime.now(UTC)
+    upgrade = await slack.bot.calendar.add(kind="job_upgrade", title="Flink 1.20 upgrade of replay-reader", start=now - timedelta(minutes=10),
+                                           end=now + timedelta(hours=2), owner="orders-team", booked_by=ALICE,
+                                           scope=Scope(jobs=frozenset({"replay-reader"})), surface="slack")
+    await slack.bot.calendar.add(kind="maintenance", title="lake compaction", start=now - timedelta(minutes=10), end=now + timedelta(hours=2),
+                                 owner="orders-team", booked_by=ALICE, scope=Scope(datasets=frozenset({"elsewhere"})), surface="slack")
+    later = await slack.bot.calendar.add(kind="maintenance", title="tomorrow's broker patch", start=now + timedelta(days=1),
+                                         end=now + timedelta(days=1, hours=1), owner="orders-team", booked_by=ALICE,
+                                         scope=Scope(datasets=frozenset({names["source"]})), surface="slack")
+    await asyncio.to_thread(produce, kafka_bootstrap, names["dlq"], 30, NOW - timedelta(hours=1), timedelta(seconds=1))
+
+    assert "is posted" in await answer(slack, f"/replay {names['dlq']} --to {names['target']}", ALICE)
+    row = await latest(slack)
+    plan = await op_message(slack, int(row.id or 0), lambda t: "It meets booked changes" in t)
+    shown = as_text(plan.text, plan.blocks)
+    assert f"#{upgrade} Flink 1.20 upgrade of replay-reader (job upgrade" in shown and "a common downstream: dataset dwd_orders, job replay-reader" in shown
+    assert "lake compaction" not in shown and f"#{later}" not in shown  # another scope; another time
+    [confirm] = [e for b in plan.blocks if b.get("type") == "actions" for e in b["elements"] if e["action_id"] == ids.OPS_CONFIRM]
+    assert f"meeting booked change #{upgrade} Flink 1.20 upgrade of replay-reader" in confirm["confirm"]["text"]["text"]
+    assert len(confirm["confirm"]["text"]["text"]) <= 300
+
+    await asyncio.to_thread(read_some, kafka_bootstrap, names["source"], names["group"], {0: 5, 1: 5, 2: 5})
+    await asyncio.to_thread(produce, kafka_bootstrap, names["source"], 30, NOW - timedelta(hours=1), timedelta(seconds=1))
+    assert "is posted" in await answer(slack, f"/backfill {names['group']} {names['source']} --to-earliest", ALICE)
+    backfill = await latest(slack)
+    plan = await op_message(slack, int(backfill.id or 0), lambda t: "messages will be read again" in t)
+    assert "It meets booked changes" not in as_text(plan.text, plan.blocks)  # the patch on its topic is tomorrow
 
 
 async def test_peek_shows_the_newest_dead_letters_by_error_before_any_replay(ops: tuple[SlackHarness, dict[str, str]], kafka_bootstrap: str,

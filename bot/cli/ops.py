@@ -251,6 +251,9 @@ def _show(row: Operation, form: str, final: bool) -> None:
     freeze = row.plan.get("freeze")
     if freeze and row.state in (OpState.PLANNED.value, DRY_RUN):
         print(f"  inside the freeze {freeze['name']} (until {freeze['ends']}): it is not refused, and the run is booked in the calendar inside it")
+    if row.state in (OpState.PLANNED.value, DRY_RUN):
+        for booked in row.plan.get("booked") or []:
+            print(f"  meets booked change #{booked['id']} {booked['title']} ({booked['kind']}, {booked['start']} – {booked['end']}): {booked['why']}")
     if row.kind == OpKind.BACKFILL.value and row.state in (OpState.PLANNED.value, DRY_RUN):
         print(f"  {'partition':>9} {'committed':>12} {'target':>12} {'re-read':>10}")
         for move in row.plan["moves"]:

@@ -224,6 +224,22 @@ class CalendarService:
                 item["sequence"] = row.sequence
         return listed
 
+    async def touching(self, window: Window, scope: Scope) -> list[tuple[CalendarEntry, str]]:
+        """The booked entries (not cancelled) whose windows overlap ``window`` and whose scopes, or what they reach
+        through lineage, touch ``scope``'s, each with why, oldest first: what an operation about to run would meet."""
+        async with self.db.session() as session:
+            rows = {r.id: r for r in (await session.exec(select(CalendarEntry).where(col(CalendarEntry.end) >= window.start,
+                                                                                       col(CalendarEntry.start) <= window.end)
+                                                        .order_by(col(CalendarEntry.start), col(CalendarEntry.id)))).all()}
+        entries = [_entry(r) for r in rows.values() if Window(aware(r.start), aware(r.end)).overlaps(window)]
+        if not entries:
+            return []
+        probe = Entry(0, Kind.MAINTENANCE, "", window, Status.CONFIRMED, "", scope)
+        graph = await self.lineage.graph()
+        reached = {0: reach(graph, scope), **{e.id: reach(graph, e.scope) for e in entries}}
+        found = [c for c in conflicts([probe, *entries], [], reached) if c.entry == 0]
+        return [(rows[int(c.with_)], c.reason.rsplit(" (#", 1)[0]) for c in found]
+
     async def conflicts_of(self, rows: list[CalendarEntry]) -> list[Conflict]:
         """The conflicts of these entries, with each other, with the entries they overlap, and with freezes."""
         if not rows:

@@ -12,7 +12,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -72,6 +72,17 @@ class Peek:
         """For ``--format json``."""
         return {"dlq": self.request.dlq, "read": self.read, "held": self.held, "at": self.at.isoformat(),
                 "groups": [g.as_json() for g in self.groups]}
+
+
+def footprint(kind: OpKind, request: dict[str, Any], plan: dict[str, Any]) -> tuple[str, Scope, timedelta]:
+    """What an operation books in the calendar: its title, its topics, and about how long it takes."""
+    if kind is OpKind.BACKFILL:
+        backfill = BackfillRequest.from_json(request)
+        return f"Backfill {backfill.group} on {backfill.topic}", Scope(datasets=frozenset({backfill.topic})), timedelta(hours=1)
+    replay = ReplayRequest.from_json(request)
+    count = int(plan.get("count", 0))
+    length = timedelta(seconds=max(300.0, count / replay.rate if replay.rate else count / 2000))
+    return f"Replay {replay.dlq} → {replay.target}", Scope(datasets=frozenset({replay.dlq, replay.target})), length
 
 
 class Operations:
@@ -147,7 +158,8 @@ class Operations:
         if actor.surface == "slack" and (why := await self.refusal(actor.user, team)):
             raise OpsError(why)
         moves, state = await self._ask(lambda cluster: cluster.plan_backfill(request))
-        plan = {"moves": [m.as_json() for m in moves], "group_state": state, "freeze": await self._freeze_now(request)}
+        plan: dict[str, Any] = {"moves": [m.as_json() for m in moves], "group_state": state, "freeze": await self._freeze_now(request)}
+        plan["booked"] = await self._booked_now(OpKind.BACKFILL, request.as_json(), plan)
         return await self._create(OpKind.BACKFILL, DRY_RUN if dry_run else OpState.PLANNED, team, actor, request.as_json(), plan, channel)
 
     async def plan_replay(self, request: ReplayRequest, dry_run: bool, actor: Actor, channel: str | None) -> Operation:
@@ -158,8 +170,9 @@ class Operations:
         await self._one_at_a_time(request.dlq)
         earlier = await self.copied(request.dlq)
         plan: ReplayPlan = await self._ask(lambda cluster: scan(cluster, request, earlier, self.registry))
-        return await self._create(OpKind.REPLAY, DRY_RUN if dry_run else OpState.PLANNED, team, actor, request.as_json(),
-                                  {**plan.as_json(), "freeze": await self._freeze_now(request)}, channel)
+        stored = {**plan.as_json(), "freeze": await self._freeze_now(request)}
+        stored["booked"] = await self._booked_now(OpKind.REPLAY, request.as_json(), stored)
+        return await self._create(OpKind.REPLAY, DRY_RUN if dry_run else OpState.PLANNED, team, actor, request.as_json(), stored, channel)
 
     async def peek(self, request: PeekRequest, actor: Actor) -> Peek:
         """The newest dead letters of a DLQ, decoded and grouped by error (nothing is copied or moved); OpsError when the
@@ -317,11 +330,16 @@ class Operations:
         request = BackfillRequest.from_json(row.request)
         planned = [PartitionMove.from_json(m) for m in row.plan["moves"]]
         moves, state = await self._ask(lambda cluster: cluster.plan_backfill(request))
-        if request.to_time is None and [(m.partition, m.committed, m.target) for m in moves] != [(m.partition, m.committed, m.target) for m in planned] \
-                or request.to_time is not None and [(m.partition, m.committed) for m in moves] != [(m.partition, m.committed) for m in planned]:
+        if request.to_end == "latest":  # the end as planned: the group skips exactly what the confirmation named
+            ends = {m.partition: m.target for m in planned}
+            moves = [replace(m, target=ends[m.partition]) if m.partition in ends else m for m in moves]
+        exact = request.to_time is None and request.to_end is None  # offsets and shifts: the targets themselves must hold
+        if [(m.partition, m.committed) + ((m.target,) if exact else ()) for m in moves] != \
+                [(m.partition, m.committed) + ((m.target,) if exact else ()) for m in planned]:
+            plan = {**row.plan, "moves": [m.as_json() for m in moves], "group_state": state}
+            plan["booked"] = await self._booked_now(OpKind.BACKFILL, row.request, plan)
             await self._move(row, (OpState.PLANNED.value,), actor, "replanned", {}, ":warning: The group's offsets moved since the plan; "
-                             "the plan above is redone with the cluster as it is now. Check it and confirm again.",
-                             plan={"moves": [m.as_json() for m in moves], "group_state": state})
+                             "the plan above is redone with the cluster as it is now. Check it and confirm again.", plan=plan)
             raise OpsError(f"the offsets of {request.group} moved since #{row.id} was planned; the plan is redone: check it and confirm again")
         claimed = await self._move(row, (OpState.PLANNED.value,), None, "", state=OpState.APPLIED.value,
                                    progress={"previous": {str(m.partition): m.committed for m in moves}, "lag": sum(max(0, m.reread) for m in moves),
@@ -379,19 +397,20 @@ class Operations:
         if row.calendar_entry is not None:
             return
         now = self.clock()
-        if row.kind == OpKind.BACKFILL.value:
-            request = BackfillRequest.from_json(row.request)
-            title, scope, length = f"Backfill {request.group} on {request.topic}", Scope(datasets=frozenset({request.topic})), timedelta(hours=1)
-        else:
-            replay = ReplayRequest.from_json(row.request)
-            count = int(row.plan.get("count", 0))
-            length = timedelta(seconds=max(300.0, count / replay.rate if replay.rate else count / 2000))
-            title, scope = f"Replay {replay.dlq} → {replay.target}", Scope(datasets=frozenset({replay.dlq, replay.target}))
+        title, scope, length = footprint(OpKind(row.kind), row.request, row.plan)
         entry = self.calendar.book(session, kind=EntryKind(row.kind), title=f"{title} (#{row.id})", window=Window(now, now + length),
                                    owner=row.team or "oncall", booked_by=row.requested_by, scope=scope, status=Status.CONFIRMED)
         entry.operation_id = row.id
         await session.flush()
         await session.exec(update(Operation).where(col(Operation.id) == row.id).values(calendar_entry=entry.id))
+
+    async def _booked_now(self, kind: OpKind, request: dict[str, Any], plan: dict[str, Any]) -> list[dict[str, Any]]:
+        """The booked changes an operation run now would meet (its window and topics, through lineage), for its plan and
+        its confirm dialog."""
+        _, scope, length = footprint(kind, request, plan)
+        now = self.clock()
+        return [{"id": row.id, "kind": row.kind, "title": row.title, "start": aware(row.start).isoformat(), "end": aware(row.end).isoformat(),
+                 "why": why} for row, why in (await self.calendar.touching(Window(now, now + length), scope))[:10]]
 
     async def _finish_entry(self, session: AsyncSession, row: Operation) -> None:
         """The operation's calendar entry ends now."""

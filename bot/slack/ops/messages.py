@@ -13,6 +13,7 @@ from bot.slack.render import Reply, escape, mention, section
 from bot.store.models import Operation, aware
 
 MAX_ROWS = 40  # partitions listed in a plan (the rest summed)
+CONFIRM_TEXT_MAX = 300  # Slack's limit on a confirmation dialog's text
 STATE_TEXT = {OpState.PLANNED.value: ":memo: planned, waiting for a confirmation", DRY_RUN: ":eyes: dry run (nothing will run)",
               OpState.APPLIED.value: ":white_check_mark: applied", OpState.UNDONE.value: ":leftwards_arrow_with_hook: undone",
               OpState.RUNNING.value: ":arrows_counterclockwise: running", OpState.CANCELLING.value: ":octagonal_sign: cancelling…",
@@ -104,13 +105,34 @@ def replay_lines(row: Operation) -> list[str]:
 
 
 def freeze_line(row: Operation) -> list[str]:
-    """The freeze the operation was planned in, named (oncall may still act: it is an incident)."""
-    freeze = row.plan.get("freeze")
-    if not freeze or row.state not in (OpState.PLANNED.value, DRY_RUN):
+    """The freeze the operation was planned in, and the booked changes it would meet, named (oncall may still act: it is
+    an incident)."""
+    if row.state not in (OpState.PLANNED.value, DRY_RUN):
         return []
-    return [f":snowflake: *Inside the freeze {escape(freeze['name'])}* (until {_when(freeze['ends'])})"
-            + (f": {escape(freeze['reason'])}" if freeze.get("reason") else "") + ". Oncall may act in an incident; the run is booked in "
-            "the calendar inside it, for everyone to see."]
+    lines = []
+    freeze = row.plan.get("freeze")
+    if freeze:
+        lines.append(f":snowflake: *Inside the freeze {escape(freeze['name'])}* (until {_when(freeze['ends'])})"
+                     + (f": {escape(freeze['reason'])}" if freeze.get("reason") else "") + ". Oncall may act in an incident; the run is booked in "
+                     "the calendar inside it, for everyone to see.")
+    booked = row.plan.get("booked") or []
+    if booked:
+        lines.append(":calendar: *It meets booked changes:* " + "; ".join(
+            f"#{b['id']} {escape(b['title'])} ({escape(b['kind']).replace('_', ' ')}, {_when(b['start'])} – {_when(b['end'])}: {escape(b['why'])})"
+            for b in booked) + ". Tell their owners, or plan it around them.")
+    return lines
+
+
+def confirm_text(what: str, inside: str, row: Operation) -> str:
+    """The confirm dialog's question, naming the booked changes it meets, within Slack's 300 characters."""
+    booked = row.plan.get("booked") or []
+    names = ", ".join(f"#{b['id']} {escape(b['title'][:50])}" for b in booked[:2]) + (f" and {len(booked) - 2} more" if len(booked) > 2 else "")
+    for meets in ((f", meeting booked change{'s' if len(booked) > 1 else ''} {names}" if booked else ""),
+                  f", meeting {len(booked)} booked change{'s' if len(booked) > 1 else ''} (named in the plan)"):
+        text = f"This will {what} now{inside}{meets}."
+        if len(text) <= CONFIRM_TEXT_MAX:
+            return text
+    return f"This will {what} now{inside}."
 
 
 def buttons(row: Operation) -> list[dict[str, Any]]:
@@ -123,7 +145,8 @@ def buttons(row: Operation) -> list[dict[str, Any]]:
         freeze = row.plan.get("freeze")
         inside = f", inside the freeze *{escape(freeze['name'])}* (until {_when(freeze['ends'])})" if freeze else ""
         return [_button("Confirm", ids.OPS_CONFIRM, value, "primary", {
-                    "title": {"type": "plain_text", "text": "Run it?"}, "text": {"type": "mrkdwn", "text": f"This will {what} now{inside}."},
+                    "title": {"type": "plain_text", "text": "Run it?"},
+                    "text": {"type": "mrkdwn", "text": confirm_text(what, inside, row)},
                     "confirm": {"type": "plain_text", "text": "Run"}, "deny": {"type": "plain_text", "text": "Not yet"}}),
                 _button("Cancel", ids.OPS_CANCEL, value, "danger")]
     if row.state == OpState.RUNNING.value:
