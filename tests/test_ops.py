@@ -244,7 +244,8 @@ async def test_earliest_latest_and_shifts_each_checked_by_the_committed_offsets_
     row, message = await planned("--to-latest", "120 messages will be skipped")
     confirm = next(e for b in message.blocks if b.get("type") == "actions" for e in b["elements"] if e["action_id"] == ids.OPS_CONFIRM)
     assert "skipping 120 messages it has not read" in confirm["confirm"]["text"]["text"]  # the dialog names the loss
-    await applied_then_undone(row, message, {0: 100, 1: 100, 2: 100})
+    await asyncio.to_thread(produce, kafka_bootstrap, names["source"], 30, NOW, timedelta(seconds=1))  # the topic goes on meanwhile
+    await applied_then_undone(row, message, {0: 100, 1: 100, 2: 100})  # the ends it planned: it skips exactly what was confirmed
 
     row, message = await planned("--shift-by -80 --partitions 0,1", "120 messages will be read again")  # 60 - 80: clamped to 0
     assert "asked -20: clamped to the log" in as_text(message.text, message.blocks)
