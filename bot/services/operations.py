@@ -382,13 +382,14 @@ class Operations:
         if row.state in (OpState.PLANNED.value, DRY_RUN):
             return await self._move(row, (row.state,), actor, "cancelled", {}, f":no_entry_sign: Cancelled by {_who(actor)}; nothing moved.",
                                     state=OpState.CANCELLED.value)
-        if row.state == OpState.RUNNING.value:
+        if row.state == OpState.RUNNING.value:  # said first, then the run told: it ends as cancelled, never handed over
+            asked = await self._move(row, (OpState.RUNNING.value,), actor, "cancel asked", {},
+                                     f":octagonal_sign: {_who(actor)} asked to cancel: it stops after the transaction in flight.",
+                                     state=OpState.CANCELLING.value)
             progress = self.running.get(operation)
             if progress is not None:
                 progress.stop.set()
-            return await self._move(row, (OpState.RUNNING.value,), actor, "cancel asked", {},
-                                    f":octagonal_sign: {_who(actor)} asked to cancel: it stops after the transaction in flight.",
-                                    state=OpState.CANCELLING.value)
+            return asked
         raise OpsError(f"#{operation} is {row.state}: there is nothing to cancel")
 
     async def _book(self, session: AsyncSession, row: Operation) -> None:
