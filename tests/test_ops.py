@@ -551,3 +551,16 @@ async def test_peek_shows_the_newest_dead_letters_by_error_before_any_replay(ops
     run = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "replay", names["dlq"], "--peek", "0"],
                                   env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
     assert run.returncode == 2 and "not a number of dead letters" in run.stderr
+
+
+async def test_peek_on_a_cluster_that_does_not_answer_says_so_and_reads_nothing(slack: SlackHarness, migrated_url: str) -> None:
+    await slack.bot.stop()
+    slack.bot = Bot(bot_config(slack.emulator, migrated_url, KAFKA_BOOTSTRAP_SERVERS="127.0.0.1:9"))  # nothing listens there
+    await slack.bot.start(0)
+    slack.driver.request_url = f"{slack.bot.url}/slack/events"
+    parsed, problems = read_catalog({"oncall": {"members": [CAROL]}}, lambda _: None)  # type: ignore[arg-type, return-value]
+    assert problems == []
+    await slack.bot.lineage.load_catalog(parsed)
+    told = await answer(slack, "/replay peek orders-dlq", CAROL)
+    assert "Kafka did not answer as expected" in told and "Nothing was read" in told
+    assert await operations(slack) == []
