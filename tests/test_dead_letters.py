@@ -5,7 +5,19 @@ from __future__ import annotations
 
 import pytest
 
-from bot.domain.dead_letters import NO_ERROR, Letter, PeekRequest, error_of, group_by_error, original_topic, peek_request
+from bot.domain.dead_letters import (
+    NO_ERROR,
+    Letter,
+    PeekRequest,
+    Route,
+    error_of,
+    group_by_error,
+    original_partition,
+    original_topic,
+    peek_request,
+    replays,
+)
+from bot.domain.lineage.catalog import read_catalog
 from bot.domain.ops import OpsError
 
 CONNECT = [("__connect.errors.topic", b"orders"), ("__connect.errors.exception.class.name", b"org.apache.kafka.connect.errors.DataException"),
@@ -67,3 +79,47 @@ def test_peek_arguments(text: str, expected: PeekRequest) -> None:
 def test_peek_refusals_say_why(text: str, message: str) -> None:
     with pytest.raises(OpsError, match=message):
         peek_request(text.split() if "'" not in text else ["bad topic!"])
+
+
+def test_a_letter_goes_to_its_target_or_its_original_topic_and_is_parked_once_replayed_too_often() -> None:
+    counted = [*SPRING, ("changeops-replay-count", b"2")]
+    assert replays(SPRING) == 0 and replays(counted) == 2
+    assert replays([("changeops-replay-count", b"1"), ("changeops-replay-count", b"3")]) == 3  # the last one written counts
+    assert replays([("changeops-replay-count", b"-4")]) == 0 and replays([("changeops-replay-count", b"x")]) == 0
+    assert replays([("changeops-replay-count", b"99999999999")]) == 0 and replays([("changeops-replay-count", None)]) == 0
+    back = Route("orders.dlq", None)
+    assert back.parked == "orders.dlq.parked" and back.max_replays == 3
+    assert back.of(CONNECT) == ("orders", 0) and back.of(counted) == ("payments", 2) and back.of([("error", b"x")]) == (None, 0)
+    assert back.of([*CONNECT, ("changeops-replay-count", b"3")]) == ("orders.dlq.parked", 3)  # dead-lettered a fourth time
+    assert Route("orders.dlq", "orders.replay", 5).of([*CONNECT, ("changeops-replay-count", b"4")]) == ("orders.replay", 4)
+    assert Route("orders.dlq", "orders.replay", 1).of([("changeops-replay-count", b"1")]) == ("orders.dlq.parked", 1)
+    named = Route("orders.dlq", None, header="x-source-topic")
+    assert named.of([*SPRING, ("x-source-topic", b" refunds ")])[0] == "refunds"  # the catalog's header first, trimmed
+    assert named.of([*SPRING, ("x-source-topic", b"")])[0] == "payments"  # empty: the standard ones
+    assert Route.from_json("orders.dlq", named.as_json()) == named
+
+
+def test_the_original_partition_is_read_as_each_writer_encodes_it() -> None:
+    assert original_partition([("__connect.errors.partition", b"4")]) == 4
+    assert original_partition([("kafka_dlt-original-partition", (7).to_bytes(4, "big"))]) == 7
+    assert original_partition([("kafka_dlt-original-partition", b"7")]) is None  # not four bytes
+    assert original_partition([("kafka_dlt-original-partition", (-1).to_bytes(4, "big", signed=True))]) is None
+    assert original_partition([("__connect.errors.partition", b"x")]) is None and original_partition(CONNECT) is None
+
+
+def test_a_pipeline_names_its_dlq_with_the_original_topic_header_and_max_replays() -> None:
+    def pipeline(dlq: object) -> tuple[object, list[str]]:
+        data = {"teams": {"t": {"members": ["U0000ALICE"]}}, "pipelines": [{"name": "p", "owner": "t", "dlq": dlq}]}
+        parsed, problems = read_catalog(data, lambda _: None)  # type: ignore[arg-type, return-value]
+        return (parsed.pipelines[0] if parsed.pipelines else None), [str(p) for p in problems]
+
+    plain, problems = pipeline("orders.dlq")
+    assert problems == [] and (plain.dlq, plain.dlq_header, plain.max_replays) == ("orders.dlq", None, 3)  # type: ignore[union-attr]
+    full, problems = pipeline({"topic": "orders.dlq", "original_topic_header": "x-source-topic", "max_replays": 5})
+    assert problems == [] and (full.dlq, full.dlq_header, full.max_replays) == ("orders.dlq", "x-source-topic", 5)  # type: ignore[union-attr]
+    assert type(full).from_json(full.as_json()) == full  # type: ignore[union-attr]
+    for dlq, message in (({"topic": "orders.dlq", "max_replays": 0}, "max_replays"), ({"topic": "orders.dlq", "max_replays": True}, "max_replays"),
+                         ({"topic": "a b"}, "topic name"), ({"topic": "orders.dlq", "replays": 3}, "unknown setting"),
+                         ({"topic": "orders.dlq", "original_topic_header": ""}, "original_topic_header"), (["orders.dlq"], "expected the DLQ")):
+        _, problems = pipeline(dlq)
+        assert any(message in p for p in problems), (dlq, problems)

@@ -93,7 +93,11 @@ def test_replay_arguments() -> None:
                                         "--rate 500/s --again --dry-run"), NOW)
     assert dry and request.again and request.limit == 100 and request.rate == 500.0 and request.header == ("error", "price out of range")
     assert ReplayRequest.from_json(request.as_json()) == request
+    back, _ = replay_request(shlex.split("orders.dlq --to-original --limit 10"), NOW)
+    assert back.to_original and back.target is None and back.target_text() == "their original topics"
+    assert ReplayRequest.from_json(back.as_json()) == back
     for text, message in (("orders.dlq", "say where to"), ("orders.dlq --to orders.dlq", "into itself"),
+                          ("orders.dlq --to t --to-original", "not both"),
                           ("orders.dlq --to t --since 2026-12-02T00:00Z --until 2026-12-01T00:00Z", "not after"),
                           ("orders.dlq --to t --limit 0", "not a number"), ("orders.dlq --to t --rate -5", "not a rate"),
                           ("orders.dlq --to t --filter =x", "not header=value"), ("orders.dlq --to t --wat", "unknown option")):

@@ -367,6 +367,10 @@ async def test_dead_letters_are_sampled_from_the_alert(kafka_bot: tuple[SlackHar
     assert "into itself" in refused.json["errors"][ids.TARGET_BLOCK]
     refused = await slack.driver.submit(form.id, values(dlq + "-replay", "--limit lots"), user=ALICE)
     assert "not a number" in refused.json["errors"][ids.OPTIONS_BLOCK]
+    await slack.driver.submit(form.id, values(""), user=ALICE)  # empty: each back to its original topic, which these letters do not name
+    told = await slack.ws.wait_for(lambda: next((m for m in slack.ws.channel_messages(slack.ws.open_dm(ALICE)) if "was not planned" in m.text),
+                                                None), timeout=30)
+    assert "9 name no original topic" in told.text and "nothing is planned or copied" in told.text
     replay_topic = topic(admin, "orders.replay")
     await slack.driver.submit(form.id, values(replay_topic, "--limit 3"), user=ALICE)
     plan = await slack.ws.wait_for(lambda: next((m for m in slack.ws.channel_messages("orders-pipeline") if "Replay #" in m.text), None),

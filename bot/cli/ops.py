@@ -54,6 +54,8 @@ def add_parsers(sub: Any) -> None:
     replay = sub.add_parser("replay", help="copy a DLQ's messages back exactly once, keeping event time (a plan first; --yes runs it)")
     replay.add_argument("dlq")
     replay.add_argument("--to", help="the target topic (a replay-only topic keeps replays out of live windows)")
+    replay.add_argument("--to-original", action="store_true", help="send each dead letter back to the topic its headers name (Kafka "
+                                                                   "Connect's, Spring's, or the header the pipeline's catalog entry names)")
     replay.add_argument("--peek", nargs="?", const=str(PEEK_DEFAULT), metavar="N",
                         help=f"look before you replay: the newest N dead letters ({PEEK_DEFAULT} by default) decoded, grouped by error")
     replay.add_argument("--error-header", help="with --peek: the header that holds the error, when not Kafka Connect's or Spring's")
@@ -149,7 +151,7 @@ def run_replay(args: argparse.Namespace) -> int:
         return run_peek(args)
     try:
         request, dry_run = replay_request([args.dlq, *_options(args, ("--to", "--since", "--until", "--limit", "--filter", "--rate"),
-                                                                ("--again", "--dry-run"))], utcnow())
+                                                                ("--again", "--dry-run", "--to-original"))], utcnow())
     except OpsError as err:
         raise CommandError(str(err), USAGE_ERROR) from None
 
@@ -238,7 +240,7 @@ def summary(row: Operation) -> str:
         return f"{request.group} on {request.topic} {'by' if request.shift is not None else 'to'} {request.target_text()}"
     replay = ReplayRequest.from_json(row.request)
     copied = row.progress.get("copied")
-    return f"{replay.dlq} -> {replay.target}: {row.plan.get('count', 0):,} to copy" + (f", {copied:,} copied" if copied is not None else "")
+    return f"{replay.dlq} -> {replay.target_text()}: {row.plan.get('count', 0):,} to copy" + (f", {copied:,} copied" if copied is not None else "")
 
 
 def _show(row: Operation, form: str, final: bool) -> None:
@@ -267,8 +269,16 @@ def _show(row: Operation, form: str, final: bool) -> None:
             print("nothing moved: run again with --yes to apply (stop the job first)")
     elif row.kind == OpKind.REPLAY.value and row.state in (OpState.PLANNED.value, DRY_RUN):
         plan = row.plan
-        print(f"  {plan['count']:,} to copy; {plan['skipped']:,} already copied by an earlier replay (skipped; --again copies them); "
+        parked = plan.get("parked", 0)
+        print(f"  {plan['count'] - parked:,} to copy; {plan['skipped']:,} already copied by an earlier replay (skipped; --again copies them); "
               f"{plan['filtered']:,} left out by the filter")
+        if plan.get("route", {}).get("target", "") is None:
+            for topic, count in sorted(plan["targets"].items(), key=lambda item: -item[1]):
+                print(f"    {count:>10,} back to {topic}")
+        if parked:
+            print(f"  {parked:,} will be parked in {plan['parked_topic']}, not replayed: dead-lettered more than {plan['route']['max_replays']} times")
+            for error, count in plan["parked_errors"].items():
+                print(f"    {count:>10,} last error: {error}")
         for sample in plan["samples"]:
             print("  " + sample.replace("\n", "\n    "))
         if final:

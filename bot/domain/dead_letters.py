@@ -4,10 +4,12 @@ The error is read from the headers the common dead-letter writers add: Kafka Con
 (``errors.deadletterqueue.context.headers.enable``: ``__connect.errors.exception.class.name`` and
 ``…exception.message``) and Spring Kafka's ``DeadLetterPublishingRecoverer`` (``kafka_dlt-exception-fqcn`` and
 ``…-message``), or a header named by the oncall. Their original topic likewise (``__connect.errors.topic``,
-``kafka_dlt-original-topic``)."""
+``kafka_dlt-original-topic``), and where a replay sends each one: its one target, or back to its original topic,
+parked instead once it has come back too often."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,9 +23,14 @@ NO_ERROR = "(no error header)"
 CONNECT = ("__connect.errors.exception.class.name", "__connect.errors.exception.message")
 SPRING = ("kafka_dlt-exception-fqcn", "kafka_dlt-exception-message")
 ORIGINAL_TOPIC = ("__connect.errors.topic", "kafka_dlt-original-topic")
+ORIGINAL_PARTITION = {"__connect.errors.partition": "text", "kafka_dlt-original-partition": "int32"}  # how each writer encodes it
+REPLAY_COUNT = "changeops-replay-count"  # how many times a replay has sent the letter back before
+PARKED_REASON = "changeops-parked-reason"  # why a replay parked it
+MAX_REPLAYS = 3  # a letter that has come back more often than this is parked, not replayed
+PARKED = ".parked"  # the parked letters' topic: the DLQ's name and this
 PEEK_USAGE = "`/replay peek DLQ_TOPIC [N] [--error-header NAME]` (the newest N dead letters, 20 by default, at most 500)"
 
-Headers = list[tuple[str, str | bytes | None]]
+Headers = Sequence[tuple[str, str | bytes | None]]
 
 
 @dataclass(frozen=True)
@@ -109,10 +116,70 @@ def error_of(headers: Headers, named: str | None = None) -> str:
     return NO_ERROR
 
 
-def original_topic(headers: Headers) -> str | None:
-    """The topic the dead letter was read from before it failed, when its writer said."""
+def original_topic(headers: Headers, named: str | None = None) -> str | None:
+    """The topic the dead letter was read from before it failed, when its writer said (``named``: the header the
+    pipeline's catalog entry names, read first)."""
     found = {key: _text(value) for key, value in headers}
-    return next((found[key] for key in ORIGINAL_TOPIC if found.get(key)), None)
+    return next((found[key].strip() for key in ((named,) if named else ()) + ORIGINAL_TOPIC if found.get(key, "").strip()), None)
+
+
+def original_partition(headers: Headers) -> int | None:
+    """The partition the dead letter was read from, when its writer said: Connect writes it as text, Spring as a
+    big-endian 32-bit integer."""
+    for key, value in headers:
+        kind = ORIGINAL_PARTITION.get(key)
+        if kind is None or value is None:
+            continue
+        raw = value.encode() if isinstance(value, str) else value
+        number = int.from_bytes(raw, "big", signed=True) if kind == "int32" and len(raw) == 4 else \
+            int(raw) if kind == "text" and raw.strip().isdigit() else None
+        if number is not None and number >= 0:
+            return number
+    return None
+
+
+def replays(headers: Headers) -> int:
+    """How many times a replay has sent this letter back before (its last ``changeops-replay-count``; 0 when none or not
+    a number)."""
+    count = 0
+    for key, value in headers:
+        if key == REPLAY_COUNT:
+            text = _text(value).strip()
+            count = int(text) if text.isdigit() and len(text) < 10 else 0
+    return count
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where a replay sends each dead letter: to ``target``, or (``target`` None) back to the topic its headers name; a
+    letter that has come back to the DLQ more than ``max_replays`` times (replayed that often already) goes to ``parked``
+    instead, so a message that always fails cannot loop forever."""
+
+    dlq: str
+    target: str | None
+    max_replays: int = MAX_REPLAYS
+    header: str | None = None  # the original topic's header the catalog names, read before Connect's and Spring's
+
+    @property
+    def parked(self) -> str:
+        """``<dlq>.parked``."""
+        return self.dlq + PARKED
+
+    def of(self, headers: Headers) -> tuple[str | None, int]:
+        """The letter's destination (None: it names no original topic) and how many times it was replayed before."""
+        count = replays(headers)
+        if count >= self.max_replays:
+            return self.parked, count
+        return (self.target if self.target is not None else original_topic(headers, self.header)), count
+
+    def as_json(self) -> dict[str, Any]:
+        """For storage in the plan: a resumed run routes as planned, whatever the catalog says since."""
+        return {"target": self.target, "max_replays": self.max_replays, "header": self.header}
+
+    @classmethod
+    def from_json(cls, dlq: str, data: dict[str, Any]) -> Route:
+        """From storage."""
+        return cls(dlq, data.get("target"), int(data.get("max_replays", MAX_REPLAYS)), data.get("header"))
 
 
 def group_by_error(letters: list[Letter], named: str | None = None) -> list[ErrorGroup]:

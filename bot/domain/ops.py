@@ -92,10 +92,11 @@ class BackfillRequest:
 
 @dataclass(frozen=True)
 class ReplayRequest:
-    """Copy the messages of ``dlq`` (optionally a time range, a header filter, the first ``limit``) to ``target``."""
+    """Copy the messages of ``dlq`` (optionally a time range, a header filter, the first ``limit``) to ``target``, or
+    (``target`` None) each back to the topic its headers name."""
 
     dlq: str
-    target: str
+    target: str | None
     since: datetime | None = None
     until: datetime | None = None
     limit: int | None = None
@@ -119,6 +120,15 @@ class ReplayRequest:
         """Whether a message with these headers passes the ``--filter``."""
         return header_matches(self.header, headers)
 
+    @property
+    def to_original(self) -> bool:
+        """Each dead letter goes back to its original topic."""
+        return self.target is None
+
+    def target_text(self) -> str:
+        """``orders.replay``, or ``their original topics``."""
+        return self.target if self.target is not None else "their original topics"
+
 
 def header_matches(wanted: tuple[str, str] | None, headers: Headers) -> bool:
     """Whether ``headers`` hold the header ``wanted`` (name, value); everything matches no filter."""
@@ -131,7 +141,7 @@ def header_matches(wanted: tuple[str, str] | None, headers: Headers) -> bool:
 BACKFILL_USAGE = ("`/backfill GROUP TOPIC --to-time 2026-12-02T08:00Z | --by-duration 2h | --to-offsets 0:1200,1:980 | --to-earliest | "
                   "--to-latest | --shift-by -500 [--partitions 0,1]`")
 TARGETS = ("--to-time", "--by-duration", "--to-offsets", "--to-earliest", "--to-latest", "--shift-by")
-REPLAY_USAGE = ("`/replay DLQ_TOPIC --to TOPIC [--since T] [--until T] [--limit N] [--filter header=value] [--rate N/s] [--again]` "
+REPLAY_USAGE = ("`/replay DLQ_TOPIC --to TOPIC | --to-original [--since T] [--until T] [--limit N] [--filter header=value] [--rate N/s] [--again]` "
                 "(a plan first; add `--dry-run` to only see it)")
 
 
@@ -171,15 +181,16 @@ def backfill_request(args: list[str], now: datetime) -> BackfillRequest:
 
 
 def replay_request(args: list[str], now: datetime) -> tuple[ReplayRequest, bool]:
-    """``DLQ --to TOPIC [--since T] [--until T] [--limit N] [--filter h=v] [--rate N/s] [--again] [--dry-run]``; the
-    request and whether only a dry run is wanted."""
-    positional, options = _split(args, {"--to", "--since", "--until", "--limit", "--filter", "--rate"}, {"--again", "--dry-run"})
+    """``DLQ --to TOPIC | --to-original [--since T] [--until T] [--limit N] [--filter h=v] [--rate N/s] [--again] [--dry-run]``;
+    the request and whether only a dry run is wanted."""
+    positional, options = _split(args, {"--to", "--since", "--until", "--limit", "--filter", "--rate"}, {"--again", "--dry-run", "--to-original"})
     if len(positional) != 1:
         raise OpsError(f"give the DLQ topic. Usage: {REPLAY_USAGE}")
     dlq = name(positional[0], "topic")
-    if "--to" not in options:
-        raise OpsError(f"say where to: --to TOPIC (a replay-only topic keeps replays out of live windows). Usage: {REPLAY_USAGE}")
-    target = name(options["--to"], "topic")
+    if ("--to" in options) == ("--to-original" in options):
+        raise OpsError("say where to: --to TOPIC (a replay-only topic keeps replays out of live windows) or --to-original (each back to the "
+                       f"topic its headers name), not both. Usage: {REPLAY_USAGE}")
+    target = name(options["--to"], "topic") if "--to" in options else None
     if target == dlq:
         raise OpsError("the target is the DLQ itself: replaying a topic into itself would copy forever")
     since = moment(options["--since"], "--since") if "--since" in options else None

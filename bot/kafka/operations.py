@@ -1,6 +1,7 @@
 """Oncall operations on the real cluster: what a backfill needs to know (the group's state and members, its
 committed offsets, the partitions' watermarks, offsets for a time) and its one write (the group's offsets);
-a DLQ replay's scan (count, samples, what earlier replays copied) and its exactly-once copy.
+a DLQ replay's scan (count per destination, parked letters, samples, what earlier replays copied) and its
+exactly-once copy.
 
 Every call blocks (run it in a worker thread) and has a timeout. Names the cluster does not know come back as
 ``OpsError`` with a message for people."""
@@ -24,8 +25,9 @@ from confluent_kafka import (
     Producer,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
+from bot.domain.dead_letters import PARKED_REASON, REPLAY_COUNT, Route, error_of, original_partition
 from bot.domain.ops import (
     REPLAY_HEADER_ID,
     REPLAY_HEADER_SOURCE,
@@ -69,6 +71,10 @@ class Cluster:
     def close(self) -> None:
         """Release the probe consumer."""
         self.probe.close()
+
+    def topics(self) -> dict[str, int]:
+        """Every topic of the cluster and its number of partitions."""
+        return {name: len(t.partitions) for name, t in self.admin.list_topics(timeout=TIMEOUT).topics.items() if t.error is None and t.partitions}
 
     def partitions(self, topic: str) -> list[int]:
         """The topic's partitions; OpsError when the cluster does not know it."""
@@ -131,27 +137,48 @@ class Cluster:
 
 @dataclass
 class ReplayPlan:
-    """What a replay will copy: the DLQ offsets it covers, how many messages, samples, what is skipped."""
+    """What a replay will do: the DLQ offsets it covers, how many messages it sends (to each destination, the parked
+    ones among them), samples, what is skipped, and what stops it (letters that name no original topic, destinations
+    the cluster does not have)."""
 
     spans: list[Span]
-    count: int
+    count: int  # messages sent, parked ones included
     skipped: int  # copied by an earlier replay (left out unless --again)
     filtered: int  # left out by the header filter
     samples: list[str]
     target_partitions: int
     same_partition: bool  # each message goes to its own partition number in the target
+    route: Route
+    targets: dict[str, int] = field(default_factory=dict)  # destination -> messages (the parked topic apart)
+    partitions: dict[str, int] = field(default_factory=dict)  # destination (and the parked topic, when it exists) -> partitions
+    parked: int = 0
+    parked_errors: dict[str, int] = field(default_factory=dict)  # the parked letters' last errors, the most frequent first
+    unrouted: int = 0  # letters that name no original topic
+    missing: list[str] = field(default_factory=list)  # destinations the cluster does not have
 
     def as_json(self) -> dict[str, Any]:
         """For storage and ``--format json``."""
         return {"spans": [[s.partition, s.start, s.end] for s in self.spans], "count": self.count, "skipped": self.skipped,
                 "filtered": self.filtered, "samples": self.samples, "target_partitions": self.target_partitions,
-                "same_partition": self.same_partition}
+                "same_partition": self.same_partition, "route": self.route.as_json(), "targets": self.targets, "partitions": self.partitions,
+                "parked": self.parked, "parked_topic": self.route.parked, "parked_errors": self.parked_errors, "unrouted": self.unrouted,
+                "missing": self.missing}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> ReplayPlan:
-        """From storage."""
+    def from_json(cls, request: ReplayRequest, data: dict[str, Any]) -> ReplayPlan:
+        """From storage (a plan stored before routes existed sends everything to its one target and parks nothing)."""
+        if "route" in data:
+            route, targets = Route.from_json(request.dlq, data["route"]), dict(data.get("targets") or {})
+        else:
+            route, targets = Route(request.dlq, request.target, max_replays=1 << 30), {str(request.target): int(data["count"])}
         return cls([Span(*s) for s in data["spans"]], data["count"], data["skipped"], data.get("filtered", 0), list(data["samples"]),
-                   data["target_partitions"], bool(data["same_partition"]))
+                   data["target_partitions"], bool(data["same_partition"]), route, targets, dict(data.get("partitions") or {}),
+                   int(data.get("parked", 0)), dict(data.get("parked_errors") or {}), int(data.get("unrouted", 0)), list(data.get("missing") or []))
+
+    @property
+    def destinations(self) -> list[str]:
+        """Where messages go, in a fixed order (a run's per-destination counts are kept in it)."""
+        return sorted(self.targets)
 
 
 def _headers(message: Message) -> Headers:
@@ -159,10 +186,8 @@ def _headers(message: Message) -> Headers:
     return message.headers() or []  # type: ignore[return-value]
 
 
-def scan(cluster: Cluster, request: ReplayRequest, earlier: list[Copied], registry: Registry | None) -> ReplayPlan:
-    """Read the DLQ range once: count what will be copied, keep five samples, find what earlier replays copied."""
-    partitions = cluster.partitions(request.dlq)
-    target_partitions = len(cluster.partitions(request.target))
+def _ranges(cluster: Cluster, request: ReplayRequest, partitions: list[int]) -> dict[int, tuple[int, int]]:
+    """The DLQ offsets ``[start, end)`` of each partition that the request's times cover."""
     marks = cluster.watermarks(request.dlq, partitions)
     starts = cluster.offsets_for_time(request.dlq, partitions, request.since) if request.since else {}
     ends = cluster.offsets_for_time(request.dlq, partitions, request.until) if request.until else {}
@@ -174,7 +199,18 @@ def scan(cluster: Cluster, request: ReplayRequest, earlier: list[Copied], regist
         end = high if end < 0 else min(end, high)
         if end > start:
             ranges[p] = (start, end)
-    wanted: list[tuple[int, int, int]] = []  # (timestamp, partition, offset) of the messages to copy
+    return ranges
+
+
+def scan(cluster: Cluster, request: ReplayRequest, earlier: list[Copied], registry: Registry | None, route: Route) -> ReplayPlan:
+    """Read the DLQ range once: count what will be sent where (and parked), keep five samples, find what earlier replays
+    copied."""
+    partitions = cluster.partitions(request.dlq)
+    topics = cluster.topics()
+    target_partitions = len(cluster.partitions(request.target)) if request.target is not None else 0
+    ranges = _ranges(cluster, request, partitions)
+    wanted: list[tuple[int, int, int, str | None]] = []  # (timestamp, partition, offset, destination) of the messages to send
+    errors: dict[tuple[int, int], str] = {}  # the parked ones' errors
     samples: list[Message] = []
     skipped = filtered = 0
     if ranges:
@@ -208,7 +244,10 @@ def scan(cluster: Cluster, request: ReplayRequest, earlier: list[Copied], regist
                     elif not request.again and already_copied(p, offset, headers, earlier) is not None:
                         skipped += 1
                     else:
-                        wanted.append((message.timestamp()[1], p, offset))
+                        destination, _ = route.of(headers)
+                        wanted.append((message.timestamp()[1], p, offset, destination))
+                        if destination == route.parked:
+                            errors[p, offset] = error_of(headers)
                         if len(samples) < SAMPLES:
                             samples.append(message)
                     if offset + 1 >= ranges[p][1]:
@@ -218,44 +257,69 @@ def scan(cluster: Cluster, request: ReplayRequest, earlier: list[Copied], regist
     if request.limit is not None and len(wanted) > request.limit:
         wanted.sort()
         kept = wanted[:request.limit]
-        last = {p: max(o for _, q, o in kept if q == p) for _, p, _ in kept}
+        last = {p: max(o for _, q, o, _ in kept if q == p) for _, p, _, _ in kept}
         ranges = {p: (ranges[p][0], last[p] + 1) for p in last}
         wanted = kept
     spans = [Span(p, start, end) for p, (start, end) in sorted(ranges.items())]
     lines = [describe(m.value() or b"", m.key(), list(_headers(m)), m.timestamp()[1], int(m.partition() or 0), int(m.offset() or 0), registry)
              for m in samples]
-    return ReplayPlan(spans, len(wanted), skipped, filtered, lines, target_partitions, target_partitions >= len(partitions))
+    targets: dict[str, int] = {}
+    parked = unrouted = 0
+    for _, _, _, destination in wanted:
+        if destination is None:
+            unrouted += 1
+        elif destination == route.parked:
+            parked += 1
+        else:
+            targets[destination] = targets.get(destination, 0) + 1
+    reasons: dict[str, int] = {}
+    for _, p, offset, destination in wanted:
+        if destination == route.parked:
+            reasons[errors[p, offset]] = reasons.get(errors[p, offset], 0) + 1
+    known = {t: topics[t] for t in (*targets, route.parked) if t in topics}
+    return ReplayPlan(spans, len(wanted), skipped, filtered, lines, target_partitions, target_partitions >= len(partitions), route, targets,
+                      known, parked, dict(sorted(reasons.items(), key=lambda item: -item[1])[:5]), unrouted,
+                      sorted(t for t in targets if t not in topics))
 
 
 @dataclass
 class Progress:
     """Where a running replay is, shared between its worker thread and the event loop."""
 
-    copied: int = 0
+    copied: int = 0  # messages sent, parked ones included
+    parked: int = 0
+    to: dict[str, int] = field(default_factory=dict)  # destination -> messages sent there
     positions: dict[int, int] = field(default_factory=dict)  # DLQ partition -> next offset, as last committed
     resumed_from: int = 0  # messages already copied before this run (a resume)
     started: float = field(default_factory=time.monotonic)
     stop: threading.Event = field(default_factory=threading.Event)
 
 
+OURS = frozenset({REPLAY_HEADER_ID, REPLAY_HEADER_SOURCE, REPLAY_COUNT, PARKED_REASON})  # replaced, never repeated, on each copy
+
+
 class Replayer:
-    """Copies a replay's spans into its target exactly once: each batch is one transaction that also commits the
-    replay group's DLQ offsets (with the count copied so far in the commit's metadata), so a resume after a crash
-    starts at the last committed batch and a ``read_committed`` reader sees every message once."""
+    """Sends a replay's spans to their destinations exactly once: each batch is one transaction that also commits the
+    replay group's DLQ offsets (with the counts sent so far in the commit's metadata), so a resume after a crash starts
+    at the last committed batch and a ``read_committed`` reader sees every message once, wherever it went."""
 
     def __init__(self, bootstrap: str, operation: int, request: ReplayRequest, plan: ReplayPlan, earlier: list[Copied],
                  progress: Progress, sleep: Callable[[float], None] = time.sleep) -> None:
         self.bootstrap, self.operation, self.request, self.plan, self.earlier = bootstrap, operation, request, plan, earlier
         self.progress, self.sleep = progress, sleep
+        self.slots = {topic: 2 + index for index, topic in enumerate(plan.destinations)}  # where a destination's count is kept
 
     def run(self) -> bool:
         """Copy until every span is done (True) or ``progress.stop`` is set (False, at a transaction boundary)."""
         group = replay_group(self.operation)
+        if self.plan.parked:
+            self._parked_topic()
         consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": group, "enable.auto.commit": False,
                              "isolation.level": "read_committed", "client.id": group, "enable.partition.eof": True,
                              "auto.offset.reset": "earliest"})
         producer = Producer({"bootstrap.servers": self.bootstrap, "transactional.id": group, "client.id": group, "linger.ms": 5,
-                             "batch.num.messages": 10_000, "transaction.timeout.ms": 60_000})
+                             "batch.num.messages": 10_000, "transaction.timeout.ms": 60_000,
+                             "partitioner": "murmur2_random"})  # keyed messages land where a Java producer puts them
         try:
             # fetching starts from where the replay was last seen while the producer fences a previous owner (which also
             # settles what it left open); the offsets committed after that are the truth, and a partition elsewhere is moved
@@ -267,16 +331,35 @@ class Replayer:
             consumer.close()
             producer.flush(TIMEOUT)
 
+    def _parked_topic(self) -> None:
+        """Create ``<dlq>.parked`` (as many partitions as the DLQ, the broker's replication) unless it exists."""
+        name = self.plan.route.parked
+        if name in self.plan.partitions:
+            return
+        admin = AdminClient({"bootstrap.servers": self.bootstrap, "client.id": "changeops-ops"})
+        dlq = admin.list_topics(timeout=TIMEOUT).topics.get(self.request.dlq)
+        count = len(dlq.partitions) if dlq is not None and dlq.partitions else 1
+        try:
+            admin.create_topics([NewTopic(name, num_partitions=count, replication_factor=-1)], request_timeout=TIMEOUT)[name].result(TIMEOUT)
+        except KafkaException as err:
+            if err.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise
+        found = admin.list_topics(timeout=TIMEOUT).topics.get(name)
+        self.plan.partitions[name] = len(found.partitions) if found is not None and found.partitions else count
+
     def _copy(self, consumer: Consumer, producer: Producer, guess: dict[int, int]) -> bool:
         dlq, ends = self.request.dlq, {s.partition: s.end for s in self.plan.spans}
         starts = {s.partition: s.start for s in self.plan.spans}
-        counts = dict.fromkeys(ends, 0)
+        tally = {p: [0] * (2 + len(self.slots)) for p in ends}  # per DLQ partition: sent, parked, then per destination
         for tp in consumer.committed([TopicPartition(dlq, p) for p in ends], timeout=TIMEOUT):
             if tp.offset >= 0:
                 starts[tp.partition] = max(starts[tp.partition], tp.offset)
-                counts[tp.partition] = int(json.loads(tp.metadata or "{}").get("copied", 0))
+                saved = json.loads(tp.metadata or "{}")
+                to = list(saved.get("to") or [])
+                tally[tp.partition] = [int(saved.get("copied", 0)), int(saved.get("parked", 0)), *(to + [0] * len(self.slots))[:len(self.slots)]]
         progress = self.progress
-        progress.resumed_from = progress.copied = sum(counts.values())
+        self._count(tally)
+        progress.resumed_from = progress.copied
         progress.positions = dict(starts)
         open_ = {p for p in ends if starts[p] < ends[p]}
         if not open_:
@@ -292,14 +375,15 @@ class Replayer:
             if progress.stop.is_set():
                 return False
             producer.begin_transaction()
-            positions, copied = self._fill(consumer, producer, open_, starts, ends, counts, limit)
+            positions, copied = self._fill(consumer, producer, open_, starts, ends, tally, limit)
             if positions:
-                offsets = [TopicPartition(dlq, p, o, metadata=json.dumps({"copied": counts.get(p, 0)})) for p, o in sorted(positions.items())]
+                offsets = [TopicPartition(dlq, p, o, metadata=json.dumps({"copied": tally[p][0], "parked": tally[p][1], "to": tally[p][2:]}))
+                           for p, o in sorted(positions.items())]
                 producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), TIMEOUT * 3)
                 producer.commit_transaction(TIMEOUT * 6)
                 progress.positions.update(positions)
                 starts.update(positions)
-                progress.copied = sum(counts.values())
+                self._count(tally)
             else:
                 producer.abort_transaction(TIMEOUT * 3)
             copied_now += copied
@@ -309,12 +393,21 @@ class Replayer:
                     self.sleep(ahead)
         return True
 
+    def _count(self, tally: dict[int, list[int]]) -> None:
+        """The progress from the committed tallies."""
+        self.progress.copied = sum(t[0] for t in tally.values())
+        self.progress.parked = sum(t[1] for t in tally.values())
+        self.progress.to = {topic: sum(t[slot] for t in tally.values()) for topic, slot in self.slots.items()}
+
     def _fill(self, consumer: Consumer, producer: Producer, open_: set[int], starts: dict[int, int], ends: dict[int, int],
-              counts: dict[int, int], limit: int) -> tuple[dict[int, int], int]:
+              tally: dict[int, list[int]], limit: int) -> tuple[dict[int, int], int]:
         """Copy into the open transaction until ``limit`` messages were read, ``TRANSACTION_SECONDS`` passed, or every span
-        is done; the DLQ positions reached and how many were copied."""
-        target, request, earlier = self.request.target, self.request, self.earlier
-        source_id, same_partition = str(self.operation).encode(), self.plan.same_partition
+        is done; the DLQ positions reached and how many were sent (``tally`` counts them)."""
+        request, earlier, route, plan = self.request, self.earlier, self.plan.route, self.plan
+        source_id, same_partition, slots = str(self.operation).encode(), plan.same_partition, self.slots
+        parked, parked_partitions = route.parked, plan.partitions.get(route.parked, 0)
+        partitions = plan.partitions
+        reason = f"replayed {route.max_replays} times already (max_replays {route.max_replays})".encode()
         prefix = {p: f"{request.dlq}/{p}/".encode() for p in ends}  # + the offset: the changeops-source header
         check = request.header is not None or (earlier and not request.again)
         positions: dict[int, int] = {}
@@ -337,11 +430,29 @@ class Replayer:
                 positions[p] = offset + 1
                 headers: Headers = message.headers() or []  # type: ignore[assignment]  # a consumer's are (name, bytes) pairs
                 if not check or request.matches(headers) and (request.again or already_copied(p, offset, headers, earlier) is None):
-                    headers += ((REPLAY_HEADER_ID, source_id), (REPLAY_HEADER_SOURCE, prefix[p] + b"%d" % offset))
+                    destination, count = route.of(headers)
+                    kept = [h for h in headers if h[0] not in OURS]
+                    kept += ((REPLAY_HEADER_ID, source_id), (REPLAY_HEADER_SOURCE, prefix[p] + b"%d" % offset))
+                    counts = tally[p]
+                    if destination == parked:
+                        kept += ((REPLAY_COUNT, b"%d" % count), (PARKED_REASON, reason))
+                        partition = p if p < parked_partitions else -1
+                        counts[1] += 1
+                    elif destination is None:
+                        raise OpsError(f"dead letter {request.dlq}/{p}@{offset} names no original topic, and the plan did not see it; "
+                                       "nothing of its transaction was sent")
+                    else:
+                        kept.append((REPLAY_COUNT, b"%d" % (count + 1)))
+                        if request.target is not None:
+                            partition = p if same_partition else -1
+                        else:
+                            origin = original_partition(headers)
+                            partition = origin if origin is not None and origin < partitions.get(destination, 0) else -1
+                        counts[slots[destination]] += 1
                     kind, stamp = message.timestamp()
-                    producer.produce(target, message.value(), message.key(), partition=p if same_partition else -1, headers=headers,  # type: ignore[arg-type]
+                    producer.produce(destination, message.value(), message.key(), partition=partition, headers=kept,  # type: ignore[arg-type]
                                      timestamp=stamp if kind else 0)
-                    counts[p] += 1
+                    counts[0] += 1
                     copied += 1
                 if offset + 1 >= end:
                     open_.discard(p)

@@ -22,9 +22,10 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from bot.domain.calendar import Kind as EntryKind
 from bot.domain.calendar import Scope, Status, Window
-from bot.domain.dead_letters import ErrorGroup, Letter, PeekRequest, group_by_error
+from bot.domain.dead_letters import MAX_REPLAYS, ORIGINAL_TOPIC, ErrorGroup, Letter, PeekRequest, Route, group_by_error
 from bot.domain.lineage.model import Team
 from bot.domain.ops import BackfillRequest, Copied, OpKind, OpsError, OpState, PartitionMove, ReplayRequest, Span, progress_text
+from bot.domain.sli.pipeline import Pipeline
 from bot.kafka import dead_letters
 from bot.kafka.avro import Registry
 from bot.kafka.operations import Cluster, Progress, Replayer, ReplayPlan, is_retriable, replay_group, scan
@@ -82,7 +83,9 @@ def footprint(kind: OpKind, request: dict[str, Any], plan: dict[str, Any]) -> tu
     replay = ReplayRequest.from_json(request)
     count = int(plan.get("count", 0))
     length = timedelta(seconds=max(300.0, count / replay.rate if replay.rate else count / 2000))
-    return f"Replay {replay.dlq} → {replay.target}", Scope(datasets=frozenset({replay.dlq, replay.target})), length
+    touched = {replay.dlq, *([replay.target] if replay.target else []), *(plan.get("targets") or {}),
+               *([plan["parked_topic"]] if plan.get("parked") else [])}
+    return f"Replay {replay.dlq} → {replay.target_text()}", Scope(datasets=frozenset(touched)), length
 
 
 class Operations:
@@ -168,8 +171,16 @@ class Operations:
         if actor.surface == "slack" and (why := await self.refusal(actor.user, team)):
             raise OpsError(why)
         await self._one_at_a_time(request.dlq)
+        pipeline = next((p for p in (await self.sli.pipelines()).values() if p.dlq == request.dlq), None)
+        if request.to_original and pipeline is None:
+            raise OpsError(f"no catalog pipeline dead-letters to {request.dlq}, so nothing says which topics its letters may go back to: "
+                           "replay them to one topic with --to TOPIC, or name the DLQ in its pipeline's catalog entry")
+        route = Route(request.dlq, request.target, pipeline.max_replays if pipeline else MAX_REPLAYS, pipeline.dlq_header if pipeline else None)
         earlier = await self.copied(request.dlq)
-        plan: ReplayPlan = await self._ask(lambda cluster: scan(cluster, request, earlier, self.registry))
+        plan: ReplayPlan = await self._ask(lambda cluster: scan(cluster, request, earlier, self.registry, route))
+        if request.to_original:
+            assert pipeline is not None
+            refuse_targets(plan, pipeline)
         stored = {**plan.as_json(), "freeze": await self._freeze_now(request)}
         stored["booked"] = await self._booked_now(OpKind.REPLAY, request.as_json(), stored)
         return await self._create(OpKind.REPLAY, DRY_RUN if dry_run else OpState.PLANNED, team, actor, request.as_json(), stored, channel)
@@ -249,7 +260,7 @@ class Operations:
             if request.dlq != dlq:
                 continue
             assert row.id is not None
-            spans = ReplayPlan.from_json(row.plan).spans
+            spans = ReplayPlan.from_json(request, row.plan).spans
             if row.state != OpState.DONE.value:  # as far as it got: Kafka's committed offsets, or what it saved (they expire in Kafka)
                 positions: dict[int, int] = await self._ask(_committed_of(row.id, dlq, [s.partition for s in spans]))
                 saved = {int(p): int(o) for p, o in (row.progress.get("positions") or {}).items()}
@@ -438,7 +449,8 @@ class Operations:
         is saved and shown every ``PROGRESS_SECONDS``."""
         row = await self.get(operation)
         assert self.bootstrap
-        request, plan = ReplayRequest.from_json(row.request), ReplayPlan.from_json(row.plan)
+        request = ReplayRequest.from_json(row.request)
+        plan = ReplayPlan.from_json(request, row.plan)
         earlier = [c for c in await self.copied(request.dlq) if c.replay != operation]
         progress = self.running[operation] = Progress()
         progress.positions = {int(p): int(o) for p, o in (row.progress.get("positions") or {}).items()}  # where it was last seen
@@ -486,7 +498,7 @@ class Operations:
         """Write how a run ended: done, cancelled (where the DLQ was copied up to), or handed over (this process stops)."""
         if finished:
             seconds = time.monotonic() - progress.started
-            text = f"Copied {progress.copied:,} of {plan.count:,} to {request.target}, each exactly once, keeping keys, headers and timestamps."
+            text = outcome_text(progress, plan, request)
             return await self._move(row, (OpState.RUNNING.value, OpState.CANCELLING.value), Actor("changeops", "scheduler"), "done",
                                     {"copied": progress.copied}, f":white_check_mark: {text} ({seconds:,.0f} s)", self._finish_entry,
                                     state=OpState.DONE.value, result=text, lease_owner=None, lease_until=None,
@@ -501,11 +513,11 @@ class Operations:
         return await self._move(row, (row.state,), None, "", None, None, lease_until=self.clock(), progress=self._progress_json(row, progress))
 
     def _progress_json(self, row: Operation, progress: Progress, final: bool = False) -> dict[str, Any]:
-        plan = ReplayPlan.from_json(row.plan)
+        plan = ReplayPlan.from_json(ReplayRequest.from_json(row.request), row.plan)
         seconds = time.monotonic() - progress.started
         moved = progress.copied - progress.resumed_from
         return {"copied": progress.copied, "total": plan.count, "positions": {str(p): o for p, o in progress.positions.items()},
-                "rate": moved / seconds if seconds > 0 else 0.0,
+                "parked": progress.parked, "to": dict(progress.to), "rate": moved / seconds if seconds > 0 else 0.0,
                 "text": progress_text(progress.copied, plan.count, seconds, moved) if not final else ""}
 
     async def _heartbeat(self, row: Operation, progress: Progress) -> Operation:
@@ -606,6 +618,44 @@ class Operations:
             except OpsError:
                 continue  # undone meanwhile
         return measured
+
+
+def refuse_targets(plan: ReplayPlan, pipeline: Pipeline) -> None:
+    """OpsError listing what stops a redrive to the original topics: letters that name none, topics the cluster does not
+    have, topics the pipeline does not read (nothing is planned or copied)."""
+    def name(count: int) -> str:
+        return f"{count:,} name{'s' if count == 1 else ''}"
+
+    problems = []
+    if plan.unrouted:
+        problems.append(f"{name(plan.unrouted)} no original topic (no {', '.join(ORIGINAL_TOPIC + ((pipeline.dlq_header,) if pipeline.dlq_header else ()))} "
+                        "header)")
+    for topic in plan.missing:
+        problems.append(f"{name(plan.targets[topic])} {topic}, which the cluster does not have")
+    owned = set(pipeline.topics)
+    for topic in sorted(set(plan.targets) - owned - set(plan.missing)):
+        problems.append(f"{name(plan.targets[topic])} {topic}, which pipeline {pipeline.name} does not read "
+                        f"({'it reads ' + ', '.join(pipeline.topics) if pipeline.topics else 'its catalog entry names no source topics'})")
+    if problems:
+        raise OpsError("nothing is planned or copied: of the dead letters to send back, " + "; ".join(problems[:10])
+                       + (f"; and {len(problems) - 10} more topics" if len(problems) > 10 else "")
+                       + ". Narrow the replay (--since, --until, --filter) or send them to one topic with --to TOPIC")
+
+
+def outcome_text(progress: Progress, plan: ReplayPlan, request: ReplayRequest) -> str:
+    """How a finished replay ended: what went where, what was parked and why."""
+    sent = progress.copied - progress.parked
+    if request.target is not None:
+        text = f"Copied {sent:,} of {plan.count:,} to {request.target}"
+    else:
+        places = ", ".join(f"{topic} {count:,}" for topic, count in sorted(progress.to.items(), key=lambda item: -item[1]) if count)
+        text = f"Sent {sent:,} of {plan.count:,} back to their original topics ({places or 'none'})"
+    text += ", each exactly once, keeping keys, headers and timestamps."
+    if progress.parked:
+        why = "; ".join(f"{error} ×{count:,}" for error, count in list(plan.parked_errors.items())[:3])
+        text += (f" Parked {progress.parked:,} in {plan.route.parked}: they were dead-lettered more than {plan.route.max_replays} times"
+                 + (f" (last error: {why})" if why else "") + ".")
+    return text
 
 
 def _committed_of(operation: int, dlq: str, partitions: list[int]) -> Callable[[Cluster], dict[int, int]]:

@@ -17,7 +17,9 @@ from bot.domain.approvals import Policy
 from bot.domain.avro.model import Schema
 from bot.domain.avro.paths import field_paths
 from bot.domain.calendar import CalendarError, ChangeHours, Freeze, Scope
+from bot.domain.dead_letters import MAX_REPLAYS
 from bot.domain.lineage.model import GROUP, Dataset, DatasetId, FieldRef, Job, JobId, Team
+from bot.domain.ops import TOPIC
 from bot.domain.sli.pipeline import Pipeline, PipelineError, Sli, apply_override, span
 
 DEFAULT_KAFKA_NAMESPACE = "kafka://kafka:9092"
@@ -117,6 +119,29 @@ class _Reader:
         self.freezes(_sequence(self, data, "freezes"))
         self.pipelines(_sequence(self, data, "pipelines"))
 
+    def dead_letters(self, raw: Any, place: str) -> tuple[str | None, str | None, int]:
+        """A pipeline's ``dlq``: the topic's name, or ``{topic, original_topic_header, max_replays}``."""
+        if raw is None:
+            return None, None, MAX_REPLAYS
+        if isinstance(raw, str):
+            raw = {"topic": raw}
+        if not isinstance(raw, dict):
+            self.problem(place, "expected the DLQ topic's name, or topic, original_topic_header and max_replays")
+            return None, None, MAX_REPLAYS
+        for key in sorted(set(raw) - {"topic", "original_topic_header", "max_replays"}):
+            self.problem(f"{place}.{key}", "unknown setting (expected topic, original_topic_header, max_replays)")
+        topic, header, most = raw.get("topic"), raw.get("original_topic_header"), raw.get("max_replays", MAX_REPLAYS)
+        if not (isinstance(topic, str) and TOPIC.fullmatch(topic)):
+            self.problem(f"{place}.topic" if "topic" in raw or len(raw) > 1 else place, "expected a topic name (letters, digits, . _ -)")
+            topic = None
+        if header is not None and not (isinstance(header, str) and header.strip()):
+            self.problem(f"{place}.original_topic_header", "expected the name of the header that holds the original topic")
+            header = None
+        if isinstance(most, bool) or not isinstance(most, int) or not 1 <= most <= 1000:
+            self.problem(f"{place}.max_replays", "expected a number of replays from 1 to 1000 (a dead letter replayed this often is parked)")
+            most = MAX_REPLAYS
+        return topic, header, most
+
     def pipelines(self, pipelines: list[Any]) -> None:
         """Pipelines and their SLI overrides; a pipeline lacking a source for a mandatory SLI is a warning."""
         keys = {"name", "owner", "channel", "source", "dlq", "sink", "sla", "checkpoint_interval", "interval", "jobs", "reports", "slis"}
@@ -150,7 +175,8 @@ class _Reader:
             reports = [s for s in names["reports"] if s in set(Sli)]
             for name in sorted(set(names["reports"]) - set(reports)):
                 self.problem(f"{place}.reports", f"unknown SLI {name!r} (one of {', '.join(Sli)})")
-            for key in ("channel", "dlq", "sink"):
+            dlq, dlq_header, max_replays = self.dead_letters(raw.get("dlq"), f"{place}.dlq")
+            for key in ("channel", "sink"):
                 if raw.get(key) is not None and not (isinstance(raw[key], str) and raw[key].strip()):
                     self.problem(f"{place}.{key}", "expected a name")
             if isinstance(raw.get("sink"), str) and raw["sink"] not in datasets:
@@ -169,9 +195,10 @@ class _Reader:
             if not isinstance(overrides, dict):
                 self.problem(f"{place}.slis", "expected a mapping of SLI name to overrides (or `disabled`)")
                 overrides = {}
-            pipeline = Pipeline(raw["name"], owner or "", raw.get("channel"), tuple(topics), source.get("group") or None, raw.get("dlq"),
+            pipeline = Pipeline(raw["name"], owner or "", raw.get("channel"), tuple(topics), source.get("group") or None, dlq,
                                 raw.get("sink"), times.get("sla"), times.get("checkpoint_interval"),
-                                times.get("interval") or timedelta(minutes=1), tuple(names["jobs"]), tuple(Sli(s) for s in reports), {})
+                                times.get("interval") or timedelta(minutes=1), tuple(names["jobs"]), tuple(Sli(s) for s in reports), {},
+                                dlq_header, max_replays)
             rules = pipeline.rules()
             for name, override in overrides.items():
                 if name not in set(Sli):

@@ -18,6 +18,7 @@ from datetime import timedelta
 from enum import StrEnum
 from typing import Any
 
+from bot.domain.dead_letters import MAX_REPLAYS
 from bot.domain.sli.retention import duration_text
 
 
@@ -142,6 +143,8 @@ class Pipeline:
     jobs: tuple[str, ...] = ()
     reports: tuple[Sli, ...] = ()  # SLIs the pipeline publishes itself (metrics topic or HTTP)
     overrides: dict[str, Any] = field(default_factory=dict)
+    dlq_header: str | None = None  # the header its dead-letter writer puts the original topic in, when not Connect's or Spring's
+    max_replays: int = MAX_REPLAYS  # a dead letter replayed this often already is parked, not replayed again
 
     def rules(self) -> dict[Sli, Rule]:
         """Every SLI's rule: defaults, then this pipeline's overrides."""
@@ -170,7 +173,7 @@ class Pipeline:
         return {"name": self.name, "owner": self.owner, "channel": self.channel, "topics": list(self.topics), "group": self.group,
                 "dlq": self.dlq, "sink": self.sink, "sla": _seconds(self.sla), "checkpoint_interval": _seconds(self.checkpoint_interval),
                 "interval": self.interval.total_seconds(), "jobs": list(self.jobs), "reports": [s.value for s in self.reports],
-                "overrides": self.overrides}
+                "overrides": self.overrides, "dlq_header": self.dlq_header, "max_replays": self.max_replays}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Pipeline:
@@ -178,7 +181,8 @@ class Pipeline:
         return cls(data["name"], data["owner"], data.get("channel"), tuple(data.get("topics") or ()), data.get("group"), data.get("dlq"),
                    data.get("sink"), _delta(data.get("sla")), _delta(data.get("checkpoint_interval")),
                    _delta(data.get("interval")) or timedelta(minutes=1), tuple(data.get("jobs") or ()),
-                   tuple(Sli(s) for s in data.get("reports") or ()), dict(data.get("overrides") or {}))
+                   tuple(Sli(s) for s in data.get("reports") or ()), dict(data.get("overrides") or {}), data.get("dlq_header"),
+                   int(data.get("max_replays", MAX_REPLAYS)))
 
 
 def default_rules(sla: timedelta | None, checkpoint: timedelta | None) -> dict[Sli, Rule]:

@@ -109,7 +109,8 @@ class OpsActions:
     async def on_replay_form(self, ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]) -> None:
         """The replay form: arguments checked at once (errors at their field); then scanned, the plan posted."""
         values = view["state"]["values"]
-        args = [_value(values, ids.TOPIC_BLOCK, ids.TOPIC_ACTION) or "", "--to", _value(values, ids.TARGET_BLOCK, ids.TARGET_ACTION) or ""]
+        target = (_value(values, ids.TARGET_BLOCK, ids.TARGET_ACTION) or "").strip()
+        args = [_value(values, ids.TOPIC_BLOCK, ids.TOPIC_ACTION) or "", *(["--to", target] if target else ["--to-original"])]
         picked = _value(values, ids.SINCE_BLOCK, ids.SINCE_ACTION, "selected_date_time")
         if picked:
             args += ["--since", datetime.fromtimestamp(int(picked), UTC).isoformat()]

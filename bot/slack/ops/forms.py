@@ -48,7 +48,8 @@ def replay_form(channel: str, dlq: str | None = None, target: str | None = None)
             "blocks": [section("Copies dead letters back exactly once, keeping keys, headers and event time; you see the count and "
                                "samples and confirm first. A replay-only target keeps replays out of live windows."),
                        _text(ids.TOPIC_BLOCK, ids.TOPIC_ACTION, "DLQ topic", dlq),
-                       _text(ids.TARGET_BLOCK, ids.TARGET_ACTION, "Copy to", target),
+                       _text(ids.TARGET_BLOCK, ids.TARGET_ACTION, "Copy to", target, optional=True,
+                             hint="a topic; empty: each back to the topic it came from (its Connect or Spring headers)"),
                        _moment(ids.SINCE_BLOCK, ids.SINCE_ACTION, "Only dead letters since", None, optional=True),
                        _text(ids.OPTIONS_BLOCK, ids.OPTIONS_ACTION, "More options", None, optional=True,
                              hint="e.g. --limit 1000 --filter error=timeout --rate 500/s --until 2026-12-02T10:00Z")]}

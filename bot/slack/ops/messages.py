@@ -28,7 +28,7 @@ def title(row: Operation) -> str:
         to = request.target_text()
         return f"Backfill #{row.id}: reset `{request.group}` on `{request.topic}` {'by' if request.shift is not None else 'to'} {to}"
     replay = ReplayRequest.from_json(row.request)
-    return f"Replay #{row.id}: `{replay.dlq}` → `{replay.target}`"
+    return f"Replay #{row.id}: `{replay.dlq}` → " + (f"`{replay.target}`" if replay.target else "their original topics")
 
 
 def operation_message(row: Operation) -> Reply:
@@ -82,17 +82,25 @@ def backfill_lines(row: Operation) -> list[str]:
 
 
 def replay_lines(row: Operation) -> list[str]:
-    """The count, what is skipped, the target, samples; then the progress."""
+    """The count (per original topic, the parked ones), what is skipped, the target, samples; then the progress."""
     plan, request = row.plan, ReplayRequest.from_json(row.request)
-    lines = [f"*{plan.get('count', 0):,}* messages to copy to `{request.target}`, each with its key, headers and original timestamp, "
+    count, parked = plan.get("count", 0), plan.get("parked", 0)
+    if request.target is not None:
+        where = f"to `{request.target}`"
+    else:
+        where = "back to their original topics (" + ", ".join(f"`{t}` {n:,}" for t, n in sorted((plan.get("targets") or {}).items(),
+                                                                                               key=lambda item: -item[1])) + ")"
+    lines = [f"*{count - parked:,}* messages to copy {where}, each with its key, headers and original timestamp, "
              f"exactly once. {plan.get('skipped', 0):,} already copied by an earlier replay "
              f"({'copied again: --again' if request.again else 'skipped'}); {plan.get('filtered', 0):,} left out by the filter."]
+    if parked:
+        lines.append(parked_line(plan))
     options = [f"since {request.since:%Y-%m-%d %H:%M} UTC" if request.since else "", f"until {request.until:%Y-%m-%d %H:%M} UTC" if request.until else "",
                f"the oldest {request.limit:,}" if request.limit else "", f"header {escape(request.header[0])}={escape(request.header[1])}" if request.header else "",
                f"at most {request.rate:g}/s" if request.rate else ""]
     if any(options):
         lines.append("Only " + ", ".join(o for o in options if o) + ".")
-    if "replay" not in request.target and row.state in (OpState.PLANNED.value, DRY_RUN):
+    if request.target is not None and "replay" not in request.target and row.state in (OpState.PLANNED.value, DRY_RUN):
         lines.append(f":bulb: Replaying into a live topic reopens closed windows downstream; a replay-only topic (such as "
                      f"`{request.dlq.removesuffix('.dlq').removesuffix('-dlq')}.replay`) keeps replays out of live windows.")
     if row.state in (OpState.PLANNED.value, DRY_RUN):
@@ -102,6 +110,15 @@ def replay_lines(row: Operation) -> list[str]:
     if row.state in (OpState.RUNNING.value, OpState.CANCELLING.value) and text:
         lines.append(f"Progress: {text}")
     return lines
+
+
+def parked_line(plan: dict[str, Any]) -> str:
+    """How many will be parked, where, and the errors they last failed with."""
+    route = plan.get("route") or {}
+    errors = "; ".join(f"{escape(error)} ×{count:,}" for error, count in list((plan.get("parked_errors") or {}).items())[:3])
+    exists = plan.get("parked_topic") in (plan.get("partitions") or {})
+    return (f":parking: *{plan['parked']:,} will be parked* in `{plan.get('parked_topic')}`{'' if exists else ' (created for them)'}, not replayed: "
+            f"they were dead-lettered more than {route.get('max_replays', '?')} times" + (f". Last error: {errors}" if errors else "") + ".")
 
 
 def freeze_line(row: Operation) -> list[str]:
@@ -141,7 +158,7 @@ def buttons(row: Operation) -> list[dict[str, Any]]:
     if row.state == OpState.PLANNED.value:
         lost_to_group = skipped(row.plan.get("moves", [])) if row.kind == OpKind.BACKFILL.value else 0
         what = ("move the group's offsets" + (f", *skipping {lost_to_group:,} messages it has not read* (lost to it)" if lost_to_group else "")
-                if row.kind == OpKind.BACKFILL.value else f"copy {row.plan.get('count', 0):,} messages")
+                if row.kind == OpKind.BACKFILL.value else replay_what(row))
         freeze = row.plan.get("freeze")
         inside = f", inside the freeze *{escape(freeze['name'])}* (until {_when(freeze['ends'])})" if freeze else ""
         return [_button("Confirm", ids.OPS_CONFIRM, value, "primary", {
@@ -157,6 +174,14 @@ def buttons(row: Operation) -> list[dict[str, Any]]:
             "text": {"type": "mrkdwn", "text": "The group goes back to the offsets it had before. Stop the job first."},
             "confirm": {"type": "plain_text", "text": "Undo"}, "deny": {"type": "plain_text", "text": "Keep"}})]
     return []
+
+
+def replay_what(row: Operation) -> str:
+    """What a replay's Confirm does, in a few words."""
+    plan, target = row.plan, row.request.get("target")
+    sent, parked = plan.get("count", 0) - plan.get("parked", 0), plan.get("parked", 0)
+    parts = [f"copy {sent:,} messages" + (f" back to {len(plan.get('targets') or {})} original topics" if target is None else "")] if sent or not parked else []
+    return " and ".join(parts + ([f"park {parked:,}"] if parked else []))
 
 
 def _button(text: str, action: str, value: str, style: str | None, confirm: dict[str, Any] | None = None) -> dict[str, Any]:
