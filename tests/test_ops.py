@@ -387,20 +387,29 @@ def cli(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
                             text=True, start_new_session=True)
 
 
+def groups_of(admin: AdminClient) -> set[str]:
+    return {g.group_id for g in admin.list_consumer_groups().result(timeout=10).valid}
+
+
+async def replay_past(admin: AdminClient, bootstrap: str, dlq: str, least: int) -> str | None:
+    """The replay group once it has committed more than ``least`` messages of ``dlq`` (30 s at most). Each test's database
+    numbers its operations from 1, so the group's name may have served another test's topics before: its offsets on
+    ``dlq`` tell."""
+    for _ in range(600):
+        await asyncio.sleep(0.05)
+        for group in sorted(g for g in groups_of(admin) if g.startswith("changeops-replay-")):
+            if sum(max(0, v) for v in committed(bootstrap, group, dlq).values()) > least:
+                return group
+    return None
+
+
 async def test_a_replay_killed_mid_way_resumes_from_its_last_transaction_exactly_once(migrated_url: str, kafka_bootstrap: str) -> None:
     admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
     dlq, target = new_topic(admin, "payments-dlq"), new_topic(admin, "payments.replay")
     await asyncio.to_thread(produce, kafka_bootstrap, dlq, 10_000, NOW - timedelta(hours=2), timedelta(milliseconds=100))
     env = {"DATABASE_URL": migrated_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap, "OPS_LEASE_SECONDS": "2"}
     first = cli("replay", dlq, "--to", target, "--rate", "2500/s", "--yes", env=env)
-    group = None
-    for _ in range(600):  # until the first transactions are committed
-        await asyncio.sleep(0.05)
-        groups = [g.group_id for g in admin.list_consumer_groups().result(timeout=10).valid if g.group_id.startswith("changeops-replay-")]
-        offsets = {g: committed(kafka_bootstrap, g, dlq) for g in groups}
-        group = next((g for g, o in offsets.items() if sum(max(0, v) for v in o.values()) > 1_000), None)
-        if group:
-            break
+    group = await replay_past(admin, kafka_bootstrap, dlq, 1_000)
     below = descendants(first.pid)
     first.send_signal(signal.SIGKILL)
     _, said = await asyncio.to_thread(first.communicate)

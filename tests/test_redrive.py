@@ -24,7 +24,21 @@ from bot.emulator.render import as_text
 from bot.slack import ids
 from tests.conftest import SlackHarness
 from tests.leaks import descendants, in_group, wait_gone
-from tests.test_ops import ALICE, answer, cli, clicked, committed, database_url, latest, new_topic, op_message, operations, ops, read_committed
+from tests.test_ops import (
+    ALICE,
+    answer,
+    cli,
+    clicked,
+    committed,
+    database_url,
+    latest,
+    new_topic,
+    op_message,
+    operations,
+    ops,
+    read_committed,
+    replay_past,
+)
 
 __all__ = ["database_url", "ops"]  # the fixtures of the operations' tests, used here too
 
@@ -106,13 +120,7 @@ async def test_a_redrive_to_the_original_topics_killed_mid_way_resumes_each_lett
 
     since = (start - timedelta(minutes=1)).isoformat()
     first = cli("replay", dlq, "--to-original", "--since", since, "--rate", "600/s", "--yes", env=env)
-    group = None
-    for _ in range(600):  # until the first transactions are committed
-        await asyncio.sleep(0.05)
-        groups = [g.group_id for g in admin.list_consumer_groups().result(timeout=10).valid if g.group_id.startswith("changeops-replay-")]
-        group = next((g for g in groups if sum(max(0, v) for v in committed(kafka_bootstrap, g, dlq).values()) > 600), None)
-        if group:
-            break
+    group = await replay_past(admin, kafka_bootstrap, dlq, 600)
     below = descendants(first.pid)
     first.send_signal(signal.SIGKILL)
     _, said = await asyncio.to_thread(first.communicate)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.domain.ops import OpsError, name
+from bot.domain.ops import REPLAY_HEADER_ID, REPLAY_HEADER_SOURCE, OpsError, name
 
 PEEK_DEFAULT = 20
 PEEK_MAX = 500
@@ -28,6 +28,7 @@ REPLAY_COUNT = "changeops-replay-count"  # how many times a replay has sent the 
 PARKED_REASON = "changeops-parked-reason"  # why a replay parked it
 MAX_REPLAYS = 3  # a letter that has come back more often than this is parked, not replayed
 PARKED = ".parked"  # the parked letters' topic: the DLQ's name and this
+OURS = frozenset({REPLAY_HEADER_ID, REPLAY_HEADER_SOURCE, REPLAY_COUNT, PARKED_REASON})  # a copy sets them anew, never twice
 PEEK_USAGE = "`/replay peek DLQ_TOPIC [N] [--error-header NAME]` (the newest N dead letters, 20 by default, at most 500)"
 
 Headers = Sequence[tuple[str, str | bytes | None]]
@@ -141,12 +142,22 @@ def original_partition(headers: Headers) -> int | None:
 def replays(headers: Headers) -> int:
     """How many times a replay has sent this letter back before (its last ``changeops-replay-count``; 0 when none or not
     a number)."""
-    count = 0
-    for key, value in headers:
-        if key == REPLAY_COUNT:
-            text = _text(value).strip()
-            count = int(text) if text.isdigit() and len(text) < 10 else 0
-    return count
+    return split(headers)[1]
+
+
+def split(headers: Headers) -> tuple[list[tuple[str, str | bytes | None]], int]:
+    """The letter's headers without ChangeOps' own (a copy sets them anew), and its replay count (see ``replays``)."""
+    if OURS.isdisjoint(dict(headers)):  # the common case, answered without a loop in Python (a replay runs it per message)
+        return list(headers), 0
+    kept, count = [], 0
+    for header in headers:
+        if header[0] in OURS:
+            if header[0] == REPLAY_COUNT:
+                text = _text(header[1]).strip()
+                count = int(text) if text.isdigit() and len(text) < 10 else 0
+        else:
+            kept.append(header)
+    return kept, count
 
 
 @dataclass(frozen=True)
@@ -168,9 +179,13 @@ class Route:
     def of(self, headers: Headers) -> tuple[str | None, int]:
         """The letter's destination (None: it names no original topic) and how many times it was replayed before."""
         count = replays(headers)
+        return self.destination(headers, count), count
+
+    def destination(self, headers: Headers, count: int) -> str | None:
+        """Where a letter with these headers, replayed ``count`` times before, goes (None: it names no original topic)."""
         if count >= self.max_replays:
-            return self.parked, count
-        return (self.target if self.target is not None else original_topic(headers, self.header)), count
+            return self.parked
+        return self.target if self.target is not None else original_topic(headers, self.header)
 
     def as_json(self) -> dict[str, Any]:
         """For storage in the plan: a resumed run routes as planned, whatever the catalog says since."""

@@ -27,7 +27,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-from bot.domain.dead_letters import PARKED_REASON, REPLAY_COUNT, Route, error_of, original_partition
+from bot.domain.dead_letters import PARKED_REASON, REPLAY_COUNT, Route, error_of, original_partition, split
 from bot.domain.ops import (
     REPLAY_HEADER_ID,
     REPLAY_HEADER_SOURCE,
@@ -48,8 +48,8 @@ from bot.kafka.dead_letters import describe
 
 TIMEOUT = 10.0
 BATCH = 5000  # messages a scan reads at once
-TRANSACTION = 50_000  # messages per transaction at most
-TRANSACTION_SECONDS = 1.0  # and at most this long (a cancel waits for it)
+TRANSACTION = 200_000  # messages per transaction at most
+TRANSACTION_SECONDS = 2.0  # and at most this long (a cancel waits for it; each commit stops the copy for tens of milliseconds)
 CONSUME = 5000  # messages taken from the consumer at once
 SAMPLES = 5
 
@@ -178,7 +178,7 @@ class ReplayPlan:
     @property
     def destinations(self) -> list[str]:
         """Where messages go, in a fixed order (a run's per-destination counts are kept in it)."""
-        return sorted(self.targets)
+        return sorted({*self.targets, *([self.route.target] if self.route.target is not None else [])})
 
 
 def _headers(message: Message) -> Headers:
@@ -213,6 +213,7 @@ def scan(cluster: Cluster, request: ReplayRequest, earlier: list[Copied], regist
     errors: dict[tuple[int, int], str] = {}  # the parked ones' errors
     samples: list[Message] = []
     skipped = filtered = 0
+    filtering, looking = request.header is not None, bool(earlier) and not request.again  # per message: asked once
     if ranges:
         consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "changeops-ops-scan", "enable.auto.commit": False,
                              "client.id": "changeops-ops-scan", "isolation.level": "read_committed", "enable.partition.eof": True})
@@ -239,9 +240,9 @@ def scan(cluster: Cluster, request: ReplayRequest, earlier: list[Copied], regist
                         open_.discard(p)
                         continue
                     headers = _headers(message)
-                    if not request.matches(headers):
+                    if filtering and not request.matches(headers):
                         filtered += 1
-                    elif not request.again and already_copied(p, offset, headers, earlier) is not None:
+                    elif looking and already_copied(p, offset, headers, earlier) is not None:
                         skipped += 1
                     else:
                         destination, _ = route.of(headers)
@@ -295,9 +296,6 @@ class Progress:
     stop: threading.Event = field(default_factory=threading.Event)
 
 
-OURS = frozenset({REPLAY_HEADER_ID, REPLAY_HEADER_SOURCE, REPLAY_COUNT, PARKED_REASON})  # replaced, never repeated, on each copy
-
-
 class Replayer:
     """Sends a replay's spans to their destinations exactly once: each batch is one transaction that also commits the
     replay group's DLQ offsets (with the counts sent so far in the commit's metadata), so a resume after a crash starts
@@ -317,14 +315,17 @@ class Replayer:
         consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": group, "enable.auto.commit": False,
                              "isolation.level": "read_committed", "client.id": group, "enable.partition.eof": True,
                              "auto.offset.reset": "earliest"})
-        producer = Producer({"bootstrap.servers": self.bootstrap, "transactional.id": group, "client.id": group, "linger.ms": 5,
-                             "batch.num.messages": 10_000, "transaction.timeout.ms": 60_000,
-                             "partitioner": "murmur2_random"})  # keyed messages land where a Java producer puts them
+        # batches of up to 50 ms: fewer requests for the broker (a commit sends what waits); keyed messages without a partition
+        # land where a Java producer (murmur2) puts them
+        producer = Producer({"bootstrap.servers": self.bootstrap, "transactional.id": group, "client.id": group, "linger.ms": 50,
+                             "batch.num.messages": 10_000, "transaction.timeout.ms": 60_000, "partitioner": "murmur2_random"})
         try:
             # fetching starts from where the replay was last seen while the producer fences a previous owner (which also
             # settles what it left open); the offsets committed after that are the truth, and a partition elsewhere is moved
             guess = {s.partition: max(s.start, self.progress.positions.get(s.partition, s.start)) for s in self.plan.spans}
             consumer.assign([TopicPartition(self.request.dlq, p, o) for p, o in sorted(guess.items())])
+            for _ in range(2):  # connected to a broker by its id first (the bootstrap connection goes): else asked again 500 ms later
+                producer.list_topics(self.request.dlq, timeout=TIMEOUT)
             producer.init_transactions(TIMEOUT * 3)
             return self._copy(consumer, producer, guess)
         finally:
@@ -401,20 +402,26 @@ class Replayer:
 
     def _fill(self, consumer: Consumer, producer: Producer, open_: set[int], starts: dict[int, int], ends: dict[int, int],
               tally: dict[int, list[int]], limit: int) -> tuple[dict[int, int], int]:
-        """Copy into the open transaction until ``limit`` messages were read, ``TRANSACTION_SECONDS`` passed, or every span
-        is done; the DLQ positions reached and how many were sent (``tally`` counts them)."""
-        request, earlier, route, plan = self.request, self.earlier, self.plan.route, self.plan
-        source_id, same_partition, slots = str(self.operation).encode(), plan.same_partition, self.slots
+        """Copy into the open transaction until about ``limit`` messages were read, ``TRANSACTION_SECONDS`` passed, or every span
+        is done; the DLQ positions reached and how many were sent (``tally`` counts them). The loop runs per message: what
+        does not change is made once, before it."""
+        request, earlier, route, plan, slots = self.request, self.earlier, self.plan.route, self.plan, self.slots
+        produce, fixed, most = producer.produce, request.target, route.max_replays
         parked, parked_partitions = route.parked, plan.partitions.get(route.parked, 0)
-        partitions = plan.partitions
-        reason = f"replayed {route.max_replays} times already (max_replays {route.max_replays})".encode()
+        identity = (REPLAY_HEADER_ID, str(self.operation).encode())
+        counted = [(REPLAY_COUNT, b"%d" % (n + 1)) for n in range(most)]  # what a copy carries, by the count its letter had
+        reason = (PARKED_REASON, f"replayed {most} times already (max_replays {most})".encode())
         prefix = {p: f"{request.dlq}/{p}/".encode() for p in ends}  # + the offset: the changeops-source header
+        same = {p: p if plan.same_partition else -1 for p in ends}  # a fixed target's partition, by the DLQ's
         check = request.header is not None or (earlier and not request.again)
         positions: dict[int, int] = {}
         copied = read = 0
         deadline = time.monotonic() + TRANSACTION_SECONDS
         while open_ and read < limit and time.monotonic() < deadline and not self.progress.stop.is_set():
-            for message in consumer.consume(min(CONSUME, limit - read), 0.1):  # short: the end of a span is not waited for
+            batch = consumer.consume(min(CONSUME, limit - read), 0.1)  # short: the end of a span is not waited for
+            read += len(batch)
+            producer.poll(0)  # delivery reports served as they come
+            for message in batch:
                 p, error = message.partition() or 0, message.error()
                 if error is not None:
                     if error.code() == KafkaError._PARTITION_EOF and p in open_:  # everything below its offset was seen
@@ -426,36 +433,40 @@ class Replayer:
                 if offset >= end or p not in open_:
                     open_.discard(p)
                     continue
-                read += 1
                 positions[p] = offset + 1
-                headers: Headers = message.headers() or []  # type: ignore[assignment]  # a consumer's are (name, bytes) pairs
-                if not check or request.matches(headers) and (request.again or already_copied(p, offset, headers, earlier) is None):
-                    destination, count = route.of(headers)
-                    kept = [h for h in headers if h[0] not in OURS]
-                    kept += ((REPLAY_HEADER_ID, source_id), (REPLAY_HEADER_SOURCE, prefix[p] + b"%d" % offset))
-                    counts = tally[p]
-                    if destination == parked:
-                        kept += ((REPLAY_COUNT, b"%d" % count), (PARKED_REASON, reason))
-                        partition = p if p < parked_partitions else -1
-                        counts[1] += 1
-                    elif destination is None:
-                        raise OpsError(f"dead letter {request.dlq}/{p}@{offset} names no original topic, and the plan did not see it; "
-                                       "nothing of its transaction was sent")
-                    else:
-                        kept.append((REPLAY_COUNT, b"%d" % (count + 1)))
-                        if request.target is not None:
-                            partition = p if same_partition else -1
-                        else:
-                            origin = original_partition(headers)
-                            partition = origin if origin is not None and origin < partitions.get(destination, 0) else -1
-                        counts[slots[destination]] += 1
-                    kind, stamp = message.timestamp()
-                    producer.produce(destination, message.value(), message.key(), partition=partition, headers=kept,  # type: ignore[arg-type]
-                                     timestamp=stamp if kind else 0)
-                    counts[0] += 1
-                    copied += 1
                 if offset + 1 >= end:
                     open_.discard(p)
+                headers: Headers = message.headers() or []  # type: ignore[assignment]  # a consumer's are (name, bytes) pairs
+                if check and not (request.matches(headers) and (request.again or already_copied(p, offset, headers, earlier) is None)):
+                    continue
+                kept, count = split(headers)
+                counts = tally[p]
+                source = (REPLAY_HEADER_SOURCE, prefix[p] + b"%d" % offset)
+                if count >= most:
+                    kept += (identity, source, (REPLAY_COUNT, b"%d" % count), reason)
+                    destination, partition = parked, p if p < parked_partitions else -1
+                    counts[1] += 1
+                else:
+                    kept += (identity, source, counted[count])
+                    if fixed is not None:
+                        destination, partition = fixed, same[p]
+                    else:
+                        found = route.destination(headers, count)
+                        if found is None:
+                            raise OpsError(f"dead letter {request.dlq}/{p}@{offset} names no original topic, and the plan did not see "
+                                           "it; nothing of its transaction was sent")
+                        origin = original_partition(headers)
+                        destination, partition = found, origin if origin is not None and origin < plan.partitions.get(found, 0) else -1
+                    counts[slots[destination]] += 1
+                kind, stamp = message.timestamp()
+                while True:
+                    try:
+                        produce(destination, message.value(), message.key(), partition=partition, headers=kept, timestamp=stamp if kind else 0)
+                        break
+                    except BufferError:  # the producer's queue is full: wait for deliveries to make room
+                        producer.poll(0.05)
+                counts[0] += 1
+                copied += 1
         return positions, copied
 
 
