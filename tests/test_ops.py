@@ -14,6 +14,7 @@ import sys
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -265,6 +266,48 @@ def read_some(bootstrap: str, topic: str, group: str, upto: dict[int, int]) -> N
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
     consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in upto.items()], asynchronous=False)
     consumer.close()
+
+
+async def test_offsets_exported_then_imported_from_a_file_round_trip_and_bad_files_move_nothing(migrated_url: str, kafka_bootstrap: str,
+                                                                                                 tmp_path: Path) -> None:
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    topic, group = new_topic(admin, "orders"), f"enrich-{uuid.uuid4().hex[:8]}"
+    await asyncio.to_thread(produce, kafka_bootstrap, topic, 300, NOW - timedelta(hours=1), timedelta(seconds=1))  # 100 each
+    await asyncio.to_thread(read_some, kafka_bootstrap, topic, group, {0: 60, 1: 70, 2: 80})
+    env = {**os.environ, "DATABASE_URL": migrated_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap}
+
+    def bot(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "bot", "backfill", group, topic, *args], env=env, capture_output=True, text=True, timeout=120)
+
+    saved = await asyncio.to_thread(bot, "--export")
+    assert saved.returncode == 0, saved.stderr
+    assert saved.stdout == f"{topic},0,60\n{topic},1,70\n{topic},2,80\n" and "nothing moved" in saved.stderr
+    (tmp_path / "before.csv").write_text(saved.stdout)
+    planned = await asyncio.to_thread(bot, "--shift-by", "-10", "--export")  # the plan's targets, as kafka-consumer-groups --export
+    assert planned.stdout == f"{topic},0,50\n{topic},1,60\n{topic},2,70\n"
+    assert committed(kafka_bootstrap, group, topic) == {0: 60, 1: 70, 2: 80}
+    moved = await asyncio.to_thread(bot, "--to-earliest", "--yes")
+    assert moved.returncode == 0, moved.stderr
+    assert committed(kafka_bootstrap, group, topic) == {0: 0, 1: 0, 2: 0}
+    back = await asyncio.to_thread(bot, "--from-file", str(tmp_path / "before.csv"), "--yes")
+    assert back.returncode == 0, back.stderr
+    assert committed(kafka_bootstrap, group, topic) == {0: 60, 1: 70, 2: 80}  # the round trip
+
+    for name, text, code, said in (("unknown.csv", f"{topic},0,10\n{topic},7,10\n", 1, f"{topic} has no partition 7"),
+                                   ("other.csv", f"{topic},0,10\npayments,0,10\n", 2, "the file also names payments"),
+                                   ("bad.csv", f"{topic},0,10\n{topic};1;10\n", 2, "line 2 of the file is not topic,partition,offset"),
+                                   ("past.csv", f"{topic},0,1000\n", 1, "past the end of the partition")):
+        (tmp_path / name).write_text(text)
+        refused = await asyncio.to_thread(bot, "--from-file", str(tmp_path / name), "--yes")
+        assert refused.returncode == code and said in refused.stderr, (name, refused.stderr)
+    missing = await asyncio.to_thread(bot, "--from-file", str(tmp_path / "none.csv"))
+    assert missing.returncode == 2 and "cannot read" in missing.stderr
+    both = await asyncio.to_thread(bot, "--export", "--yes")
+    assert both.returncode == 2 and "moves nothing" in both.stderr
+    nobody = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "backfill", "no-such-group", topic, "--export"], env=env,
+                                     capture_output=True, text=True, timeout=120)
+    assert nobody.returncode == 1 and "has committed no offset" in nobody.stderr
+    assert committed(kafka_bootstrap, group, topic) == {0: 60, 1: 70, 2: 80}  # nothing moved
 
 
 async def test_backfill_refusals_and_the_retention_warning(ops: tuple[SlackHarness, dict[str, str]], kafka_bootstrap: str) -> None:

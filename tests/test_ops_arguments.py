@@ -17,6 +17,8 @@ from bot.domain.ops import (
     Span,
     already_copied,
     backfill_request,
+    offsets_csv,
+    offsets_file,
     plan_backfill,
     progress_text,
     refuse_active,
@@ -142,3 +144,17 @@ def test_the_catalog_names_a_global_oncall_group_and_oncall_user_groups() -> Non
     _, problems = read_catalog({"oncall": {"usergroup": "nope"}, "teams": {"t": {"members": ["U0000ALICE"], "oncall_usergroup": 5}}},
                                lambda _: None)  # type: ignore[arg-type, return-value]
     assert {p.place for p in problems} == {"oncall.usergroup", "teams.t.oncall_usergroup"}
+
+
+def test_an_offsets_file_is_read_as_kafka_consumer_groups_writes_it() -> None:
+    text = "orders,1,980\n\norders,0,1200\n"
+    assert offsets_file(text, "orders") == {0: 1200, 1: 980}
+    assert offsets_file(offsets_csv("orders", {1: 980, 0: 1200}), "orders") == {0: 1200, 1: 980}  # what --export writes, read back
+    for bad, message in (("orders,0\n", "line 1 of the file is not topic,partition,offset"), ("orders,x,1\n", "line 1"),
+                         ("orders,0,1\norders,0,2\n", "partition 0 of orders a second time"), ("orders,0,-1\n", "no offset"),
+                         ("orders,0,1\npayments,0,1\n", "the file also names payments"), ("", "names no offset of orders"),
+                         ("or ders,0,1\n", "line 1")):
+        with pytest.raises(OpsError, match=message):
+            offsets_file(bad, "orders")
+    with pytest.raises(OpsError, match="read from a terminal"):
+        backfill_request(["g", "orders", "--from-file", "offsets.csv"], NOW)

@@ -20,7 +20,20 @@ from bot.cli.errors import USAGE_ERROR, CommandError, command
 from bot.cli.store import NotMigrated, with_database
 from bot.config import Config
 from bot.domain.dead_letters import PEEK_DEFAULT, peek_request
-from bot.domain.ops import BackfillRequest, OpKind, OpsError, OpState, ReplayRequest, backfill_request, replay_request, skipped
+from bot.domain.ops import (
+    TARGETS,
+    BackfillRequest,
+    OpKind,
+    OpsError,
+    OpState,
+    ReplayRequest,
+    backfill_request,
+    offsets_csv,
+    offsets_file,
+    replay_request,
+    skipped,
+)
+from bot.domain.ops import name as checked_name
 from bot.kafka.avro import Registry
 from bot.services.calendar import CalendarService
 from bot.services.lineage import LineageService
@@ -38,7 +51,7 @@ def add_parsers(sub: Any) -> None:
     backfill = sub.add_parser("backfill", help="reset a stopped consumer group to a time or offsets (a plan first; --yes applies it)")
     backfill.add_argument("group")
     backfill.add_argument("topic")
-    target = backfill.add_mutually_exclusive_group(required=True)
+    target = backfill.add_mutually_exclusive_group()
     target.add_argument("--to-time", help="ISO 8601 with a zone, e.g. 2026-12-02T08:00:00Z")
     target.add_argument("--to-offsets", help="PARTITION:OFFSET,... e.g. 0:1200,1:980")
     target.add_argument("--by-duration", help="go back this long, e.g. 2h or 90m")
@@ -46,7 +59,11 @@ def add_parsers(sub: Any) -> None:
     target.add_argument("--to-latest", action="store_true", help="to the latest offset (what the group has not read is skipped: data loss for it)")
     target.add_argument("--shift-by", metavar="N", help="move by N messages from the committed offset (negative: read again; positive: skip), "
                                                         "clamped to the log")
+    target.add_argument("--from-file", metavar="FILE", help="to the offsets of a topic,partition,offset CSV (what kafka-consumer-groups "
+                                                            "--export and bot backfill --export write)")
     backfill.add_argument("--partitions", help="only these partitions, e.g. 0,1")
+    backfill.add_argument("--export", action="store_true", help="print the offsets as topic,partition,offset CSV instead: the plan's targets, "
+                                                                "or alone the group's committed offsets now (nothing moves)")
     backfill.add_argument("--yes", action="store_true", help="apply the plan")
     backfill.add_argument("--format", choices=("text", "json"), default="text")
     backfill.set_defaults(run=command(run_backfill))
@@ -127,11 +144,22 @@ def _needs_kafka() -> None:
 def run_backfill(args: argparse.Namespace) -> int:
     """``bot backfill GROUP TOPIC ...``: the plan; with ``--yes`` applied."""
     _needs_kafka()
+    if args.export and args.yes:
+        raise CommandError("--export prints offsets and moves nothing: leave out --yes (apply them later with --from-file FILE --yes)", USAGE_ERROR)
+    words = _options(args, ("--to-time", "--to-offsets", "--by-duration", "--shift-by", "--partitions"), ("--to-earliest", "--to-latest"))
     try:
-        request = backfill_request([args.group, args.topic, *_options(args, ("--to-time", "--to-offsets", "--by-duration", "--shift-by",
-                                                                             "--partitions"), ("--to-earliest", "--to-latest"))], utcnow())
+        if args.from_file is not None:
+            words += ["--to-offsets", ",".join(f"{p}:{o}" for p, o in sorted(offsets_file(_read(args.from_file), args.topic).items()))]
+        if args.export and not any(w in TARGETS for w in words):
+            return run_export(args)
+        request = backfill_request([args.group, args.topic, *words], utcnow())
     except OpsError as err:
         raise CommandError(str(err), USAGE_ERROR) from None
+    if args.export:
+        row = _with_ops(lambda ops: ops.plan_backfill(request, _actor(), None, dry_run=True))
+        sys.stdout.write(offsets_csv(request.topic, {m["partition"]: m["target"] for m in row.plan["moves"]}))
+        print(f"#{row.id}: the planned offsets of {request.group} on {request.topic}; nothing moved", file=sys.stderr)
+        return 0
 
     async def work(ops: Operations) -> Operation:
         row = await ops.plan_backfill(request, _actor(), None, dry_run=not args.yes)
@@ -141,6 +169,27 @@ def run_backfill(args: argparse.Namespace) -> int:
     row = _with_ops(work)
     if args.yes:
         _show(row, args.format, final=True)
+    return 0
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as file:
+            return file.read(10_000_000)
+    except (OSError, UnicodeDecodeError) as err:
+        raise OpsError(f"cannot read {path}: {err}") from None
+
+
+def run_export(args: argparse.Namespace) -> int:
+    """``bot backfill GROUP TOPIC --export``: the group's committed offsets on the topic now, as ``--from-file`` reads them."""
+    try:
+        checked_name(args.group, "consumer group")
+        checked_name(args.topic, "topic")
+    except OpsError as err:
+        raise CommandError(str(err), USAGE_ERROR) from None
+    offsets = _with_ops(lambda ops: ops.committed_offsets(args.group, args.topic))
+    sys.stdout.write(offsets_csv(args.topic, offsets))
+    print(f"the committed offsets of {args.group} on {args.topic} ({len(offsets)} partitions); nothing moved", file=sys.stderr)
     return 0
 
 

@@ -148,8 +148,11 @@ REPLAY_USAGE = ("`/replay DLQ_TOPIC --to TOPIC | --to-original [--since T] [--un
 def backfill_request(args: list[str], now: datetime) -> BackfillRequest:
     """``GROUP TOPIC --to-time T | --by-duration 2h | --to-offsets P:O,... | --to-earliest | --to-latest | --shift-by N
     [--partitions 0,1]``."""
-    positional, options = _split(args, {"--to-time", "--to-offsets", "--by-duration", "--shift-by", "--partitions"},
+    positional, options = _split(args, {"--to-time", "--to-offsets", "--by-duration", "--shift-by", "--partitions", "--from-file"},
                                  {"--to-earliest", "--to-latest"})
+    if "--from-file" in options:
+        raise OpsError("a file of offsets is read from a terminal (`bot backfill GROUP TOPIC --from-file FILE`); here, give them as "
+                       "--to-offsets 0:1200,1:980")
     if len(positional) != 2:
         raise OpsError(f"give the consumer group and the topic. Usage: {BACKFILL_USAGE}")
     group, topic = positional
@@ -289,6 +292,38 @@ def offsets_of(text: str) -> dict[int, int]:
             raise OpsError(f"--to-offsets names partition {partition} twice")
         found[int(partition)] = int(offset)
     return found
+
+
+def offsets_file(text: str, topic: str) -> dict[int, int]:
+    """The offsets of ``topic`` in a ``topic,partition,offset`` CSV (what ``kafka-consumer-groups --reset-offsets --export``
+    and ``bot backfill --export`` write); OpsError naming the line for anything else, or when it names other topics."""
+    found: dict[int, int] = {}
+    others: set[str] = set()
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        cells = [cell.strip() for cell in line.split(",")]
+        if len(cells) != 3 or not TOPIC.fullmatch(cells[0]) or not cells[1].isdigit() or not re.fullmatch(r"-?\d{1,19}", cells[2]):
+            raise OpsError(f"line {number} of the file is not topic,partition,offset: {line.strip()[:80]!r}")
+        if int(cells[2]) < 0:
+            raise OpsError(f"line {number} of the file gives partition {cells[1]} of {cells[0]} no offset ({cells[2]}): the group never committed "
+                           "there; leave the line out")
+        if cells[0] != topic:
+            others.add(cells[0])
+            continue
+        if int(cells[1]) in found:
+            raise OpsError(f"line {number} of the file names partition {cells[1]} of {topic} a second time")
+        found[int(cells[1])] = int(cells[2])
+    if others:
+        raise OpsError(f"the file also names {', '.join(sorted(others)[:5])}: a backfill resets one topic; split the file by topic")
+    if not found:
+        raise OpsError(f"the file names no offset of {topic}")
+    return found
+
+
+def offsets_csv(topic: str, offsets: dict[int, int]) -> str:
+    """``topic,partition,offset`` lines, as ``kafka-consumer-groups --export`` writes them."""
+    return "".join(f"{topic},{partition},{offset}\n" for partition, offset in sorted(offsets.items()))
 
 
 def partitions_of(text: str) -> list[int]:

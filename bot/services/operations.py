@@ -185,6 +185,16 @@ class Operations:
         stored["booked"] = await self._booked_now(OpKind.REPLAY, request.as_json(), stored)
         return await self._create(OpKind.REPLAY, DRY_RUN if dry_run else OpState.PLANNED, team, actor, request.as_json(), stored, channel)
 
+    async def committed_offsets(self, group: str, topic: str) -> dict[int, int]:
+        """The group's committed offsets on the topic now (for ``--export``); OpsError when it has none there."""
+        def read(cluster: Cluster) -> dict[int, int]:
+            return cluster.committed(group, topic, cluster.partitions(topic))
+        offsets: dict[int, int] = await self._ask(read)
+        if not offsets:
+            raise OpsError(f"consumer group {group} has committed no offset on {topic}: nothing to export (check the names: "
+                           "`kafka-consumer-groups --list`)")
+        return offsets
+
     async def peek(self, request: PeekRequest, actor: Actor) -> Peek:
         """The newest dead letters of a DLQ, decoded and grouped by error (nothing is copied or moved); OpsError when the
         user may not read them or the cluster cannot say."""
