@@ -159,8 +159,9 @@ def ops_routers(ops: OpsCommands) -> dict[str, Router]:
                             "oncall: plan a reset of a stopped consumer group (alone: a form); Confirm applies it", ops.backfill))
     backfill.add(Subcommand("help", "help", "this list of commands", lambda _r: _answer(backfill.help()), in_ack=True))
     replay = Router(ids.REPLAY_COMMAND, default="plan")
-    replay.add(Subcommand("plan", "DLQ --to TOPIC [--since T] [--until T] [--limit N] [--filter h=v] [--rate 500/s] [--again] [--dry-run]",
-                          "oncall: plan an exactly-once copy of dead letters (alone: a form); Confirm runs it", ops.replay))
+    replay.add(Subcommand("plan", "DLQ --to TOPIC | --to-original [--since T] [--until T] [--limit N] [--filter h=v] [--rate 500/s] [--again] [--dry-run]",
+                          "oncall: plan an exactly-once copy of dead letters, to a topic or each back to its own (alone: a form); "
+                          "Confirm runs it", ops.replay))
     replay.add(Subcommand("peek", "DLQ [N] [--error-header NAME]",
                           "oncall: look before you replay: the newest N dead letters decoded, grouped by error, with counts", ops.peek))
     replay.add(Subcommand("help", "help", "this list of commands", lambda _r: _answer(replay.help()), in_ack=True))

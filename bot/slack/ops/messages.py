@@ -231,7 +231,8 @@ def peek_reply(peek: Peek) -> Reply:
     rest = peek.groups[PEEK_GROUPS:]
     if rest:
         lines.append(f"… and {len(rest)} more errors ({sum(g.count for g in rest):,} dead letters)")
-    lines.append(f"Plan a replay: `/replay {dlq} --to TOPIC [--filter header=value]` (a plan first; nothing is copied before Confirm)")
+    lines.append(f"Plan a replay: `/replay {dlq} --to TOPIC [--filter header=value]`, or each back where it came from: `/replay {dlq} "
+                 "--to-original` (a plan first; nothing is copied before Confirm)")
     return Reply.sections(title, lines)
 
 
