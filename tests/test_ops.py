@@ -268,6 +268,36 @@ def read_some(bootstrap: str, topic: str, group: str, upto: dict[int, int]) -> N
     consumer.close()
 
 
+async def test_the_backfill_form_takes_every_reset_and_puts_errors_at_their_field(ops: tuple[SlackHarness, dict[str, str]],
+                                                                                    kafka_bootstrap: str) -> None:
+    slack, names = ops
+    await asyncio.to_thread(produce, kafka_bootstrap, names["source"], 300, NOW - timedelta(hours=1), timedelta(seconds=1))  # 100 each
+    await asyncio.to_thread(read_some, kafka_bootstrap, names["source"], names["group"], {0: 60, 1: 60, 2: 60})
+    await slack.driver.command("/backfill", user=ALICE, channel="orders-pipeline")
+    form = await slack.ws.wait_for(lambda: next((v for v in slack.ws.views.values() if v.view.get("callback_id") == ids.BACKFILL_VIEW), None))
+
+    def values(reset: str = "", picked: int | None = None, partitions: str = "") -> dict[str, Any]:
+        return {ids.GROUP_BLOCK: {ids.GROUP_ACTION: {"type": "plain_text_input", "value": names["group"]}},
+                ids.TOPIC_BLOCK: {ids.TOPIC_ACTION: {"type": "plain_text_input", "value": names["source"]}},
+                ids.SINCE_BLOCK: {ids.SINCE_ACTION: {"type": "datetimepicker", "selected_date_time": picked}},
+                ids.RESET_BLOCK: {ids.RESET_ACTION: {"type": "plain_text_input", "value": reset}},
+                ids.OPTIONS_BLOCK: {ids.OPTIONS_ACTION: {"type": "plain_text_input", "value": partitions}}}
+
+    neither = await slack.driver.submit(form.id, values(), user=ALICE)
+    assert "give exactly one of" in neither.json["errors"][ids.SINCE_BLOCK]
+    both = await slack.driver.submit(form.id, values("--to-earliest", int(NOW.timestamp()) - 600), user=ALICE)
+    assert "give exactly one of" in both.json["errors"][ids.SINCE_BLOCK]
+    wrong = await slack.driver.submit(form.id, values("--shift-by lots"), user=ALICE)
+    assert "is not a number of messages" in wrong.json["errors"][ids.RESET_BLOCK]
+    assert await operations(slack) == []
+    await slack.driver.submit(form.id, values("--shift-by -10", partitions="0,1"), user=ALICE)
+    row = await slack.ws.wait_for(lambda: (lambda rows: rows[0] if rows else None)(
+        [r for r in slack.ws.channel_messages("orders-pipeline") if "Backfill #" in r.text]), timeout=30)
+    shown = as_text(row.text, row.blocks)
+    assert "by -10 messages from where it is" in shown and "20 messages will be read again" in shown
+    assert committed(kafka_bootstrap, names["group"], names["source"]) == {0: 60, 1: 60, 2: 60}  # a plan: nothing moved
+
+
 async def test_offsets_exported_then_imported_from_a_file_round_trip_and_bad_files_move_nothing(migrated_url: str, kafka_bootstrap: str,
                                                                                                  tmp_path: Path) -> None:
     admin = AdminClient({"bootstrap.servers": kafka_bootstrap})

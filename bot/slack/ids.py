@@ -72,6 +72,7 @@ TOPIC_BLOCK, TOPIC_ACTION = "topic", "topic"
 SINCE_BLOCK, SINCE_ACTION = "since", "since"
 TARGET_BLOCK, TARGET_ACTION = "target", "target"
 OPTIONS_BLOCK, OPTIONS_ACTION = "options", "options"
+RESET_BLOCK, RESET_ACTION = "reset", "reset"
 
 OOB_PROPOSE = "oob_propose"
 OOB_ACK = "oob_acknowledge"

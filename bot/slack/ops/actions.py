@@ -90,9 +90,16 @@ class OpsActions:
         if partitions:
             args += ["--partitions", partitions.strip()]
         try:
-            request = backfill_request(args, self.ops.clock())
+            reset = shlex.split(_value(values, ids.RESET_BLOCK, ids.RESET_ACTION) or "")
+        except ValueError as err:
+            await ack(response_action="errors", errors={ids.RESET_BLOCK: f"{err}"[:150]})
+            return
+        try:
+            request = backfill_request(args + reset, self.ops.clock())
         except OpsError as err:
-            await ack(response_action="errors", errors={_block_of(str(err), ids.SINCE_BLOCK): str(err)[:150]})
+            block = (ids.RESET_BLOCK if reset and not picked else ids.SINCE_BLOCK if "exactly one of" in str(err)
+                     else _block_of(str(err), ids.SINCE_BLOCK))
+            await ack(response_action="errors", errors={block: str(err)[:150]})
             return
         user = body["user"]["id"]
         refusal = await self.ops.refusal(user, await self.ops.team_of(OpKind.BACKFILL, request))

@@ -29,14 +29,17 @@ def _moment(block: str, action: str, label: str, initial: datetime | None, optio
 
 
 def backfill_form(channel: str, group: str | None = None, topic: str | None = None, since: datetime | None = None) -> dict[str, Any]:
-    """Group, topic, back to when, which partitions."""
+    """Group, topic, back to when (or another reset), which partitions."""
     return {"type": "modal", "callback_id": ids.BACKFILL_VIEW, "private_metadata": json.dumps({"channel": channel}),
             "title": {"type": "plain_text", "text": "Plan a backfill"}, "submit": {"type": "plain_text", "text": "Plan"},
             "close": {"type": "plain_text", "text": "Cancel"},
-            "blocks": [section("Resets a *stopped* consumer group to a time; you see the plan and confirm before anything moves."),
+            "blocks": [section("Resets a *stopped* consumer group to a time, or as below; you see the plan and confirm before anything moves."),
                        _text(ids.GROUP_BLOCK, ids.GROUP_ACTION, "Consumer group", group),
                        _text(ids.TOPIC_BLOCK, ids.TOPIC_ACTION, "Topic", topic),
-                       _moment(ids.SINCE_BLOCK, ids.SINCE_ACTION, "Read again from", since, optional=False),
+                       _moment(ids.SINCE_BLOCK, ids.SINCE_ACTION, "Read again from", since, optional=True),
+                       _text(ids.RESET_BLOCK, ids.RESET_ACTION, "Or reset instead", None, optional=True,
+                             hint="one of --to-earliest, --to-latest, --shift-by -500, --to-offsets 0:1200,1:980, --by-duration 2h "
+                                  "(leave the time empty)"),
                        _text(ids.OPTIONS_BLOCK, ids.OPTIONS_ACTION, "Partitions", None, optional=True, hint="e.g. 0,1 (all when empty)")]}
 
 
