@@ -120,8 +120,12 @@ def error_of(headers: Headers, named: str | None = None) -> str:
 def original_topic(headers: Headers, named: str | None = None) -> str | None:
     """The topic the dead letter was read from before it failed, when its writer said (``named``: the header the
     pipeline's catalog entry names, read first)."""
-    found = {key: _text(value) for key, value in headers}
-    return next((found[key].strip() for key in ((named,) if named else ()) + ORIGINAL_TOPIC if found.get(key, "").strip()), None)
+    found = dict(headers)  # only the headers asked for are decoded: a redrive asks this of every letter
+    for key in ((named,) if named else ()) + ORIGINAL_TOPIC:
+        text = _text(found.get(key)).strip()
+        if text:
+            return text
+    return None
 
 
 def original_partition(headers: Headers) -> int | None:
