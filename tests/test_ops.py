@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from sqlmodel import select
 
 from bot.domain.calendar import Freeze, Scope
 from bot.domain.lineage.catalog import read_catalog
@@ -338,6 +339,21 @@ async def test_offsets_exported_then_imported_from_a_file_round_trip_and_bad_fil
                                      capture_output=True, text=True, timeout=120)
     assert nobody.returncode == 1 and "has committed no offset" in nobody.stderr
     assert committed(kafka_bootstrap, group, topic) == {0: 60, 1: 70, 2: 80}  # nothing moved
+
+
+async def test_an_export_or_an_import_against_a_cluster_that_does_not_answer_says_so_and_writes_nothing(migrated_url: str,
+                                                                                                        tmp_path: Path) -> None:
+    env = {**os.environ, "DATABASE_URL": migrated_url, "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:9"}  # nothing listens there
+    (tmp_path / "before.csv").write_text("orders,0,60\n")
+    for args in (["--export"], ["--from-file", str(tmp_path / "before.csv"), "--yes"]):
+        run = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "backfill", "enrich", "orders", *args], env=env,
+                                      capture_output=True, text=True, timeout=120)
+        assert run.returncode == 1 and "Kafka did not answer as expected" in run.stderr, (args, run.stderr)
+        assert run.stdout == ""  # no offsets printed as if they were the group's
+    db = Database(migrated_url)
+    async with db.session() as session:
+        assert (await session.exec(select(Operation))).all() == []  # nothing planned or applied
+    await db.close()
 
 
 async def test_backfill_refusals_and_the_retention_warning(ops: tuple[SlackHarness, dict[str, str]], kafka_bootstrap: str) -> None:
