@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import inspect
+from sqlalchemy import MetaData, Table, insert, inspect, select
 from sqlmodel import SQLModel
 
+from bot.domain.ops import BackfillRequest, PartitionMove
 from bot.store import migrate, models  # noqa: F401
 from bot.store.database import sync_engine
 
@@ -46,3 +49,33 @@ def test_downgrade_to_base_and_back(migrated_url: str) -> None:
 def test_upgrade_twice_is_harmless(migrated_url: str) -> None:
     migrate.upgrade(migrated_url)
     assert migrate.current(migrated_url) == migrate.head()
+
+
+def test_stored_backfills_of_one_topic_are_rewritten_per_topic_and_back(database_url: str) -> None:
+    migrate.upgrade(database_url, "0015")
+    old = {"request": {"group": "g", "topic": "orders", "to_time": None, "to_offsets": {"0": 5}, "partitions": []},
+           "plan": {"moves": [{"partition": 0, "committed": 9, "target": 5, "earliest": 0, "latest": 10, "reread": 4, "before_retention": False}],
+                    "group_state": "EMPTY"},
+           "progress": {"previous": {"0": 9}, "lag": 4, "following": True}}
+    engine = sync_engine(database_url)
+    operations = Table("operations", MetaData(), autoload_with=engine)
+    try:
+        with engine.begin() as conn:
+            conn.execute(insert(operations).values(kind="backfill", state="applied", requested_by="alice", surface="cli", result="", version=1,
+                                                   created_at=datetime.now(UTC), updated_at=datetime.now(UTC), **old))
+            conn.execute(insert(operations).values(kind="replay", state="done", requested_by="alice", surface="cli", result="", version=1,
+                                                   created_at=datetime.now(UTC), updated_at=datetime.now(UTC),
+                                                   request={"dlq": "orders.dlq", "target": "t"}, plan={}, progress={}))
+        migrate.upgrade(database_url)
+        with engine.connect() as conn:
+            backfill, replay = conn.execute(select(operations.c.request, operations.c.plan, operations.c.progress).order_by(operations.c.id)).all()
+        assert backfill.request["topics"] == ["orders"] and "topic" not in backfill.request
+        assert BackfillRequest.from_json(backfill.request).to_offsets == {"orders": {0: 5}}
+        assert PartitionMove.from_json(backfill.plan["moves"][0]).topic == "orders" and backfill.progress["previous"] == {"orders": {"0": 9}}
+        assert replay.request == {"dlq": "orders.dlq", "target": "t"}  # replays are left as they are
+        migrate.downgrade(database_url, "0015")
+        with engine.connect() as conn:
+            again = conn.execute(select(operations.c.request, operations.c.plan, operations.c.progress).order_by(operations.c.id)).first()
+        assert again is not None and (again.request, again.plan, again.progress) == (old["request"], old["plan"], old["progress"])
+    finally:
+        engine.dispose()

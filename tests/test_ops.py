@@ -261,6 +261,25 @@ async def test_earliest_latest_and_shifts_each_checked_by_the_committed_offsets_
         assert said in await answer(slack, f"/backfill {names['group']} {names['source']} {options}", ALICE)
     assert committed(kafka_bootstrap, names["group"], names["source"]) == where  # nothing moved
 
+    extra = new_topic(AdminClient({"bootstrap.servers": kafka_bootstrap}), "payments")  # the group reads a second topic
+    await asyncio.to_thread(produce, kafka_bootstrap, extra, 300, NOW - timedelta(hours=1), timedelta(seconds=1))
+    assert "it does not read it" in await answer(slack, f"/backfill {names['group']} {names['source']},{extra} --to-earliest", ALICE)
+    await asyncio.to_thread(read_some, kafka_bootstrap, extra, names["group"], {0: 90, 1: 90, 2: 90})
+    assert "is posted" in await answer(slack, f"/backfill {names['group']} --all-topics --to-earliest", ALICE)
+    row = await latest(slack)
+    message = await op_message(slack, int(row.id or 0), lambda t: "450 messages will be read again" in t)
+    shown = as_text(message.text, message.blocks)
+    assert f"on all its topics ({names['source']}, {extra})" in shown and "topic" in shown.split("partition")[0]
+    assert "is applied" in await clicked(slack, message, ids.OPS_CONFIRM, ALICE)
+    assert (committed(kafka_bootstrap, names["group"], names["source"]), committed(kafka_bootstrap, names["group"], extra)) == \
+        ({0: 0, 1: 0, 2: 0}, {0: 0, 1: 0, 2: 0})
+    done = await op_message(slack, int(row.id or 0), lambda t: "applied" in t)
+    assert "undone" in await clicked(slack, done, ids.OPS_UNDO, ALICE)
+    assert (committed(kafka_bootstrap, names["group"], names["source"]), committed(kafka_bootstrap, names["group"], extra)) == \
+        (where, {0: 90, 1: 90, 2: 90})
+    entries = await slack.bot.calendar.listing(NOW - timedelta(hours=1), NOW + timedelta(hours=2))
+    assert any(f"#{row.id}" in e["title"] and extra in e["title"] for e in entries)  # booked over both topics
+
 
 def read_some(bootstrap: str, topic: str, group: str, upto: dict[int, int]) -> None:
     """Commit ``group`` at ``upto`` on each partition (as a job that read that far), then leave."""
@@ -662,3 +681,56 @@ async def test_peek_on_a_cluster_that_does_not_answer_says_so_and_reads_nothing(
     told = await answer(slack, "/replay peek orders-dlq", CAROL)
     assert "Kafka did not answer as expected" in told and "Nothing was read" in told
     assert await operations(slack) == []
+
+
+async def test_several_topics_and_all_topics_of_a_group_reset_together_undone_exported_and_imported(migrated_url: str, kafka_bootstrap: str,
+                                                                                                     tmp_path: Path) -> None:
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    orders, payments, refunds, other = (new_topic(admin, name) for name in ("orders", "payments", "refunds", "audit"))
+    group = f"enrich-{uuid.uuid4().hex[:8]}"
+    for topic in (orders, payments, refunds, other):
+        await asyncio.to_thread(produce, kafka_bootstrap, topic, 300, NOW - timedelta(hours=1), timedelta(seconds=1))  # 100 each
+    where = {0: 60, 1: 70, 2: 80}
+    for topic in (orders, payments, refunds):
+        await asyncio.to_thread(read_some, kafka_bootstrap, topic, group, where)
+    env = {**os.environ, "DATABASE_URL": migrated_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap}
+
+    def bot(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "bot", *args], env=env, capture_output=True, text=True, timeout=120)
+
+    def positions() -> dict[str, dict[int, int]]:
+        return {topic: committed(kafka_bootstrap, group, topic) for topic in (orders, payments, refunds)}
+
+    saved = await asyncio.to_thread(bot, "backfill", group, "--all-topics", "--export")
+    assert saved.returncode == 0, saved.stderr
+    assert saved.stdout == "".join(f"{t},{p},{o}\n" for t in sorted((orders, payments, refunds)) for p, o in where.items())
+    assert "9 partitions" in saved.stderr and other not in saved.stdout
+    (tmp_path / "before.csv").write_text(saved.stdout)
+
+    everything = await asyncio.to_thread(bot, "backfill", group, "--all-topics", "--to-earliest", "--yes")
+    assert everything.returncode == 0, everything.stderr
+    assert f"on all its topics ({', '.join(sorted((orders, payments, refunds)))})" in everything.stdout
+    assert all(line.split()[0] in (orders, payments, refunds) for line in everything.stdout.splitlines() if line.strip().endswith(("60", "70", "80")))
+    assert positions() == {t: {0: 0, 1: 0, 2: 0} for t in (orders, payments, refunds)}
+    assert set(committed(kafka_bootstrap, group, other).values()) == {-1001}  # a topic the group does not read is left alone (-1001: none)
+    operation = everything.stdout.split()[0].lstrip("#")
+    undone = await asyncio.to_thread(bot, "ops", "undo", operation)
+    assert undone.returncode == 0, undone.stderr
+    assert positions() == {t: where for t in (orders, payments, refunds)}
+
+    two = await asyncio.to_thread(bot, "backfill", group, f"{orders},{payments}", "--shift-by", "-10", "--yes")
+    assert two.returncode == 0, two.stderr
+    assert positions() == {orders: {0: 50, 1: 60, 2: 70}, payments: {0: 50, 1: 60, 2: 70}, refunds: where}
+
+    for args, code, said in (([f"{orders},{other}", "--to-earliest"], 1, f"has no committed offset on {other}: it does not read it"),
+                             ([f"{orders},no-such-{uuid.uuid4().hex[:6]}", "--to-earliest"], 1, "the cluster has no topic no-such-"),
+                             ([f"{orders},{payments}", "--to-offsets", "0:5"], 2, "gives the partitions of one topic"),
+                             ([orders, "--all-topics", "--to-earliest"], 2, "not both"),
+                             ([orders, "--from-file", str(tmp_path / "before.csv")], 2, "the file also names")):
+        refused = await asyncio.to_thread(bot, "backfill", group, *args)
+        assert refused.returncode == code and said in refused.stderr, (args, refused.stderr)
+    assert positions() == {orders: {0: 50, 1: 60, 2: 70}, payments: {0: 50, 1: 60, 2: 70}, refunds: where}  # nothing moved
+
+    back = await asyncio.to_thread(bot, "backfill", group, "--all-topics", "--from-file", str(tmp_path / "before.csv"), "--yes")
+    assert back.returncode == 0, back.stderr
+    assert positions() == {t: where for t in (orders, payments, refunds)}  # the round trip over three topics

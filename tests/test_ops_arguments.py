@@ -17,6 +17,8 @@ from bot.domain.ops import (
     Span,
     already_copied,
     backfill_request,
+    moved_text,
+    moves_table,
     offsets_csv,
     offsets_file,
     plan_backfill,
@@ -24,6 +26,7 @@ from bot.domain.ops import (
     refuse_active,
     replay_request,
     skipped,
+    topics_named,
 )
 from bot.domain.readers import Member
 
@@ -35,12 +38,19 @@ def test_backfill_arguments_read_times_durations_offsets_and_partitions() -> Non
     assert by_time.to_time == datetime(2026, 12, 2, 7, 0, tzinfo=UTC)
     assert backfill_request(shlex.split("g orders --by-duration 1h30m"), NOW).to_time == NOW - timedelta(minutes=90)
     offsets = backfill_request(shlex.split("g orders --to-offsets=0:1200,1:980 --partitions 0,1"), NOW)
-    assert offsets.to_offsets == {0: 1200, 1: 980} and offsets.partitions == (0, 1)
+    assert offsets.to_offsets == {"orders": {0: 1200, 1: 980}} and offsets.partitions == (0, 1) and offsets.topics == ("orders",)
     assert BackfillRequest.from_json(offsets.as_json()) == offsets and BackfillRequest.from_json(by_time.as_json()) == by_time
 
 
 @pytest.mark.parametrize(("text", "message"), [
     ("g", "give the consumer group and the topic"),
+    ("g orders --all-topics --to-earliest", "the topics or --all-topics, not both"),
+    ("g orders,payments,orders --to-earliest", "orders is named twice"),
+    ("g orders,,payments --to-earliest", "is not a topic name"),
+    ("g orders,payments --to-offsets 0:5", "gives the partitions of one topic"),
+    ("g --all-topics --to-offsets 0:5", "gives the partitions of one topic"),
+    ("g orders,payments --to-earliest --partitions 0", "picks partitions of one topic"),
+    ("g --all-topics --to-earliest --partitions 0", "picks partitions of one topic"),
     ("g orders", "exactly one of"),
     ("g orders --to-time tomorrow", "not an ISO 8601 time"),
     ("g orders --to-time 2027-01-01T00:00Z", "in the future"),
@@ -69,24 +79,30 @@ def test_every_reset_of_kafka_consumer_groups_is_read_and_survives_storage() -> 
     assert (earliest.to_end, earliest.partitions, latest.to_end, back.shift, ahead.shift) == ("earliest", (0,), "latest", -500, 20)
     for request in (earliest, latest, back, ahead):
         assert BackfillRequest.from_json(request.as_json()) == request
-    assert BackfillRequest.from_json({"group": "g", "topic": "t", "to_time": None, "to_offsets": {"0": 5}, "partitions": []}).to_offsets == {0: 5}
+    several, every = backfill_request(shlex.split("g orders,payments --shift-by -5"), NOW), backfill_request(shlex.split("g --all-topics --to-earliest"), NOW)
+    assert (several.topics, several.topics_text(), every.topics, every.all_topics, every.topics_text()) == \
+        (("orders", "payments"), "orders, payments", (), True, "all its topics")
+    for request in (several, every):
+        assert BackfillRequest.from_json(request.as_json()) == request
     assert (earliest.target_text(), back.target_text(), ahead.target_text()) == ("the earliest offset", "-500 messages from where it is",
                                                                                  "+20 messages from where it is")
 
 
 def test_ends_and_shifts_are_planned_against_the_log_clamped_and_skips_counted() -> None:
     marks, committed = {0: (10, 100), 1: (0, 50)}, {0: 40, 1: 45}
-    earliest = plan_backfill(BackfillRequest("g", "t", to_end="earliest"), [0, 1], marks, committed, {})
+    earliest = plan_backfill(BackfillRequest("g", ("t",), to_end="earliest"), "t", [0, 1], marks, committed, {})
     assert [(m.target, m.reread) for m in earliest] == [(10, 30), (0, 45)]
-    latest = plan_backfill(BackfillRequest("g", "t", to_end="latest"), [0, 1], marks, committed, {})
+    latest = plan_backfill(BackfillRequest("g", ("t",), to_end="latest"), "t", [0, 1], marks, committed, {})
     assert [(m.target, m.reread) for m in latest] == [(100, -60), (50, -5)] and skipped([m.as_json() for m in latest]) == 65
-    back = plan_backfill(BackfillRequest("g", "t", shift=-35), [0, 1], marks, committed, {})
+    back = plan_backfill(BackfillRequest("g", ("t",), shift=-35), "t", [0, 1], marks, committed, {})
     assert [(m.target, m.asked, m.clamped, m.reread) for m in back] == [(10, 5, False, 30), (10, None, False, 35)]  # 40-35 < 10: clamped
-    ahead = plan_backfill(BackfillRequest("g", "t", shift=8), [0, 1], marks, committed, {})
+    ahead = plan_backfill(BackfillRequest("g", ("t",), shift=8), "t", [0, 1], marks, committed, {})
     assert [(m.target, m.asked, m.reread) for m in ahead] == [(48, None, -8), (50, 53, -5)]  # past the end: stops there
     assert PartitionMove.from_json(ahead[1].as_json()) == ahead[1] and "asked" not in ahead[0].as_json()
     with pytest.raises(OpsError, match="partition 1: group g has no committed offset to shift from"):
-        plan_backfill(BackfillRequest("g", "t", shift=-1), [0, 1], marks, {0: 40}, {})
+        plan_backfill(BackfillRequest("g", ("t",), shift=-1), "t", [0, 1], marks, {0: 40}, {})
+    with pytest.raises(OpsError, match="u partition 1: group g has no committed offset to shift from"):
+        plan_backfill(BackfillRequest("g", ("t", "u"), shift=-1), "u", [0, 1], marks, {0: 40}, {})
     assert skipped([m.as_json() for m in back]) == 0
 
 
@@ -108,14 +124,14 @@ def test_replay_arguments() -> None:
 
 
 def test_a_backfill_plan_clamps_to_retention_and_refuses_past_the_end() -> None:
-    moves = plan_backfill(BackfillRequest("g", "t", to_offsets={0: 5, 1: 40}), [0, 1], {0: (10, 100), 1: (0, 50)}, {0: 100, 1: 50}, {})
+    moves = plan_backfill(BackfillRequest("g", ("t",), to_offsets={"t": {0: 5, 1: 40}}), "t", [0, 1], {0: (10, 100), 1: (0, 50)}, {0: 100, 1: 50}, {})
     assert [(m.partition, m.target, m.reread, m.clamped) for m in moves] == [(0, 10, 90, True), (1, 40, 10, False)]
-    by_time = plan_backfill(BackfillRequest("g", "t", NOW), [0, 1], {0: (0, 100), 1: (0, 50)}, {0: 100}, {0: 60, 1: -1})
+    by_time = plan_backfill(BackfillRequest("g", ("t",), NOW), "t", [0, 1], {0: (0, 100), 1: (0, 50)}, {0: 100}, {0: 60, 1: -1})
     assert [(m.target, m.committed, m.reread) for m in by_time] == [(60, 100, 40), (50, None, 0)]  # -1: every message is older
     with pytest.raises(OpsError, match="past the end"):
-        plan_backfill(BackfillRequest("g", "t", to_offsets={0: 101}), [0], {0: (0, 100)}, {}, {})
+        plan_backfill(BackfillRequest("g", ("t",), to_offsets={"t": {0: 101}}), "t", [0], {0: (0, 100)}, {}, {})
     with pytest.raises(OpsError, match="has no partition 3"):
-        plan_backfill(BackfillRequest("g", "t", NOW, partitions=(3,)), [0], {0: (0, 100)}, {}, {})
+        plan_backfill(BackfillRequest("g", ("t",), NOW, partitions=(3,)), "t", [0], {0: (0, 100)}, {}, {})
 
 
 def test_an_active_group_is_refused_naming_its_clients() -> None:
@@ -148,13 +164,33 @@ def test_the_catalog_names_a_global_oncall_group_and_oncall_user_groups() -> Non
 
 def test_an_offsets_file_is_read_as_kafka_consumer_groups_writes_it() -> None:
     text = "orders,1,980\n\norders,0,1200\n"
-    assert offsets_file(text, "orders") == {0: 1200, 1: 980}
-    assert offsets_file(offsets_csv("orders", {1: 980, 0: 1200}), "orders") == {0: 1200, 1: 980}  # what --export writes, read back
+    assert offsets_file(text, ("orders",)) == {"orders": {0: 1200, 1: 980}}
+    both = {"orders": {1: 980, 0: 1200}, "payments": {0: 7}}
+    assert offsets_file(offsets_csv(both)) == both == offsets_file(offsets_csv(both), ("payments", "orders"))  # what --export writes, read back
+    assert offsets_csv(both) == "orders,0,1200\norders,1,980\npayments,0,7\n"
+    read = backfill_request(["g", "--all-topics", "--from-file", "offsets.csv"], NOW, offsets_csv(both))
+    assert (read.topics, read.to_offsets, read.target_text()) == (("orders", "payments"), both, "offsets orders 0:1200, 1:980; payments 0:7")
+    with pytest.raises(OpsError, match="the file names no offset of payments"):
+        backfill_request(["g", "orders,payments", "--from-file", "offsets.csv"], NOW, "orders,0,5\n")
     for bad, message in (("orders,0\n", "line 1 of the file is not topic,partition,offset"), ("orders,x,1\n", "line 1"),
                          ("orders,0,1\norders,0,2\n", "partition 0 of orders a second time"), ("orders,0,-1\n", "no offset"),
                          ("orders,0,1\npayments,0,1\n", "the file also names payments"), ("", "names no offset of orders"),
                          ("or ders,0,1\n", "line 1")):
         with pytest.raises(OpsError, match=message):
-            offsets_file(bad, "orders")
+            offsets_file(bad, ("orders",))
     with pytest.raises(OpsError, match="read from a terminal"):
         backfill_request(["g", "orders", "--from-file", "offsets.csv"], NOW)
+
+
+def test_a_plan_over_several_topics_names_each_topic_in_its_table_and_its_offsets() -> None:
+    marks = {0: (0, 100), 1: (0, 50)}
+    moves = [m.as_json() for topic in ("orders", "payments")
+             for m in plan_backfill(BackfillRequest("g", ("orders", "payments"), to_end="earliest"), topic, [0, 1], marks, {0: 90, 1: 40}, {})]
+    table = moves_table(moves, "  !")
+    assert table[0].split() == ["topic", "partition", "committed", "target", "re-read"] and table[3].split() == ["payments", "0", "90", "0", "90"]
+    assert moves_table(moves[:2], "  !")[0].split()[0] == "partition"  # one topic: no topic column
+    assert moves_table(moves, "  !", limit=3)[-1] == "… and 1 more partitions"
+    assert moved_text({("payments", 0): 5, ("orders", 1): 7, ("orders", 0): None}) == "orders 0→none, 1→7; payments 0→5"
+    assert moved_text({("t", p): p for p in range(30)}, limit=2) == "t 0→0, 1→1 and 28 more partitions"
+    every = BackfillRequest("g", (), to_end="earliest")
+    assert topics_named(every, moves) == "all its topics (orders, payments)" and topics_named(every, []) == "all its topics"

@@ -28,10 +28,12 @@ from bot.domain.ops import (
     OpState,
     ReplayRequest,
     backfill_request,
+    moves_table,
     offsets_csv,
-    offsets_file,
     replay_request,
     skipped,
+    topics_named,
+    topics_of,
 )
 from bot.domain.ops import name as checked_name
 from bot.kafka.avro import Registry
@@ -50,7 +52,8 @@ def add_parsers(sub: Any) -> None:
     """Register ``backfill``, ``replay`` and ``ops``."""
     backfill = sub.add_parser("backfill", help="reset a stopped consumer group to a time or offsets (a plan first; --yes applies it)")
     backfill.add_argument("group")
-    backfill.add_argument("topic")
+    backfill.add_argument("topic", nargs="?", help="the topic, or several separated by commas (orders,payments)")
+    backfill.add_argument("--all-topics", action="store_true", help="every topic the group has committed offsets on")
     target = backfill.add_mutually_exclusive_group()
     target.add_argument("--to-time", help="ISO 8601 with a zone, e.g. 2026-12-02T08:00:00Z")
     target.add_argument("--to-offsets", help="PARTITION:OFFSET,... e.g. 0:1200,1:980")
@@ -142,23 +145,26 @@ def _needs_kafka() -> None:
 
 
 def run_backfill(args: argparse.Namespace) -> int:
-    """``bot backfill GROUP TOPIC ...``: the plan; with ``--yes`` applied."""
+    """``bot backfill GROUP TOPIC[,TOPIC...] | --all-topics ...``: the plan; with ``--yes`` applied."""
     _needs_kafka()
     if args.export and args.yes:
         raise CommandError("--export prints offsets and moves nothing: leave out --yes (apply them later with --from-file FILE --yes)", USAGE_ERROR)
-    words = _options(args, ("--to-time", "--to-offsets", "--by-duration", "--shift-by", "--partitions"), ("--to-earliest", "--to-latest"))
+    words = _options(args, ("--to-time", "--to-offsets", "--by-duration", "--shift-by", "--partitions", "--from-file"),
+                     ("--to-earliest", "--to-latest", "--all-topics"))
     try:
-        if args.from_file is not None:
-            words += ["--to-offsets", ",".join(f"{p}:{o}" for p, o in sorted(offsets_file(_read(args.from_file), args.topic).items()))]
-        if args.export and not any(w in TARGETS for w in words):
+        if args.export and not any(w in (*TARGETS, "--from-file") for w in words):
             return run_export(args)
-        request = backfill_request([args.group, args.topic, *words], utcnow())
+        file = _read(args.from_file) if args.from_file is not None else None
+        request = backfill_request([args.group, *([args.topic] if args.topic else []), *words], utcnow(), file)
     except OpsError as err:
         raise CommandError(str(err), USAGE_ERROR) from None
     if args.export:
         row = _with_ops(lambda ops: ops.plan_backfill(request, _actor(), None, dry_run=True))
-        sys.stdout.write(offsets_csv(request.topic, {m["partition"]: m["target"] for m in row.plan["moves"]}))
-        print(f"#{row.id}: the planned offsets of {request.group} on {request.topic}; nothing moved", file=sys.stderr)
+        planned: dict[str, dict[int, int]] = {}
+        for move in row.plan["moves"]:
+            planned.setdefault(move["topic"], {})[move["partition"]] = move["target"]
+        sys.stdout.write(offsets_csv(planned))
+        print(f"#{row.id}: the planned offsets of {request.group} on {', '.join(sorted(planned))}; nothing moved", file=sys.stderr)
         return 0
 
     async def work(ops: Operations) -> Operation:
@@ -181,15 +187,19 @@ def _read(path: str) -> str:
 
 
 def run_export(args: argparse.Namespace) -> int:
-    """``bot backfill GROUP TOPIC --export``: the group's committed offsets on the topic now, as ``--from-file`` reads them."""
+    """``bot backfill GROUP TOPIC[,TOPIC...] | --all-topics --export``: the group's committed offsets now, as ``--from-file``
+    reads them."""
     try:
         checked_name(args.group, "consumer group")
-        checked_name(args.topic, "topic")
+        if bool(args.topic) == args.all_topics:
+            raise OpsError("give the topics or --all-topics, one of them")
+        topics = topics_of(args.topic) if args.topic else ()
     except OpsError as err:
         raise CommandError(str(err), USAGE_ERROR) from None
-    offsets = _with_ops(lambda ops: ops.committed_offsets(args.group, args.topic))
-    sys.stdout.write(offsets_csv(args.topic, offsets))
-    print(f"the committed offsets of {args.group} on {args.topic} ({len(offsets)} partitions); nothing moved", file=sys.stderr)
+    offsets = _with_ops(lambda ops: ops.committed_offsets(args.group, topics))
+    sys.stdout.write(offsets_csv(offsets))
+    count = sum(len(o) for o in offsets.values())
+    print(f"the committed offsets of {args.group} on {', '.join(sorted(offsets))} ({count} partitions); nothing moved", file=sys.stderr)
     return 0
 
 
@@ -286,7 +296,7 @@ def summary(row: Operation) -> str:
     """One line: what it does."""
     if row.kind == OpKind.BACKFILL.value:
         request = BackfillRequest.from_json(row.request)
-        return f"{request.group} on {request.topic} {'by' if request.shift is not None else 'to'} {request.target_text()}"
+        return f"{request.group} on {topics_named(request, row.plan.get('moves', []))} {'by' if request.shift is not None else 'to'} {request.target_text()}"
     replay = ReplayRequest.from_json(row.request)
     copied = row.progress.get("copied")
     return f"{replay.dlq} -> {replay.target_text()}: {row.plan.get('count', 0):,} to copy" + (f", {copied:,} copied" if copied is not None else "")
@@ -306,12 +316,8 @@ def _show(row: Operation, form: str, final: bool) -> None:
         for booked in row.plan.get("booked") or []:
             print(f"  meets booked change #{booked['id']} {booked['title']} ({booked['kind']}, {booked['start']} – {booked['end']}): {booked['why']}")
     if row.kind == OpKind.BACKFILL.value and row.state in (OpState.PLANNED.value, DRY_RUN):
-        print(f"  {'partition':>9} {'committed':>12} {'target':>12} {'re-read':>10}")
-        for move in row.plan["moves"]:
-            committed = "none" if move["committed"] is None else f"{move['committed']:,}"
-            warn = ("  ! before the earliest retained offset: starts there; older data is gone" if move["before_retention"]
-                    else f"  (asked {move['asked']:,}: clamped to the log)" if move.get("asked") is not None else "")
-            print(f"  {move['partition']:>9} {committed:>12} {move['target']:>12,} {move['reread']:>10,}{warn}")
+        for line in moves_table(row.plan["moves"], "  ! before the earliest retained offset: starts there; older data is gone"):
+            print(f"  {line}")
         if skipped(row.plan["moves"]):
             print(f"  ! {skipped(row.plan['moves']):,} messages will be skipped: the group has not read them and never will (data loss for it)")
         if final and row.state == DRY_RUN:

@@ -55,16 +55,25 @@ class OpState(StrEnum):
 
 @dataclass(frozen=True)
 class BackfillRequest:
-    """Reset ``group`` on ``topic`` to a time (or a duration ago), to explicit offsets, to the earliest or the latest
-    offset (``to_end``), or by ``shift`` messages from where it is."""
+    """Reset ``group`` on ``topics`` (none: every topic it has committed offsets on) to a time (or a duration ago), to
+    explicit offsets (per topic), to the earliest or the latest offset (``to_end``), or by ``shift`` messages from where it is."""
 
     group: str
-    topic: str
+    topics: tuple[str, ...]
     to_time: datetime | None = None
-    to_offsets: dict[int, int] = field(default_factory=dict)
-    partitions: tuple[int, ...] = ()
+    to_offsets: dict[str, dict[int, int]] = field(default_factory=dict)
+    partitions: tuple[int, ...] = ()  # of its one topic
     to_end: str | None = None  # "earliest" or "latest"
     shift: int | None = None
+
+    @property
+    def all_topics(self) -> bool:
+        """Every topic the group has committed offsets on (``--all-topics``)."""
+        return not self.topics
+
+    def topics_text(self) -> str:
+        """``orders``, ``orders, payments``, or ``all its topics``."""
+        return ", ".join(self.topics) if self.topics else "all its topics"
 
     def target_text(self) -> str:
         """Where it resets to, as the command said it: ``2026-12-02 08:00:00 UTC``, ``the earliest offset``, ``-500``."""
@@ -74,20 +83,24 @@ class BackfillRequest:
             return f"the {self.to_end} offset"
         if self.shift is not None:
             return f"{self.shift:+,} messages from where it is"
-        return "offsets " + ", ".join(f"{p}:{o}" for p, o in sorted(self.to_offsets.items()))
+        if len(self.to_offsets) == 1:
+            return "offsets " + ", ".join(f"{p}:{o}" for p, o in sorted(next(iter(self.to_offsets.values())).items()))
+        return "offsets " + "; ".join(f"{topic} " + ", ".join(f"{p}:{o}" for p, o in sorted(offsets.items()))
+                                      for topic, offsets in sorted(self.to_offsets.items()))
 
     def as_json(self) -> dict[str, Any]:
         """For storage."""
-        return {"group": self.group, "topic": self.topic, "to_time": self.to_time.isoformat() if self.to_time else None,
-                "to_offsets": {str(p): o for p, o in self.to_offsets.items()}, "partitions": list(self.partitions),
+        return {"group": self.group, "topics": list(self.topics), "to_time": self.to_time.isoformat() if self.to_time else None,
+                "to_offsets": {t: {str(p): o for p, o in offsets.items()} for t, offsets in self.to_offsets.items()},
+                "partitions": list(self.partitions),
                 **({"to_end": self.to_end} if self.to_end else {}), **({"shift": self.shift} if self.shift is not None else {})}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> BackfillRequest:
         """From storage."""
-        return cls(data["group"], data["topic"], datetime.fromisoformat(data["to_time"]) if data.get("to_time") else None,
-                   {int(p): int(o) for p, o in (data.get("to_offsets") or {}).items()}, tuple(data.get("partitions") or ()),
-                   data.get("to_end"), data.get("shift"))
+        return cls(data["group"], tuple(data["topics"]), datetime.fromisoformat(data["to_time"]) if data.get("to_time") else None,
+                   {t: {int(p): int(o) for p, o in offsets.items()} for t, offsets in (data.get("to_offsets") or {}).items()},
+                   tuple(data.get("partitions") or ()), data.get("to_end"), data.get("shift"))
 
 
 @dataclass(frozen=True)
@@ -138,29 +151,31 @@ def header_matches(wanted: tuple[str, str] | None, headers: Headers) -> bool:
     return any(k == name and (v or b"").decode("utf-8", "replace") == value for k, v in headers)
 
 
-BACKFILL_USAGE = ("`/backfill GROUP TOPIC --to-time 2026-12-02T08:00Z | --by-duration 2h | --to-offsets 0:1200,1:980 | --to-earliest | "
-                  "--to-latest | --shift-by -500 [--partitions 0,1]`")
+BACKFILL_USAGE = ("`/backfill GROUP TOPIC[,TOPIC...] | --all-topics  --to-time 2026-12-02T08:00Z | --by-duration 2h | "
+                  "--to-offsets 0:1200,1:980 | --to-earliest | --to-latest | --shift-by -500 [--partitions 0,1]`")
 TARGETS = ("--to-time", "--by-duration", "--to-offsets", "--to-earliest", "--to-latest", "--shift-by")
 REPLAY_USAGE = ("`/replay DLQ_TOPIC --to TOPIC | --to-original [--since T] [--until T] [--limit N] [--filter header=value] [--rate N/s] [--again]` "
                 "(a plan first; add `--dry-run` to only see it)")
 
 
-def backfill_request(args: list[str], now: datetime) -> BackfillRequest:
-    """``GROUP TOPIC --to-time T | --by-duration 2h | --to-offsets P:O,... | --to-earliest | --to-latest | --shift-by N
-    [--partitions 0,1]``."""
+def backfill_request(args: list[str], now: datetime, file: str | None = None) -> BackfillRequest:
+    """``GROUP TOPIC[,TOPIC...] | GROUP --all-topics``, then ``--to-time T | --by-duration 2h | --to-offsets P:O,... |
+    --to-earliest | --to-latest | --shift-by N | --from-file F [--partitions 0,1]``; ``file`` is the text of ``--from-file``
+    (a terminal reads it; elsewhere it is refused)."""
     positional, options = _split(args, {"--to-time", "--to-offsets", "--by-duration", "--shift-by", "--partitions", "--from-file"},
-                                 {"--to-earliest", "--to-latest"})
-    if "--from-file" in options:
+                                 {"--to-earliest", "--to-latest", "--all-topics"})
+    if "--from-file" in options and file is None:
         raise OpsError("a file of offsets is read from a terminal (`bot backfill GROUP TOPIC --from-file FILE`); here, give them as "
                        "--to-offsets 0:1200,1:980")
-    if len(positional) != 2:
-        raise OpsError(f"give the consumer group and the topic. Usage: {BACKFILL_USAGE}")
-    group, topic = positional
-    name(group, "consumer group")
-    name(topic, "topic")
-    given = [k for k in TARGETS if k in options]
+    every = "--all-topics" in options
+    if len(positional) != (1 if every else 2):
+        raise OpsError(("give the consumer group, and the topics or --all-topics, not both" if every else
+                        "give the consumer group and the topic (several separated by commas, or --all-topics)") + f". Usage: {BACKFILL_USAGE}")
+    group = name(positional[0], "consumer group")
+    topics = () if every else topics_of(positional[1])
+    given = [k for k in (*TARGETS, "--from-file") if k in options]
     if len(given) != 1:
-        raise OpsError(f"give exactly one of {', '.join(TARGETS)}. Usage: {BACKFILL_USAGE}")
+        raise OpsError(f"give exactly one of {', '.join(TARGETS)}{' or --from-file' if file is not None else ''}. Usage: {BACKFILL_USAGE}")
     to_time, offsets, to_end, shift = None, {}, None, None
     if "--to-earliest" in options or "--to-latest" in options:
         to_end = "earliest" if "--to-earliest" in options else "latest"
@@ -175,12 +190,30 @@ def backfill_request(args: list[str], now: datetime) -> BackfillRequest:
             raise OpsError(f"--to-time {to_time:%Y-%m-%d %H:%M} UTC is in the future: a backfill goes back in time")
     elif "--by-duration" in options:
         to_time = now - duration(options["--by-duration"], "--by-duration")
+    elif "--from-file" in options:
+        assert file is not None
+        offsets = offsets_file(file, topics)
+        topics = tuple(sorted(offsets))
     else:
-        offsets = offsets_of(options["--to-offsets"])
+        if len(topics) != 1:
+            raise OpsError("--to-offsets gives the partitions of one topic: name one topic (for several, give a file of "
+                           "topic,partition,offset lines with --from-file in a terminal)")
+        offsets = {topics[0]: offsets_of(options["--to-offsets"])}
     partitions = tuple(partitions_of(options["--partitions"])) if "--partitions" in options else ()
-    if offsets and partitions and set(offsets) - set(partitions):
+    if partitions and len(topics) != 1:
+        raise OpsError("--partitions picks partitions of one topic: name one topic, or leave --partitions out")
+    if partitions and offsets and set(offsets[topics[0]]) - set(partitions):
         raise OpsError("--to-offsets names partitions that --partitions leaves out")
-    return BackfillRequest(group, topic, to_time, offsets, partitions, to_end, shift)
+    return BackfillRequest(group, topics, to_time, offsets, partitions, to_end, shift)
+
+
+def topics_of(text: str) -> tuple[str, ...]:
+    """``orders,payments`` -> ("orders", "payments"), each a topic name, none twice."""
+    topics = tuple(name(part.strip(), "topic") for part in text.split(","))
+    twice = sorted({t for t in topics if topics.count(t) > 1})
+    if twice:
+        raise OpsError(f"{', '.join(twice)} is named twice")
+    return topics
 
 
 def replay_request(args: list[str], now: datetime) -> tuple[ReplayRequest, bool]:
@@ -294,11 +327,11 @@ def offsets_of(text: str) -> dict[int, int]:
     return found
 
 
-def offsets_file(text: str, topic: str) -> dict[int, int]:
-    """The offsets of ``topic`` in a ``topic,partition,offset`` CSV (what ``kafka-consumer-groups --reset-offsets --export``
-    and ``bot backfill --export`` write); OpsError naming the line for anything else, or when it names other topics."""
-    found: dict[int, int] = {}
-    others: set[str] = set()
+def offsets_file(text: str, topics: tuple[str, ...] = ()) -> dict[str, dict[int, int]]:
+    """The offsets of a ``topic,partition,offset`` CSV (what ``kafka-consumer-groups --reset-offsets --export`` and
+    ``bot backfill --export`` write), per topic: of ``topics`` (each must be there, and no other), or of every topic it
+    names when none are given; OpsError naming the line for anything else."""
+    found: dict[str, dict[int, int]] = {}
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -308,22 +341,23 @@ def offsets_file(text: str, topic: str) -> dict[int, int]:
         if int(cells[2]) < 0:
             raise OpsError(f"line {number} of the file gives partition {cells[1]} of {cells[0]} no offset ({cells[2]}): the group never committed "
                            "there; leave the line out")
-        if cells[0] != topic:
-            others.add(cells[0])
-            continue
-        if int(cells[1]) in found:
-            raise OpsError(f"line {number} of the file names partition {cells[1]} of {topic} a second time")
-        found[int(cells[1])] = int(cells[2])
+        topic = found.setdefault(cells[0], {})
+        if int(cells[1]) in topic:
+            raise OpsError(f"line {number} of the file names partition {cells[1]} of {cells[0]} a second time")
+        topic[int(cells[1])] = int(cells[2])
+    others = sorted(set(found) - set(topics)) if topics else []
     if others:
-        raise OpsError(f"the file also names {', '.join(sorted(others)[:5])}: a backfill resets one topic; split the file by topic")
-    if not found:
-        raise OpsError(f"the file names no offset of {topic}")
+        raise OpsError(f"the file also names {', '.join(others[:5])}{' and more' if len(others) > 5 else ''}, which this backfill does not: "
+                       "name every topic of the file (GROUP orders,payments), or give --all-topics to take the file's topics")
+    missing = [t for t in topics if t not in found]
+    if missing or not found:
+        raise OpsError(f"the file names no offset of {', '.join(missing) if missing else 'any topic'}")
     return found
 
 
-def offsets_csv(topic: str, offsets: dict[int, int]) -> str:
+def offsets_csv(offsets: dict[str, dict[int, int]]) -> str:
     """``topic,partition,offset`` lines, as ``kafka-consumer-groups --export`` writes them."""
-    return "".join(f"{topic},{partition},{offset}\n" for partition, offset in sorted(offsets.items()))
+    return "".join(f"{topic},{partition},{offset}\n" for topic, mine in sorted(offsets.items()) for partition, offset in sorted(mine.items()))
 
 
 def partitions_of(text: str) -> list[int]:
@@ -340,6 +374,7 @@ def partitions_of(text: str) -> list[int]:
 class PartitionMove:
     """One partition of a backfill: where the group is, where it goes, what that re-reads."""
 
+    topic: str
     partition: int
     committed: int | None  # None: the group never committed on this partition
     target: int
@@ -355,14 +390,14 @@ class PartitionMove:
 
     def as_json(self) -> dict[str, Any]:
         """For storage and ``--format json``."""
-        return {"partition": self.partition, "committed": self.committed, "target": self.target, "earliest": self.earliest,
+        return {"topic": self.topic, "partition": self.partition, "committed": self.committed, "target": self.target, "earliest": self.earliest,
                 "latest": self.latest, "reread": self.reread, "before_retention": self.clamped,
                 **({"asked": self.asked} if self.asked is not None else {})}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PartitionMove:
         """From storage."""
-        return cls(data["partition"], data["committed"], data["target"], data["earliest"], data["latest"], bool(data.get("before_retention")),
+        return cls(data["topic"], data["partition"], data["committed"], data["target"], data["earliest"], data["latest"], bool(data.get("before_retention")),
                    data.get("asked"))
 
 
@@ -371,14 +406,20 @@ def skipped(moves: list[dict[str, Any]]) -> int:
     return sum(max(0, -m["reread"]) for m in moves)
 
 
-def plan_backfill(request: BackfillRequest, partitions: list[int], watermarks: dict[int, tuple[int, int]], committed: dict[int, int],
-                  by_time: dict[int, int]) -> list[PartitionMove]:
-    """The moves, from the cluster's answers: the topic's partitions, their (earliest, latest) offsets, the group's committed
-    offsets, and for a time the first offset at or after it (-1 when every message is older: the end)."""
-    chosen = list(request.partitions) or sorted(request.to_offsets) or partitions
+def chosen_partitions(request: BackfillRequest, topic: str, partitions: list[int]) -> list[int]:
+    """The partitions of ``topic`` the backfill moves: those it names, else all; OpsError for one the topic lacks."""
+    chosen = list(request.partitions) or sorted(request.to_offsets.get(topic, {})) or partitions
     unknown = sorted(set(chosen) - set(partitions))
     if unknown:
-        raise OpsError(f"{request.topic} has no partition {', '.join(map(str, unknown))} (it has {', '.join(map(str, partitions))})")
+        raise OpsError(f"{topic} has no partition {', '.join(map(str, unknown))} (it has {', '.join(map(str, partitions))})")
+    return chosen
+
+
+def plan_backfill(request: BackfillRequest, topic: str, partitions: list[int], watermarks: dict[int, tuple[int, int]],
+                  committed: dict[int, int], by_time: dict[int, int]) -> list[PartitionMove]:
+    """The moves on one topic, from the cluster's answers: its partitions, their (earliest, latest) offsets, the group's
+    committed offsets, and for a time the first offset at or after it (-1 when every message is older: the end)."""
+    chosen = chosen_partitions(request, topic, partitions)
     moves = []
     for partition in chosen:
         earliest, latest = watermarks[partition]
@@ -391,18 +432,54 @@ def plan_backfill(request: BackfillRequest, partitions: list[int], watermarks: d
         elif request.shift is not None:
             base = committed.get(partition)
             if base is None:
-                raise OpsError(f"partition {partition}: group {request.group} has no committed offset to shift from; give --to-time, "
+                raise OpsError(f"{_where(topic, partition, request)}: group {request.group} has no committed offset to shift from; give --to-time, "
                                "--to-offsets or --to-earliest instead")
             target = base + request.shift
             if not earliest <= target <= latest:  # clamped to the log, as kafka-consumer-groups does, and shown
                 asked, target = target, min(max(target, earliest), latest)
         else:
-            target = request.to_offsets[partition]
+            target = request.to_offsets[topic][partition]
             if target > latest:
-                raise OpsError(f"partition {partition}: offset {target} is past the end of the partition ({latest})")
-        moves.append(PartitionMove(partition, committed.get(partition), max(target, earliest), earliest, latest,
+                raise OpsError(f"{_where(topic, partition, request)}: offset {target} is past the end of the partition ({latest})")
+        moves.append(PartitionMove(topic, partition, committed.get(partition), max(target, earliest), earliest, latest,
                                    target < earliest and asked is None, asked))
     return moves
+
+
+def topics_named(request: BackfillRequest, moves: list[dict[str, Any]]) -> str:
+    """The topics a backfill moves, as its title says them: ``orders``, ``orders, payments``, ``all its topics (orders, …)``."""
+    if request.topics:
+        return request.topics_text()
+    found = sorted({m["topic"] for m in moves})
+    return "all its topics" + (f" ({', '.join(found[:5])}{', …' if len(found) > 5 else ''})" if found else "")
+
+
+def moves_table(moves: list[dict[str, Any]], retention: str, limit: int = 10_000) -> list[str]:
+    """A plan's stored moves as aligned rows (the topic column when there are several topics): committed, target, re-read,
+    marked ``retention`` when the target is before the earliest retained offset, or the clamped shift."""
+    several = len({m["topic"] for m in moves}) > 1
+    width = max([len(m["topic"]) for m in moves] + [5]) if several else 0
+    rows = [(f"{'topic':<{width}}  " if several else "") + f"{'partition':>9}  {'committed':>12}  {'target':>12}  {'re-read':>10}"]
+    for move in moves[:limit]:
+        committed = "none" if move["committed"] is None else f"{move['committed']:,}"
+        mark = retention if move["before_retention"] else f"  (asked {move['asked']:,}: clamped to the log)" if move.get("asked") is not None else ""
+        rows.append((f"{move['topic']:<{width}}  " if several else "") +
+                    f"{move['partition']:>9}  {committed:>12}  {move['target']:>12,}  {move['reread']:>10,}{mark}")
+    if len(moves) > limit:
+        rows.append(f"… and {len(moves) - limit} more partitions")
+    return rows
+
+
+def _where(topic: str, partition: int, request: BackfillRequest) -> str:
+    return f"partition {partition}" if len(request.topics) == 1 else f"{topic} partition {partition}"
+
+
+def moved_text(offsets: dict[tuple[str, int], int | None], limit: int = 24) -> str:
+    """``orders 0→1200, 1→980; payments 0→5``: offsets per topic and partition (the first ``limit`` of them)."""
+    shown = sorted(offsets.items())[:limit]
+    topics = sorted({topic for (topic, _), _ in shown})
+    text = "; ".join(f"{topic} " + ", ".join(f"{p}→{'none' if o is None else o}" for (t, p), o in shown if t == topic) for topic in topics)
+    return text + (f" and {len(offsets) - limit} more partitions" if len(offsets) > limit else "")
 
 
 def refuse_active(group: str, state: str, members: list[Member]) -> None:

@@ -39,6 +39,7 @@ from bot.domain.ops import (
     ReplayRequest,
     Span,
     already_copied,
+    chosen_partitions,
     plan_backfill,
     refuse_active,
 )
@@ -78,10 +79,16 @@ class Cluster:
 
     def partitions(self, topic: str) -> list[int]:
         """The topic's partitions; OpsError when the cluster does not know it."""
-        metadata = self.admin.list_topics(timeout=TIMEOUT).topics.get(topic)  # every topic: asking for one may create it
-        if metadata is None or metadata.error is not None or not metadata.partitions:
-            raise OpsError(f"the cluster has no topic {topic} (check the name: `kafka-topics --list`)")
-        return sorted(metadata.partitions)
+        return self.partitions_of([topic])[topic]
+
+    def partitions_of(self, topics: list[str]) -> dict[str, list[int]]:
+        """Each topic's partitions, in one metadata request; OpsError naming those the cluster does not know."""
+        known = self.admin.list_topics(timeout=TIMEOUT).topics  # every topic: asking for one may create it
+        found = {t: sorted(known[t].partitions) for t in topics if t in known and known[t].error is None and known[t].partitions}
+        missing = [t for t in topics if t not in found]
+        if missing:
+            raise OpsError(f"the cluster has no topic {', '.join(missing[:10])} (check the name: `kafka-topics --list`)")
+        return found
 
     def watermarks(self, topic: str, partitions: list[int]) -> dict[int, tuple[int, int]]:
         """Earliest retained and next offset of each partition."""
@@ -105,32 +112,54 @@ class Cluster:
         answer = self.admin.list_consumer_group_offsets([asked], request_timeout=TIMEOUT)[group].result(timeout=TIMEOUT)
         return {tp.partition: tp.offset for tp in answer.topic_partitions or [] if tp.offset >= 0}
 
+    def committed_everywhere(self, group: str) -> dict[tuple[str, int], int]:
+        """Every offset the group has committed, by topic and partition."""
+        answer = self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)], request_timeout=TIMEOUT)[group].result(timeout=TIMEOUT)
+        failed = [f"{tp.topic} partition {tp.partition}: {tp.error}" for tp in answer.topic_partitions or [] if tp.error is not None]
+        if failed:  # a partition left out would look never committed
+            raise OpsError(f"Kafka did not give the committed offsets of {group} ({'; '.join(failed[:5])}): try again")
+        return {(tp.topic, tp.partition): tp.offset for tp in answer.topic_partitions or [] if tp.offset >= 0}
+
     def plan_backfill(self, request: BackfillRequest) -> tuple[list[PartitionMove], str]:
         """The moves of a backfill as the cluster stands now, and the group's state; OpsError when it cannot be run."""
-        partitions = self.partitions(request.topic)
         state, members = self.group(request.group)
-        committed = self.committed(request.group, request.topic, partitions)
+        committed = self.committed_everywhere(request.group)
+        read = sorted({topic for topic, _ in committed})
         if not members and not committed and state in ("DEAD", "UNKNOWN"):
-            raise OpsError(f"consumer group {request.group} has never committed on {request.topic} and has no members: "
+            raise OpsError(f"consumer group {request.group} has never committed on {request.topics_text()} and has no members: "
                            "check the name (`kafka-consumer-groups --list`)")
         refuse_active(request.group, state, members)
-        chosen = list(request.partitions) or sorted(request.to_offsets) or partitions
-        chosen = [p for p in chosen if p in partitions] or partitions
-        by_time = self.offsets_for_time(request.topic, chosen, request.to_time) if request.to_time else {}
-        return plan_backfill(request, partitions, self.watermarks(request.topic, chosen), committed, by_time), state
+        if request.all_topics and not read:
+            raise OpsError(f"consumer group {request.group} has committed on no topic, so --all-topics names none: name the topics")
+        topics = list(request.topics) or read
+        partitions = self.partitions_of(topics)
+        moves: list[PartitionMove] = []
+        for topic in topics:
+            mine = {p: o for (t, p), o in committed.items() if t == topic}
+            if not mine and read:
+                raise OpsError(f"consumer group {request.group} has no committed offset on {topic}: it does not read it (it has committed on "
+                               f"{', '.join(read[:10])}{' and more' if len(read) > 10 else ''}); check the topic. Nothing moved")
+            chosen = chosen_partitions(request, topic, partitions[topic])
+            by_time = self.offsets_for_time(topic, chosen, request.to_time) if request.to_time else {}
+            moves += plan_backfill(request, topic, partitions[topic], self.watermarks(topic, chosen), mine, by_time)
+        return moves, state
 
-    def reset(self, group: str, topic: str, offsets: dict[int, int]) -> None:
-        """Move the group's committed offsets (the broker refuses while the group has members)."""
-        wanted = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p, o) for p, o in sorted(offsets.items())])
+    def reset(self, group: str, offsets: dict[tuple[str, int], int]) -> None:
+        """Move the group's committed offsets, every topic at once (the broker refuses while the group has members)."""
+        wanted = ConsumerGroupTopicPartitions(group, [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())])
         answer = self.admin.alter_consumer_group_offsets([wanted], request_timeout=TIMEOUT)[group].result(timeout=TIMEOUT)
-        failed = [f"partition {tp.partition}: {tp.error}" for tp in answer.topic_partitions or [] if tp.error is not None]
+        failed = [f"{tp.topic} partition {tp.partition}: {tp.error}" for tp in answer.topic_partitions or [] if tp.error is not None]
         if failed:
-            raise OpsError(f"the broker refused the reset of {group}: {'; '.join(failed)}")
+            raise OpsError(f"the broker refused the reset of {group}: {'; '.join(failed[:10])}")
 
-    def lag(self, group: str, topic: str, partitions: list[int]) -> int:
+    def lag(self, group: str, partitions: list[tuple[str, int]]) -> int:
         """Messages the group has still to read on these partitions."""
-        committed = self.committed(group, topic, partitions)
-        return sum(max(0, high - committed.get(p, low)) for p, (low, high) in self.watermarks(topic, partitions).items())
+        committed = self.committed_everywhere(group)
+        lag = 0
+        for topic in sorted({t for t, _ in partitions}):
+            mine = [p for t, p in partitions if t == topic]
+            lag += sum(max(0, high - committed.get((topic, p), low)) for p, (low, high) in self.watermarks(topic, mine).items())
+        return lag
 
 
 # --- replay -----------------------------------------------------------------------------------------

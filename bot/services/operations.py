@@ -24,7 +24,7 @@ from bot.domain.calendar import Kind as EntryKind
 from bot.domain.calendar import Scope, Status, Window
 from bot.domain.dead_letters import MAX_REPLAYS, ORIGINAL_TOPIC, ErrorGroup, Letter, PeekRequest, Route, group_by_error
 from bot.domain.lineage.model import Team
-from bot.domain.ops import BackfillRequest, Copied, OpKind, OpsError, OpState, PartitionMove, ReplayRequest, Span, progress_text
+from bot.domain.ops import BackfillRequest, Copied, OpKind, OpsError, OpState, PartitionMove, ReplayRequest, Span, moved_text, progress_text
 from bot.domain.sli.pipeline import Pipeline
 from bot.kafka import dead_letters
 from bot.kafka.avro import Registry
@@ -79,7 +79,9 @@ def footprint(kind: OpKind, request: dict[str, Any], plan: dict[str, Any]) -> tu
     """What an operation books in the calendar: its title, its topics, and about how long it takes."""
     if kind is OpKind.BACKFILL:
         backfill = BackfillRequest.from_json(request)
-        return f"Backfill {backfill.group} on {backfill.topic}", Scope(datasets=frozenset({backfill.topic})), timedelta(hours=1)
+        topics = sorted({m["topic"] for m in plan.get("moves", [])} | set(backfill.topics))
+        return f"Backfill {backfill.group} on {', '.join(topics[:5])}{' and more' if len(topics) > 5 else ''}", \
+            Scope(datasets=frozenset(topics)), timedelta(hours=1)
     replay = ReplayRequest.from_json(request)
     count = int(plan.get("count", 0))
     length = timedelta(seconds=max(300.0, count / replay.rate if replay.rate else count / 2000))
@@ -185,15 +187,22 @@ class Operations:
         stored["booked"] = await self._booked_now(OpKind.REPLAY, request.as_json(), stored)
         return await self._create(OpKind.REPLAY, DRY_RUN if dry_run else OpState.PLANNED, team, actor, request.as_json(), stored, channel)
 
-    async def committed_offsets(self, group: str, topic: str) -> dict[int, int]:
-        """The group's committed offsets on the topic now (for ``--export``); OpsError when it has none there."""
-        def read(cluster: Cluster) -> dict[int, int]:
-            return cluster.committed(group, topic, cluster.partitions(topic))
-        offsets: dict[int, int] = await self._ask(read)
-        if not offsets:
-            raise OpsError(f"consumer group {group} has committed no offset on {topic}: nothing to export (check the names: "
-                           "`kafka-consumer-groups --list`)")
-        return offsets
+    async def committed_offsets(self, group: str, topics: tuple[str, ...]) -> dict[str, dict[int, int]]:
+        """The group's committed offsets now on ``topics`` (none: every topic), for ``--export``; OpsError when it has none
+        on one of them."""
+        def read(cluster: Cluster) -> dict[tuple[str, int], int]:
+            if topics:
+                cluster.partitions_of(list(topics))
+            return cluster.committed_everywhere(group)
+        found: dict[str, dict[int, int]] = {}
+        for (topic, partition), offset in (await self._ask(read)).items():
+            if not topics or topic in topics:
+                found.setdefault(topic, {})[partition] = offset
+        missing = [t for t in topics if t not in found]
+        if missing or not found:
+            raise OpsError(f"consumer group {group} has committed no offset on {', '.join(missing) or 'any topic'}: nothing to export "
+                           "(check the names: `kafka-consumer-groups --list`)")
+        return found
 
     async def peek(self, request: PeekRequest, actor: Actor) -> Peek:
         """The newest dead letters of a DLQ, decoded and grouped by error (nothing is copied or moved); OpsError when the
@@ -352,28 +361,31 @@ class Operations:
         planned = [PartitionMove.from_json(m) for m in row.plan["moves"]]
         moves, state = await self._ask(lambda cluster: cluster.plan_backfill(request))
         if request.to_end == "latest":  # the end as planned: the group skips exactly what the confirmation named
-            ends = {m.partition: m.target for m in planned}
-            moves = [replace(m, target=ends[m.partition]) if m.partition in ends else m for m in moves]
+            ends = {(m.topic, m.partition): m.target for m in planned}
+            moves = [replace(m, target=ends.get((m.topic, m.partition), m.target)) for m in moves]
         exact = request.to_time is None and request.to_end is None  # offsets and shifts: the targets themselves must hold
-        if [(m.partition, m.committed) + ((m.target,) if exact else ()) for m in moves] != \
-                [(m.partition, m.committed) + ((m.target,) if exact else ()) for m in planned]:
+        if [(m.topic, m.partition, m.committed) + ((m.target,) if exact else ()) for m in moves] != \
+                [(m.topic, m.partition, m.committed) + ((m.target,) if exact else ()) for m in planned]:
             plan = {**row.plan, "moves": [m.as_json() for m in moves], "group_state": state}
             plan["booked"] = await self._booked_now(OpKind.BACKFILL, row.request, plan)
             await self._move(row, (OpState.PLANNED.value,), actor, "replanned", {}, ":warning: The group's offsets moved since the plan; "
                              "the plan above is redone with the cluster as it is now. Check it and confirm again.", plan=plan)
             raise OpsError(f"the offsets of {request.group} moved since #{row.id} was planned; the plan is redone: check it and confirm again")
+        previous: dict[str, dict[str, int | None]] = {}
+        for m in moves:
+            previous.setdefault(m.topic, {})[str(m.partition)] = m.committed
         claimed = await self._move(row, (OpState.PLANNED.value,), None, "", state=OpState.APPLIED.value,
-                                   progress={"previous": {str(m.partition): m.committed for m in moves}, "lag": sum(max(0, m.reread) for m in moves),
+                                   progress={"previous": previous, "lag": sum(max(0, m.reread) for m in moves),
                                              "following": True, "applied_at": self.clock().isoformat()})
+        targets = {(m.topic, m.partition): m.target for m in moves}
         try:
-            await self._ask(lambda cluster: cluster.reset(request.group, request.topic, {m.partition: m.target for m in moves}))
+            await self._ask(lambda cluster: cluster.reset(request.group, targets))
         except OpsError as err:
             await self._move(claimed, (OpState.APPLIED.value,), actor, "failed", {"error": str(err)}, f":x: The reset failed: {_plain(err)}. Nothing moved.",
                              state=OpState.FAILED.value, result=str(err))
             raise
-        applied = ", ".join(f"{m.partition}→{m.target}" for m in moves)
-        return await self._move(claimed, (OpState.APPLIED.value,), actor, "applied", {"offsets": {str(m.partition): m.target for m in moves}},
-                                f":white_check_mark: Applied by {_who(actor)}: {request.group} now starts at {applied} on {request.topic}. "
+        return await self._move(claimed, (OpState.APPLIED.value,), actor, "applied", {"offsets": _nested(targets)},
+                                f":white_check_mark: Applied by {_who(actor)}: {request.group} now starts at {moved_text(dict(targets))}. "
                                 "Start the job; I follow its lag here until it has caught up.", self._book)
 
     async def undo(self, operation: int, actor: Actor) -> Operation:
@@ -384,16 +396,17 @@ class Operations:
         if actor.surface == "slack" and (why := await self.refusal(actor.user, row.team)):
             raise OpsError(why)
         request = BackfillRequest.from_json(row.request)
-        previous = {int(p): o for p, o in row.progress.get("previous", {}).items() if o is not None}
+        previous = {(t, int(p)): o for t, offsets in row.progress.get("previous", {}).items() for p, o in offsets.items() if o is not None}
         if not previous:
             raise OpsError(f"{request.group} had no committed offsets before #{operation}, so there is nothing to put back")
-        await self._ask(lambda cluster: cluster.plan_backfill(BackfillRequest(request.group, request.topic, to_offsets=previous)))
+        back = _nested(previous)
+        await self._ask(lambda cluster: cluster.plan_backfill(BackfillRequest(request.group, tuple(sorted(back)), to_offsets=back)))
         claimed = await self._move(row, (OpState.APPLIED.value,), None, "", state=OpState.UNDONE.value,
                                    progress={**row.progress, "following": False})
-        await self._ask(lambda cluster: cluster.reset(request.group, request.topic, previous))
-        back = ", ".join(f"{p}→{o}" for p, o in sorted(previous.items()))
-        return await self._move(claimed, (OpState.UNDONE.value,), actor, "undone", {"offsets": {str(p): o for p, o in previous.items()}},
-                                f":leftwards_arrow_with_hook: Undone by {_who(actor)}: {request.group} is back at {back}.", self._finish_entry)
+        await self._ask(lambda cluster: cluster.reset(request.group, previous))
+        return await self._move(claimed, (OpState.UNDONE.value,), actor, "undone", {"offsets": _nested(previous)},
+                                f":leftwards_arrow_with_hook: Undone by {_who(actor)}: {request.group} is back at {moved_text(dict(previous))}.",
+                                self._finish_entry)
 
     async def cancel(self, operation: int, actor: Actor) -> Operation:
         """Cancel a plan, or stop a running replay at its next transaction boundary."""
@@ -608,7 +621,7 @@ class Operations:
             if not row.progress.get("following"):
                 continue
             request = BackfillRequest.from_json(row.request)
-            partitions = [m["partition"] for m in row.plan["moves"]]
+            partitions = [(m["topic"], m["partition"]) for m in row.plan["moves"]]
             try:
                 lag = await self._ask(_lag_of(request, partitions))
             except OpsError as err:
@@ -619,7 +632,7 @@ class Operations:
             caught_up, expired = lag <= CAUGHT_UP, self.clock() - applied > FOLLOW_FOR
             if lag == row.progress.get("lag") and not (caught_up or expired):
                 continue
-            note = (f":checkered_flag: {request.group} has caught up on {request.topic} (lag {lag:,})." if caught_up else
+            note = (f":checkered_flag: {request.group} has caught up on {_plain(', '.join(sorted({t for t, _ in partitions})))} (lag {lag:,})." if caught_up else
                     f":hourglass: Stopped following after {FOLLOW_FOR.total_seconds() / 3600:g} h; the lag is still {lag:,}." if expired else None)
             try:
                 await self._move(row, (OpState.APPLIED.value,), None, "", None, note, self._finish_entry if caught_up else None,
@@ -672,8 +685,16 @@ def _committed_of(operation: int, dlq: str, partitions: list[int]) -> Callable[[
     return lambda cluster: cluster.committed(replay_group(operation), dlq, partitions)
 
 
-def _lag_of(request: BackfillRequest, partitions: list[int]) -> Callable[[Cluster], int]:
-    return lambda cluster: cluster.lag(request.group, request.topic, partitions)
+def _lag_of(request: BackfillRequest, partitions: list[tuple[str, int]]) -> Callable[[Cluster], int]:
+    return lambda cluster: cluster.lag(request.group, partitions)
+
+
+def _nested(offsets: dict[tuple[str, int], int]) -> dict[str, dict[int, int]]:
+    """{(topic, partition): offset} -> {topic: {partition: offset}}."""
+    found: dict[str, dict[int, int]] = {}
+    for (topic, partition), offset in sorted(offsets.items()):
+        found.setdefault(topic, {})[partition] = offset
+    return found
 
 
 def _final(state: str) -> bool:

@@ -154,7 +154,7 @@ def oncall_router(sli: SliCommands) -> Router:
 def ops_routers(ops: OpsCommands) -> dict[str, Router]:
     """``/backfill`` and ``/replay`` (arguments straight after the command; alone: a form) and ``/ops``."""
     backfill = Router(ids.BACKFILL_COMMAND, default="plan")
-    backfill.add(Subcommand("plan", "GROUP TOPIC --to-time T | --by-duration 2h | --to-offsets 0:1200,1:980 | --to-earliest | --to-latest | "
+    backfill.add(Subcommand("plan", "GROUP TOPIC[,TOPIC...] | --all-topics  --to-time T | --by-duration 2h | --to-offsets 0:1200,1:980 | --to-earliest | --to-latest | "
                                     "--shift-by -500 [--partitions 0,1]",
                             "oncall: plan a reset of a stopped consumer group (alone: a form); Confirm applies it", ops.backfill))
     backfill.add(Subcommand("help", "help", "this list of commands", lambda _r: _answer(backfill.help()), in_ack=True))

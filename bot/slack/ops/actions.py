@@ -73,7 +73,7 @@ class OpsActions:
             return
         if action["action_id"] == ids.SLI_BACKFILL:
             since = self.ops.clock() - timedelta(hours=1)
-            view = backfill_form(channel, pipeline.group, pipeline.topics[0] if pipeline.topics else None, since)
+            view = backfill_form(channel, pipeline.group, ",".join(pipeline.topics) or None, since)
         else:
             target = f"{pipeline.topics[0]}.replay" if pipeline.topics else None
             view = replay_form(channel, pipeline.dlq, target)
@@ -111,7 +111,7 @@ class OpsActions:
         try:
             await self.ops.plan_backfill(request, Actor(user, "slack"), channel)
         except OpsError as err:
-            await self._tell(user, f"Your backfill of {escape(request.group)} on {escape(request.topic)} was not planned: {escape(err)}")
+            await self._tell(user, f"Your backfill of {escape(request.group)} on {escape(request.topics_text())} was not planned: {escape(err)}")
 
     async def on_replay_form(self, ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]) -> None:
         """The replay form: arguments checked at once (errors at their field); then scanned, the plan posted."""

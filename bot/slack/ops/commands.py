@@ -25,7 +25,7 @@ class OpsCommands:
         self.ops, self.client = ops, client
 
     async def backfill(self, request: CommandRequest) -> Reply | None:
-        """``/backfill GROUP TOPIC --to-time T | --by-duration D | --to-offsets P:O,... | --to-earliest | --to-latest | --shift-by N
+        """``/backfill GROUP TOPIC[,TOPIC...] | --all-topics  --to-time T | --by-duration D | --to-offsets P:O,... | --to-earliest | --to-latest | --shift-by N
         [--partitions 0,1]``; alone: the form."""
         if not request.args:
             await self.client.views_open(trigger_id=request.trigger_id, view=backfill_form(request.channel))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.domain.ops import BackfillRequest, OpKind, OpState, ReplayRequest, skipped
+from bot.domain.ops import BackfillRequest, OpKind, OpState, ReplayRequest, moves_table, skipped, topics_named
 from bot.services.operations import DRY_RUN, Peek
 from bot.slack import ids
 from bot.slack.render import Reply, escape, mention, section
@@ -26,7 +26,7 @@ def title(row: Operation) -> str:
     if row.kind == OpKind.BACKFILL.value:
         request = BackfillRequest.from_json(row.request)
         to = request.target_text()
-        return f"Backfill #{row.id}: reset `{request.group}` on `{request.topic}` {'by' if request.shift is not None else 'to'} {to}"
+        return f"Backfill #{row.id}: reset `{request.group}` on {_topics(request, row)} {'by' if request.shift is not None else 'to'} {to}"
     replay = ReplayRequest.from_json(row.request)
     return f"Replay #{row.id}: `{replay.dlq}` → " + (f"`{replay.target}`" if replay.target else "their original topics")
 
@@ -50,13 +50,7 @@ def operation_message(row: Operation) -> Reply:
 def backfill_lines(row: Operation) -> list[str]:
     """Per partition: committed now, target, messages re-read; the retention warning; the lag once applied."""
     moves = row.plan.get("moves", [])
-    table = [f"{'partition':>9}  {'committed':>12}  {'target':>12}  {'re-read':>10}"]
-    for move in moves[:MAX_ROWS]:
-        committed = "none" if move["committed"] is None else f"{move['committed']:,}"
-        mark = "  !" if move["before_retention"] else f"  (asked {move['asked']:,}: clamped to the log)" if move.get("asked") is not None else ""
-        table.append(f"{move['partition']:>9}  {committed:>12}  {move['target']:>12,}  {move['reread']:>10,}{mark}")
-    if len(moves) > MAX_ROWS:
-        table.append(f"… and {len(moves) - MAX_ROWS} more partitions")
+    table = [escape(line) for line in moves_table(moves, "  !", MAX_ROWS)]
     total, lost_to_group = sum(max(0, m["reread"]) for m in moves), skipped(moves)
     lines = [f"{total:,} messages will be read again (group {escape(row.plan.get('group_state', '?').lower())}, no members).",
              "```" + "\n".join(table) + "```"]
@@ -65,10 +59,10 @@ def backfill_lines(row: Operation) -> list[str]:
                         "(data loss for this group; re-read them later with a backfill to a time or offsets while they are retained).")
     if any(m.get("asked") is not None for m in moves):
         lines.append("A shift past the start or the end of a partition stops there (its earliest retained or its latest offset).")
-    lost = [m for m in moves if m["before_retention"]]
+    lost, several = [m for m in moves if m["before_retention"]], len({m["topic"] for m in moves}) > 1
     if lost:
         lines.append(f":warning: *Retention:* the time asked for is older than what partition{'s' if len(lost) > 1 else ''} "
-                     f"{', '.join(str(m['partition']) for m in lost)} still keep{'s' if len(lost) == 1 else ''}: they start at their earliest "
+                     f"{', '.join(_partition(m, several) for m in lost)} still keep{'s' if len(lost) == 1 else ''}: they start at their earliest "
                      "retained offset, and the data before it is gone. Backfill that stretch from the lake instead.")
     if row.state == OpState.PLANNED.value:
         lines.append("Nothing moves until Confirm, which checks the offsets again. The job must stay stopped until then.")
@@ -79,6 +73,16 @@ def backfill_lines(row: Operation) -> list[str]:
         else:
             lines.append(f"Lag now: {progress['lag']:,} of {total:,} to re-read" + (" (followed here until it has caught up)" if progress.get("following") else ""))
     return lines
+
+
+def _topics(request: BackfillRequest, row: Operation) -> str:
+    if request.topics:
+        return ", ".join(f"`{escape(t)}`" for t in request.topics)
+    return escape(topics_named(request, row.plan.get("moves", [])))
+
+
+def _partition(move: dict[str, Any], several: bool) -> str:
+    return f"{escape(move['topic'])}/{move['partition']}" if several else str(move["partition"])
 
 
 def replay_lines(row: Operation) -> list[str]:
