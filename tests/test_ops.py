@@ -468,6 +468,9 @@ async def test_replay_of_ten_thousand_exactly_once_then_skipped_when_asked_again
     assert "is posted" in await answer(slack, f"{command} --filter error=timeout --again --dry-run", CAROL)
     dry = await latest(slack)
     assert dry.state == "dry-run" and dry.plan["count"] == 5_000 and dry.plan["filtered"] == 5_000
+    assert "is posted" in await answer(slack, f"{command} --limit 100 --again --dry-run", CAROL)  # the 100 oldest: 34, 33 and 33
+    limited = await latest(slack)
+    assert limited.plan["count"] == 100 and limited.plan["spans"] == [[0, 0, 34], [1, 0, 33], [2, 0, 33]]
     status = await answer(slack, "/ops status", BOB)
     assert f"Replay #{row.id}" in status and "done" in status and "message" in status
 

@@ -15,6 +15,7 @@ from bot.domain.ops import (
     PartitionMove,
     ReplayRequest,
     Span,
+    Tally,
     already_copied,
     backfill_request,
     moved_text,
@@ -194,3 +195,22 @@ def test_a_plan_over_several_topics_names_each_topic_in_its_table_and_its_offset
     assert moved_text({("t", p): p for p in range(30)}, limit=2) == "t 0→0, 1→1 and 28 more partitions"
     every = BackfillRequest("g", (), to_end="earliest")
     assert topics_named(every, moves) == "all its topics (orders, payments)" and topics_named(every, []) == "all its topics"
+
+
+def test_a_scan_tally_counts_each_destination_and_keeps_only_the_oldest_letters_a_limit_allows() -> None:
+    every = Tally("orders.dlq.parked")
+    for offset, (destination, error) in enumerate([("orders", ""), ("payments", ""), ("orders.dlq.parked", "boom"), (None, ""), ("orders", "")]):
+        every.add(1000 + offset, 0, offset, destination, error)
+    every.close()
+    assert (every.total, every.targets, every.parked, every.reasons, every.unrouted, every.cut) == \
+        (5, {"orders": 2, "payments": 1}, 1, {"boom": 1}, 1, False)
+    oldest = Tally("orders.dlq.parked", limit=3)
+    letters = [(50, 0, 0, "orders"), (10, 1, 0, "payments"), (30, 0, 1, "orders"), (20, 1, 1, "orders.dlq.parked"), (40, 1, 2, "orders")]
+    for timestamp, partition, offset, destination in letters:
+        oldest.add(timestamp, partition, offset, destination, "boom" if destination.endswith("parked") else "")
+    oldest.close()
+    assert (oldest.total, oldest.targets, oldest.parked, oldest.cut, oldest.last) == (3, {"payments": 1, "orders": 1}, 1, True, {0: 1, 1: 1})
+    exact = Tally("p", limit=2)
+    exact.add(1, 0, 0, "t", "")
+    exact.close()
+    assert (exact.total, exact.cut) == (1, False)

@@ -7,6 +7,7 @@ message says what to change.
 
 from __future__ import annotations
 
+import heapq
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -518,6 +519,54 @@ def already_copied(partition: int, offset: int, headers: Headers, earlier: list[
                 if header_matches(copied.header, headers):
                     return copied.replay
     return None
+
+
+@dataclass
+class Tally:
+    """What a replay's scan counts, letter by letter: how many go to each destination, how many are parked (and their last
+    errors), how many name no destination. With a ``limit``, only the ``limit`` oldest letters (by timestamp) count: they
+    are kept in a bounded heap, so a scan's memory is that of the limit, never of the DLQ."""
+
+    parked_topic: str
+    limit: int | None = None
+    total: int = 0
+    targets: dict[str, int] = field(default_factory=dict)
+    parked: int = 0
+    unrouted: int = 0
+    reasons: dict[str, int] = field(default_factory=dict)
+    cut: bool = False  # the limit left letters out
+    last: dict[int, int] = field(default_factory=dict)  # with a limit: the last offset kept per DLQ partition
+    _oldest: list[tuple[int, int, int, str, str]] = field(default_factory=list)  # negated (timestamp, partition, offset): a max-heap
+
+    def add(self, timestamp: int, partition: int, offset: int, destination: str | None, error: str) -> None:
+        """One letter to send (``error``: its last error, read for a parked one)."""
+        if self.limit is None:
+            self._count(destination, error)
+            return
+        entry = (-timestamp, -partition, -offset, destination or "", error)
+        if len(self._oldest) < self.limit:
+            heapq.heappush(self._oldest, entry)
+            return
+        self.cut = True
+        if entry > self._oldest[0]:  # older than the newest kept
+            heapq.heapreplace(self._oldest, entry)
+
+    def close(self) -> None:
+        """Count what a limit kept."""
+        for _, partition, offset, destination, error in self._oldest:
+            self._count(destination or None, error)
+            self.last[-partition] = max(self.last.get(-partition, -1), -offset)
+        self._oldest = []
+
+    def _count(self, destination: str | None, error: str) -> None:
+        self.total += 1
+        if destination is None:
+            self.unrouted += 1
+        elif destination == self.parked_topic:
+            self.parked += 1
+            self.reasons[error] = self.reasons.get(error, 0) + 1
+        else:
+            self.targets[destination] = self.targets.get(destination, 0) + 1
 
 
 def progress_text(copied: int, total: int, seconds: float, moved: int | None = None) -> str:

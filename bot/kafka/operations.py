@@ -38,6 +38,7 @@ from bot.domain.ops import (
     PartitionMove,
     ReplayRequest,
     Span,
+    Tally,
     already_copied,
     chosen_partitions,
     plan_backfill,
@@ -48,10 +49,10 @@ from bot.kafka.avro import Registry
 from bot.kafka.dead_letters import describe
 
 TIMEOUT = 10.0
-BATCH = 5000  # messages a scan reads at once
+BATCH = 500  # messages a scan reads at once (held together: larger batches outlive the young GC generation and cost full collections)
 TRANSACTION = 200_000  # messages per transaction at most
 TRANSACTION_SECONDS = 2.0  # and at most this long (a cancel waits for it; each commit stops the copy for tens of milliseconds)
-CONSUME = 5000  # messages taken from the consumer at once
+CONSUME = 500  # messages taken from the consumer at once
 SAMPLES = 5
 
 
@@ -238,8 +239,7 @@ def scan(cluster: Cluster, request: ReplayRequest, earlier: list[Copied], regist
     topics = cluster.topics()
     target_partitions = len(cluster.partitions(request.target)) if request.target is not None else 0
     ranges = _ranges(cluster, request, partitions)
-    wanted: list[tuple[int, int, int, str | None]] = []  # (timestamp, partition, offset, destination) of the messages to send
-    errors: dict[tuple[int, int], str] = {}  # the parked ones' errors
+    tally = Tally(route.parked, request.limit)
     samples: list[Message] = []
     skipped = filtered = 0
     filtering, looking = request.header is not None, bool(earlier) and not request.again  # per message: asked once
@@ -275,40 +275,23 @@ def scan(cluster: Cluster, request: ReplayRequest, earlier: list[Copied], regist
                         skipped += 1
                     else:
                         destination, _ = route.of(headers)
-                        wanted.append((message.timestamp()[1], p, offset, destination))
-                        if destination == route.parked:
-                            errors[p, offset] = error_of(headers)
+                        tally.add(message.timestamp()[1], p, offset, destination, error_of(headers) if destination == route.parked else "")
                         if len(samples) < SAMPLES:
                             samples.append(message)
                     if offset + 1 >= ranges[p][1]:
                         open_.discard(p)
         finally:
             consumer.close()
-    if request.limit is not None and len(wanted) > request.limit:
-        wanted.sort()
-        kept = wanted[:request.limit]
-        last = {p: max(o for _, q, o, _ in kept if q == p) for _, p, _, _ in kept}
-        ranges = {p: (ranges[p][0], last[p] + 1) for p in last}
-        wanted = kept
+    tally.close()
+    if tally.cut:  # the range ends at the last letter kept in each partition
+        ranges = {p: (ranges[p][0], last + 1) for p, last in tally.last.items()}
     spans = [Span(p, start, end) for p, (start, end) in sorted(ranges.items())]
     lines = [describe(m.value() or b"", m.key(), list(_headers(m)), m.timestamp()[1], int(m.partition() or 0), int(m.offset() or 0), registry)
              for m in samples]
-    targets: dict[str, int] = {}
-    parked = unrouted = 0
-    for _, _, _, destination in wanted:
-        if destination is None:
-            unrouted += 1
-        elif destination == route.parked:
-            parked += 1
-        else:
-            targets[destination] = targets.get(destination, 0) + 1
-    reasons: dict[str, int] = {}
-    for _, p, offset, destination in wanted:
-        if destination == route.parked:
-            reasons[errors[p, offset]] = reasons.get(errors[p, offset], 0) + 1
+    targets = tally.targets
     known = {t: topics[t] for t in (*targets, route.parked) if t in topics}
-    return ReplayPlan(spans, len(wanted), skipped, filtered, lines, target_partitions, target_partitions >= len(partitions), route, targets,
-                      known, parked, dict(sorted(reasons.items(), key=lambda item: -item[1])[:5]), unrouted,
+    return ReplayPlan(spans, tally.total, skipped, filtered, lines, target_partitions, target_partitions >= len(partitions), route, targets,
+                      known, tally.parked, dict(sorted(tally.reasons.items(), key=lambda item: -item[1])[:5]), tally.unrouted,
                       sorted(t for t in targets if t not in topics))
 
 
