@@ -12,15 +12,13 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from bot.domain.sli.samples import EARLIEST_US, PIPELINE_SAMPLE_SCHEMA, Sample, SampleError, Series, checked, latest_believed, micros
 from bot.domain.sli.wire import Key, Reader
 from bot.kafka.avro import DecodeError, Decoder, Registry
-from bot.services.sli import SliService
-from bot.store.models import utcnow
 
 log = logging.getLogger(__name__)
 BATCH = 20_000  # records per poll at most: a healthy series' samples of one poll are evaluated at once
@@ -38,10 +36,21 @@ class Read:
     last: dict[int, tuple[int, int]] = field(default_factory=dict)
 
 
+class SampleSink(Protocol):
+    """Where the consumer hands what it read (the SLI service): a batch's decoded samples, stored before its offsets are
+    committed; each sample it refused; how far behind it reads and whether it reaches the cluster."""
+
+    async def ingest_series(self, batch: dict[Key, Series]) -> int: ...
+
+    def reject(self, kind: str, message: str) -> None: ...
+
+    def feed_report(self, topic: str, messages: int, age: timedelta, unreachable: str | None = None) -> None: ...
+
+
 class MetricsConsumer:
     """Consumes ``topic`` in consumer group ``group`` (samples keyed by pipeline: each replica gets whole pipelines)."""
 
-    def __init__(self, bootstrap: str, topic: str, group: str, sli: SliService, registry_url: str | None = None) -> None:
+    def __init__(self, bootstrap: str, topic: str, group: str, sli: SampleSink, registry_url: str | None = None) -> None:
         self.topic, self.sli = topic, sli
         self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
                                   "auto.offset.reset": "earliest", "client.id": "changeops-sli", "session.timeout.ms": 30000,
@@ -72,7 +81,7 @@ class MetricsConsumer:
     async def _run(self) -> None:
         """Read the next batch in the worker thread while this one is evaluated and stored."""
         loop = asyncio.get_running_loop()
-        reading = loop.run_in_executor(None, self._poll, utcnow())  # submitted now, not at the next turn of the loop
+        reading = loop.run_in_executor(None, self._poll, datetime.now(UTC))  # submitted now, not at the next turn of the loop
         stored: list[TopicPartition] = []
         while True:
             try:
@@ -83,7 +92,7 @@ class MetricsConsumer:
                 read, samples, refused, (left, age, unreachable) = Read(), {}, [], (0, timedelta(0), None)
             if self._stopping:
                 break
-            reading = loop.run_in_executor(None, self._poll, utcnow())
+            reading = loop.run_in_executor(None, self._poll, datetime.now(UTC))
             self.sli.feed_report(self.topic, left, age, unreachable)
             for kind, message in refused:
                 self.sli.reject(kind, message)
@@ -96,7 +105,7 @@ class MetricsConsumer:
                 await asyncio.gather(reading, return_exceptions=True)  # what it read comes again after the rewind
                 await asyncio.to_thread(self._rewind, read)
                 await asyncio.sleep(1.0)
-                reading = loop.run_in_executor(None, self._poll, utcnow())
+                reading = loop.run_in_executor(None, self._poll, datetime.now(UTC))
                 continue
             stored = [TopicPartition(self.topic, partition, offset + 1) for partition, (offset, _) in read.last.items()]
             self.consumer.commit(offsets=stored, asynchronous=True)
