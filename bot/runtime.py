@@ -40,18 +40,18 @@ from bot.services.registry import Registry as SubjectRegistry
 from bot.services.releases import Releases
 from bot.services.sli import SLI_EVENT, SliService
 from bot.slack.app import add_listeners, create_app
-from bot.slack.calendar_commands import CalendarCommands
+from bot.slack.calendar.commands import CalendarCommands
 from bot.slack.client import SlackConnections
 from bot.slack.delivery import CARD, SlackDelivery
-from bot.slack.health import HealthSlack
+from bot.slack.governance.health import HealthSlack
+from bot.slack.governance.out_of_band import OutOfBandSlack
 from bot.slack.inflight import Inflight
 from bot.slack.membership import SlackMembership
 from bot.slack.ops.actions import OpsActions
 from bot.slack.ops.delivery import OpsDelivery
-from bot.slack.out_of_band import OutOfBandSlack
-from bot.slack.readers import Readers
-from bot.slack.releases import ReleaseReports
-from bot.slack.schema_commands import Services
+from bot.slack.proposals.commands import Services
+from bot.slack.proposals.releases import ReleaseReports
+from bot.slack.readers.actions import Readers
 from bot.slack.sli.actions import AlertActions
 from bot.slack.sli.commands import SliCommands
 from bot.slack.sli.delivery import SliDelivery

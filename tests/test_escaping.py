@@ -15,10 +15,10 @@ from bot.domain.approvals import UNOWNED
 from bot.domain.lineage.model import Job, JobId, Team
 from bot.services.outbox import Item
 from bot.services.proposals import ProposalView
-from bot.slack.cards import card
 from bot.slack.delivery import SlackDelivery
-from bot.slack.home import home_view
-from bot.slack.schema_commands import actor_text, summary_line
+from bot.slack.home.tab import home_view
+from bot.slack.proposals.cards import card
+from bot.slack.proposals.commands import actor_text, summary_line
 from bot.store.models import Acknowledgement, AuditEntry, Proposal, Subject
 
 ATTACKS = ["<!channel>", "<!here>", "<!everyone>", "<@U0EVIL1>", "<#C0EVIL1>", "<http://evil.example|click>", "<!subteam^S0EVIL1>",

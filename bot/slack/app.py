@@ -12,16 +12,16 @@ from bot.config import Config
 from bot.services.deliveries import Deliveries
 from bot.services.outbox import Outbox
 from bot.services.proposals import Proposals
-from bot.slack import calendar_commands, commands, home, ops, out_of_band, proposing, readers, sli
-from bot.slack.calendar_commands import CalendarCommands
-from bot.slack.health import HealthSlack
+from bot.slack import calendar, commands, governance, home, ops, proposals, readers, sli
+from bot.slack.calendar.commands import CalendarCommands
+from bot.slack.governance.health import HealthSlack
+from bot.slack.governance.out_of_band import OutOfBandSlack
 from bot.slack.inflight import Inflight
 from bot.slack.middleware import once_per_delivery
 from bot.slack.ops.actions import OpsActions
 from bot.slack.ops.commands import OpsCommands
-from bot.slack.out_of_band import OutOfBandSlack
-from bot.slack.readers import Readers
-from bot.slack.schema_commands import Services
+from bot.slack.proposals.commands import Services
+from bot.slack.readers.actions import Readers
 from bot.slack.sli.actions import AlertActions
 
 log = logging.getLogger(__name__)
@@ -45,16 +45,17 @@ def create_app(config: Config, deliveries: Deliveries, inflight: Inflight, clien
     return app
 
 
-def add_listeners(app: AsyncApp, services: Services, calendar: CalendarCommands, alerts: AlertActions, operations: OpsActions,
-                  consumers: Readers, health: HealthSlack, watcher: OutOfBandSlack, proposals: Proposals, outbox: Outbox,
+def add_listeners(app: AsyncApp, services: Services, calendar_commands: CalendarCommands, alerts: AlertActions, operations: OpsActions,
+                  consumers: Readers, health: HealthSlack, watcher: OutOfBandSlack, proposing: Proposals, outbox: Outbox,
                   inflight: Inflight) -> None:
-    """Every slash command, action, view and event, each counted while it runs."""
-    routers = commands.register(app, services, calendar, alerts.commands, OpsCommands(operations.ops, app.client), consumers, health,
+    """Every slash command, action, view and event, each counted while it runs: the slash commands' routers, then each
+    feature's own listeners."""
+    routers = commands.register(app, services, calendar_commands, alerts.commands, OpsCommands(operations.ops, app.client), consumers, health,
                                 inflight.track)
     readers.register(app, consumers, inflight.track)
-    out_of_band.register(app, watcher, inflight.track)
+    governance.register(app, watcher, inflight.track)
     sli.register(app, alerts, inflight.track)
     ops.register(app, operations, inflight.track)
-    calendar_commands.register(app, calendar, inflight.track)
-    home.register(app, routers, proposals, inflight.track, services)
-    proposing.register(app, proposals, outbox, inflight.track)
+    calendar.register(app, calendar_commands, inflight.track)
+    home.register(app, routers, proposing, inflight.track, services)
+    proposals.register(app, proposing, outbox, inflight.track)

@@ -11,13 +11,13 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 
 from bot.domain.compat.rules import CATALOGUE
 from bot.slack import ids
-from bot.slack.calendar_commands import CalendarCommands
-from bot.slack.health import HealthSlack
+from bot.slack.calendar.commands import CalendarCommands
+from bot.slack.governance.health import HealthSlack
 from bot.slack.ops.commands import OpsCommands
-from bot.slack.readers import Readers
+from bot.slack.proposals.commands import Services
+from bot.slack.readers.actions import Readers
 from bot.slack.render import Reply
 from bot.slack.request import CommandRequest
-from bot.slack.schema_commands import Services
 from bot.slack.sli.commands import SliCommands
 
 Handler = Callable[[CommandRequest], Awaitable[Reply | None]]

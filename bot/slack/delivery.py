@@ -17,7 +17,7 @@ from bot.domain.approvals import UNOWNED, State
 from bot.services.outbox import Expand, GiveUp, Handler, Item, Outbox, Retry, failed_in
 from bot.services.proposals import NOTICE, Event, Proposals, ProposalView, self_approves, team_names
 from bot.slack import ids
-from bot.slack.cards import card
+from bot.slack.proposals.cards import card
 from bot.slack.render import Reply, escape, mention
 
 MESSAGE, CARD, DM_CARD = "slack.message", "proposal.card", "proposal.dm_card"  # outbox kinds delivered here

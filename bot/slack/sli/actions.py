@@ -16,7 +16,7 @@ from bot.services.calendar import CalendarService
 from bot.services.proposals import Proposals
 from bot.services.sli import SliError
 from bot.slack import ids
-from bot.slack.cards import STATE_TEXT
+from bot.slack.proposals.cards import STATE_TEXT
 from bot.slack.render import ephemeral, escape, fold, section
 from bot.slack.sli.commands import SliCommands, until_of
 from bot.slack.sli.messages import RUNBOOK, when

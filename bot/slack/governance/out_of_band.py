@@ -4,10 +4,10 @@ watcher's "cannot read the registry / can again" notes."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
+from slack_bolt.async_app import AsyncAck, AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.services.out_of_band import OOB_ALERT, OOB_STATUS, REGISTRY, OutOfBand, OutOfBandError
@@ -110,9 +110,3 @@ class OutOfBandSlack:
         except (ValueError, OutOfBandError) as err:
             told = f"Nothing changed: {escape(err)}"
         await respond(**ephemeral(told))
-
-
-def register(app: AsyncApp, slack: OutOfBandSlack, track: Callable[[Any], Any]) -> None:
-    """Attach the alert's buttons."""
-    app.action(ids.OOB_PROPOSE)(track(slack.on_button))
-    app.action(ids.OOB_ACK)(track(slack.on_button))

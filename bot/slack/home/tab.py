@@ -15,10 +15,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.services.proposals import Proposals
 from bot.slack import ids
-from bot.slack.calendar_commands import agenda_lines
+from bot.slack.calendar.commands import agenda_lines
 from bot.slack.commands import Router
+from bot.slack.proposals.commands import Services, summary_line
 from bot.slack.render import Reply, escape, section
-from bot.slack.schema_commands import Services, summary_line
 
 log = logging.getLogger(__name__)
 MAX_UNOWNED = 10

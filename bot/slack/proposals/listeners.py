@@ -17,7 +17,7 @@ from bot.domain.references import Reference, parse_pin, read_references
 from bot.services.outbox import Outbox
 from bot.services.proposals import ProposalError, Proposals, ProposalView, self_approves
 from bot.slack import delivery, ids
-from bot.slack.cards import STATE_TEXT
+from bot.slack.proposals.cards import STATE_TEXT
 from bot.slack.render import ephemeral, escape, mention, section
 
 DECISIONS = {ids.REJECT: Decision.REJECT, ids.REQUEST_CHANGES: Decision.REQUEST_CHANGES}

@@ -8,8 +8,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.domain.approvals import State
 from bot.services.proposals import ProposalError, Proposals, ProposalView
 from bot.services.registry import Registry
-from bot.slack.cards import STATE_TEXT, card
-from bot.slack.proposing import propose_modal
+from bot.slack.proposals.cards import STATE_TEXT, card
+from bot.slack.proposals.listeners import propose_modal
 from bot.slack.render import Reply, escape, mention
 from bot.slack.request import CommandRequest
 from bot.store.models import AuditEntry

@@ -8,7 +8,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from slack_bolt.async_app import AsyncAck, AsyncApp
+from slack_bolt.async_app import AsyncAck
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -209,11 +209,6 @@ def booking_form(teams: list[str], subjects: list[str]) -> dict[str, Any]:
 
 def _names(text: str | None) -> list[str]:
     return [name.strip() for name in (text or "").split(",") if name.strip()]
-
-
-def register(app: AsyncApp, calendar: CalendarCommands, track: Callable[[Any], Any]) -> None:
-    """The booking form's listener."""
-    app.view(ids.CALENDAR_ADD_VIEW)(track(calendar.on_booking))
 
 
 def parse_freeze(args: list[str]) -> Freeze:

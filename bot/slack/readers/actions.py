@@ -4,10 +4,9 @@ attribution form, and ``/schema consumers SUBJECT``. Only the subject's owner te
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
-from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
+from slack_bolt.async_app import AsyncAck, AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.domain.readers import Activity, Census
@@ -127,9 +126,3 @@ def attribute_form(proposal_id: int, group: str, teams: list[str]) -> dict[str, 
                        {"type": "input", "block_id": ids.TEAM_BLOCK, "label": {"type": "plain_text", "text": "Team"},
                         "element": {"type": "static_select", "action_id": ids.TEAM_ACTION,
                                     "options": [{"text": {"type": "plain_text", "text": t[:75]}, "value": t[:150]} for t in teams[:100]]}}]}
-
-
-def register(app: AsyncApp, readers: Readers, track: Callable[[Any], Any]) -> None:
-    """Attach the card's reader menu and the attribution form."""
-    app.action(ids.READER_MENU)(track(readers.on_menu))
-    app.view(ids.ATTRIBUTE_VIEW)(track(readers.on_attribute))
