@@ -8,7 +8,7 @@ source scripts/lib.sh
 ensure_venv "[test]"
 # The browser tests: Debian's Chromium and its driver (no test tool downloads a browser), emoji for the screenshot
 ensure_packages chromium chromium-driver fonts-noto-color-emoji
-.venv/bin/ruff check bot tests bench
+.venv/bin/ruff check bot tests bench scripts/docs_hooks.py
 .venv/bin/mypy
 run_dir=$(mktemp -d /tmp/changeops-test.XXXXXX)
 cleanup() {
@@ -18,6 +18,10 @@ cleanup() {
   rm -rf "$run_dir"
 }
 trap cleanup EXIT
+# The documentation site, strictly: a broken link, a missing page or a page left out of the navigation fails the build
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir "$run_dir/site" > "$run_dir/docs.log" 2>&1 \
+  || { grep -v "^INFO" "$run_dir/docs.log" >&2; echo "the documentation did not build" >&2; exit 1; }
+echo "the documentation site builds strictly"
 # One real Schema Registry per pytest worker (each test clears its registry), started while the rest starts
 scripts/registry.sh start "$run_dir" "${PYTEST_WORKERS:-2}" > "$run_dir/registry.env" &
 registry=$!
@@ -32,9 +36,12 @@ unset SCHEMA_REGISTRY_URL SCHEMA_REGISTRY_URLS
 eval "$(scripts/flink.sh install)"  # Flink's planner for the release gate, in its own environment, once
 export TEST_DATABASE_URL KAFKA_BOOTSTRAP_SERVERS CHANGEOPS_FLINK_ROOT
 set +e
+started=$SECONDS
 .venv/bin/python -m pytest -n "${PYTEST_WORKERS:-2}" --dist worksteal "$@"
 status=$?
 set -e
+took=$((SECONDS - started))
+echo "pytest took $((took / 60)) min $((took % 60)) s"
 if [ "$status" -eq 5 ]; then
   echo "pytest collected no tests: that is a failure" >&2
   status=1

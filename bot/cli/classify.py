@@ -16,7 +16,7 @@ import orjson
 from bot.cli.store import NotMigrated, with_database
 from bot.domain.avro.parse import SchemaError, decode_json, parse, parse_references, parse_value
 from bot.domain.compat.classify import Mode, Verdict, classify
-from bot.domain.compat.report import as_json, as_text, rules_json, rules_text
+from bot.domain.compat.report import as_json, as_text, rules_json, rules_markdown, rules_text
 from bot.domain.compat.rules import Level
 
 if TYPE_CHECKING:
@@ -61,13 +61,13 @@ def add_parsers(sub: Any) -> None:
     imported.set_defaults(run=run_import_versions)
 
     rules_parser = sub.add_parser("rules", help="list the classification rules")
-    rules_parser.add_argument("--format", choices=("text", "json"), default="text")
+    rules_parser.add_argument("--format", choices=("text", "json", "markdown"), default="text")
     rules_parser.set_defaults(run=run_rules)
 
 
 def run_rules(args: argparse.Namespace) -> int:
     """Print the rules catalogue."""
-    print(json.dumps(rules_json(), indent=2) if args.format == "json" else rules_text())
+    print(json.dumps(rules_json(), indent=2) if args.format == "json" else rules_markdown() if args.format == "markdown" else rules_text())
     return 0
 
 

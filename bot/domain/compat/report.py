@@ -54,6 +54,13 @@ def rules_text() -> str:
     return "\n".join(lines)
 
 
+def rules_markdown() -> str:
+    """The catalogue as a Markdown table (the documentation's rules page is this)."""
+    lines = ["| rule | level on its own | what it reports |", "|---|---|---|"]
+    lines += [f"| `{rule.id}` | {rule.level} | {rule.purpose} |" for rule in CATALOGUE]
+    return "\n".join(lines) + "\n"
+
+
 def rules_json() -> list[dict[str, str]]:
     """The catalogue as JSON."""
     return [{"id": rule.id, "level": str(rule.level), "purpose": rule.purpose} for rule in CATALOGUE]
