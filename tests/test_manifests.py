@@ -59,6 +59,10 @@ def test_the_rules_page_is_generated_from_the_catalogue() -> None:
     assert all(f"| `{rule.id}` | {rule.level} |" in built for rule in CATALOGUE)
     reference = on_page_markdown((ROOT / "docs" / "reference" / "cli.md").read_text())
     assert "## `bot backfill`" in reference and "--all-topics" in reference and "### `bot ops undo`" in reference  # subcommands too
+    from bot.web.api import ENDPOINTS
+
+    routes = on_page_markdown((ROOT / "docs" / "reference" / "http-api.md").read_text())
+    assert all(f"| `{e.method} {e.path}` | scope `{e.access}` |" in routes for e in ENDPOINTS) and "`POST /api/v1/pagerduty`" in routes
 
 
 def test_the_docs_show_the_example_catalog_as_it_is() -> None:

@@ -18,7 +18,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, ResourceType  # type: ignore[attr-defined]
 
 from bot.domain.sli.retention import Retention
@@ -28,6 +28,7 @@ IN_FLIGHT = 64  # committed-offset requests at once
 DESCRIBE_BATCH = 250  # groups per describe request
 OWN_PREFIX = "changeops-"
 RETRY_PAUSES = (0.5, 1.0, 2.0)  # seconds before asking again what Kafka did not answer
+UNREACHABLE = (KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN)  # the cluster did not answer at all
 MOST_UNANSWERED = 10  # more unanswered groups than this (or a tenth of them) is a cluster that does not answer
 
 
@@ -83,6 +84,8 @@ def _listing(admin: AdminClient) -> tuple[list[Any], str | None]:
     for pause in (*RETRY_PAUSES, None):
         listed = _result(admin.list_consumer_groups(request_timeout=TIMEOUT), "listing consumer groups")
         errors = listed.errors  # type: ignore[attr-defined]
+        if errors and not listed.valid and all(e.code() in UNREACHABLE for e in errors):  # type: ignore[attr-defined]
+            raise CensusFailed(f"listing consumer groups: {errors[0]}")  # nobody answered: asking again would only wait as long
         if not errors or pause is None:
             break
         time.sleep(pause)

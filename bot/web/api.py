@@ -10,6 +10,7 @@ import json
 import logging
 import re
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -34,6 +35,31 @@ from bot.store.models import aware, utcnow
 
 log = logging.getLogger(__name__)
 Handler = Callable[[web.Request, ApiToken], Awaitable[web.StreamResponse]]
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One route the bot serves, as its reference lists it (the routes are mounted from these)."""
+
+    method: str
+    path: str
+    access: str  # the token scope it needs, or what else authenticates it
+    summary: str
+
+
+ENDPOINTS = (
+    Endpoint("POST", "/api/v1/proposals", "proposals:write", "propose a schema change: `subject`, `schema`, `proposer` (a Slack user id), "
+             "optional `references`, `notes`, `window_start`, `window_hours`"),
+    Endpoint("GET", "/api/v1/proposals/{id}", "proposals:read", "a proposal as it stands: level, findings, impact, acknowledgements, registration"),
+    Endpoint("POST", "/api/v1/subjects/{subject}/check", "proposals:read", "the deploy gate: whether this schema is an approved version "
+             "(`approved`, `pending`, `rejected`, `unknown` or `frozen`), with its level and changes"),
+    Endpoint("POST", "/api/v1/jobs/{job}/check", "proposals:read", "the Flink release gate: the job's SQL, sinks and savepoint state "
+             "against the registry and the lineage"),
+    Endpoint("GET", "/api/v1/calendar", "calendar:read", "the calendar's entries and freezes between `from` and `to`, as JSON"),
+    Endpoint("POST", "/api/v1/calendar", "calendar:write", "book a window: `kind`, `title`, `start`, `end`, `owner`, `scope`"),
+    Endpoint("POST", "/api/v1/lineage", "lineage:write", "an OpenLineage run event (its column lineage facets give field-level lineage)"),
+    Endpoint("POST", "/api/v1/metrics", "metrics:write", "SLI samples of pipelines: a JSON array of `{pipeline, sli, value, time, labels}`"),
+)
 Route = Callable[[web.Request], Awaitable[web.StreamResponse]]
 USER_ID = re.compile(r"[UW][A-Z0-9]{2,20}")
 MAX_NOTES = 10_000
@@ -230,14 +256,12 @@ def add_routes(app: web.Application, tokens: Sequence[ApiToken], lineage: Lineag
             return _error(err.status, str(err))
         return web.json_response(answer)
 
-    app.router.add_post("/api/v1/subjects/{subject}/check", guarded(tokens, "proposals:read", post_check))
-    app.router.add_post("/api/v1/jobs/{job}/check", guarded(tokens, "proposals:read", post_job_check))
-    app.router.add_get("/api/v1/calendar", guarded(tokens, "calendar:read", get_calendar))
-    app.router.add_post("/api/v1/calendar", guarded(tokens, "calendar:write", post_calendar))
-    app.router.add_post("/api/v1/proposals", guarded(tokens, "proposals:write", post_proposal))
-    app.router.add_get("/api/v1/proposals/{id}", guarded(tokens, "proposals:read", get_proposal))
-    app.router.add_post("/api/v1/lineage", guarded(tokens, "lineage:write", post_lineage))
-    app.router.add_post("/api/v1/metrics", guarded(tokens, "metrics:write", post_metrics))
+    handlers: dict[str, dict[str, Handler]] = {"/api/v1/proposals": {"POST": post_proposal}, "/api/v1/proposals/{id}": {"GET": get_proposal},
+                "/api/v1/subjects/{subject}/check": {"POST": post_check}, "/api/v1/jobs/{job}/check": {"POST": post_job_check},
+                "/api/v1/calendar": {"GET": get_calendar, "POST": post_calendar}, "/api/v1/lineage": {"POST": post_lineage},
+                "/api/v1/metrics": {"POST": post_metrics}}
+    for endpoint in ENDPOINTS:
+        app.router.add_route(endpoint.method, endpoint.path, guarded(tokens, endpoint.access, handlers[endpoint.path][endpoint.method]))
 
 
 def _window(body: dict[str, Any]) -> tuple[datetime | None, float | None, int | None]:

@@ -15,8 +15,11 @@ from aiohttp import web
 
 from bot.domain.sli.receivers import pagerduty_change, signed
 from bot.services.sli import SliError, SliService
+from bot.web.api import Endpoint
 
 log = logging.getLogger(__name__)
+ENDPOINT = Endpoint("POST", "/api/v1/pagerduty", "PagerDuty's V3 webhook signature (`PAGERDUTY_WEBHOOK_SECRET`)",
+                    "acknowledgements and resolutions made in PagerDuty of the pages this bot sent")
 
 
 def add_route(app: web.Application, secrets: Sequence[str], sli: SliService, claim: Callable[[str], Awaitable[bool]]) -> None:
@@ -46,4 +49,4 @@ def add_route(app: web.Application, secrets: Sequence[str], sli: SliService, cla
             return web.json_response({"ok": True, "ignored": "not an incident this bot paged"})
         return web.json_response({"ok": True, "done": done})
 
-    app.router.add_post("/api/v1/pagerduty", post)
+    app.router.add_route(ENDPOINT.method, ENDPOINT.path, post)

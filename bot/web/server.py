@@ -19,9 +19,19 @@ from bot.services.releases import Releases
 from bot.services.sli import SliService
 from bot.store.database import Database
 from bot.web import api, ical, pagerduty
+from bot.web.api import Endpoint
 from bot.web.metrics import BotMetrics
 
 log = logging.getLogger(__name__)
+SERVED = (
+    Endpoint("POST", "/slack/events", "Slack's request signature (`SLACK_SIGNING_SECRET`; off in Socket Mode)",
+             "Slack's slash commands, interactions, views and events"),
+    Endpoint("GET", "/healthz", "none", "liveness: the process answers"),
+    Endpoint("GET", "/readyz", "none", "readiness: the database answers and is at the code's migration, and the bot is not shutting down"),
+    Endpoint("GET", "/metrics", "none", "the bot's own figures in the Prometheus text format"),
+    Endpoint("GET", "/calendar.ics", "the person's feed token (`?token=`, from `/calendar feed`)",
+             "a person's iCalendar feed of the change calendar (`&team=`, `&subject=` narrow it)"),
+)
 MAX_BODY = 4 * 1024 * 1024
 FEED_PAST_DAYS, FEED_FUTURE_DAYS = 30, 365
 
@@ -76,13 +86,12 @@ def build_web_app(bolt: AsyncApp, db: Database, schema_head: str, config: Config
                             headers={"Cache-Control": "private, max-age=300"})
 
     app = web.Application(client_max_size=MAX_BODY, middlewares=[figures.middleware()])
-    app.router.add_get("/metrics", figures.route())
-    app.router.add_get("/calendar.ics", calendar_feed)
     if config.slack_signing_secret:
         verifier = SignatureVerifier(config.slack_signing_secret)
-        app.router.add_post("/slack/events", slack_events)
-    app.router.add_get("/healthz", healthz)
-    app.router.add_get("/readyz", readyz)
+    handlers = {"/slack/events": slack_events, "/healthz": healthz, "/readyz": readyz, "/metrics": figures.route(), "/calendar.ics": calendar_feed}
+    for endpoint in SERVED:
+        if endpoint.path != "/slack/events" or config.slack_signing_secret:
+            app.router.add_route(endpoint.method, endpoint.path, handlers[endpoint.path])
     api.add_routes(app, config.api_tokens, lineage, proposals, bolt.client, proposals.calendar, sli, releases)
     pagerduty.add_route(app, config.pagerduty_webhook_secrets, sli, claim)
     return app
