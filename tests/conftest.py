@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -67,10 +68,39 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return str(request.getfixturevalue("postgres_url"))
 
 
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite database migrated once per test process, for ``migrated_url`` to copy."""
+    path = tmp_path_factory.mktemp("template") / "changeops.db"
+    migrate.upgrade(f"sqlite:///{path}")
+    assert migrate.current(f"sqlite:///{path}") == migrate.head()
+    return path
+
+
+@pytest.fixture(scope="session")
+def postgres_template(postgres_admin_url: str) -> Iterator[str]:
+    """A PostgreSQL database migrated once per test process, for ``migrated_url`` to clone (``CREATE DATABASE ... TEMPLATE``)."""
+    name = f"template_{secrets.token_hex(6)}"
+    with psycopg.connect(postgres_admin_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    base, _, _ = postgres_admin_url.rpartition("/")
+    migrate.upgrade(f"{base}/{name}")
+    yield name
+    with psycopg.connect(postgres_admin_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 @pytest.fixture
-def migrated_url(database_url: str) -> str:
-    """A database brought to the newest migration."""
-    migrate.upgrade(database_url)
+def migrated_url(database_url: str, request: pytest.FixtureRequest) -> str:
+    """A database at the newest migration: a copy of one migrated once per test process (the same tables and revision as
+    migrating it here, in a fraction of the time; the migrations themselves are tested on empty databases)."""
+    if database_url.startswith("sqlite:///"):
+        shutil.copyfile(request.getfixturevalue("sqlite_template"), database_url.removeprefix("sqlite:///"))
+        return database_url
+    template, name = request.getfixturevalue("postgres_template"), database_url.rpartition("/")[2]
+    with psycopg.connect(request.getfixturevalue("postgres_admin_url"), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
     return database_url
 
 
