@@ -214,3 +214,11 @@ def test_a_scan_tally_counts_each_destination_and_keeps_only_the_oldest_letters_
     exact.add(1, 0, 0, "t", "")
     exact.close()
     assert (exact.total, exact.cut) == (1, False)
+
+
+def test_each_replay_has_a_group_of_its_own_even_when_two_databases_number_it_alike() -> None:
+    from bot.kafka.operations import group_of, replay_group
+
+    first, second = replay_group(1), replay_group(1)
+    assert first != second and first.startswith("changeops-replay-1-")  # two databases' replay #1 would fence each other
+    assert group_of(1, {"group": first}) == first and group_of(7, {}) == "changeops-replay-7"  # planned before groups were kept

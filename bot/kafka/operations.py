@@ -9,6 +9,7 @@ Every call blocks (run it in a worker thread) and has a timeout. Names the clust
 from __future__ import annotations
 
 import json
+import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -57,8 +58,15 @@ SAMPLES = 5
 
 
 def replay_group(operation: int) -> str:
-    """The consumer group (and transactional id) of a replay: stable across restarts, so a resume continues it."""
-    return f"changeops-replay-{operation}"
+    """A new replay's consumer group (and transactional id): its number and a random part, since two ChangeOps databases
+    number their operations alike and two replays under one transactional id would fence each other. Kept in the plan,
+    so a resume continues it."""
+    return f"changeops-replay-{operation}-{secrets.token_hex(4)}"
+
+
+def group_of(operation: int, plan: dict[str, Any]) -> str:
+    """The consumer group a replay runs as (``changeops-replay-N`` for those planned before groups were kept in the plan)."""
+    return str(plan.get("group") or f"changeops-replay-{operation}")
 
 
 class Cluster:
@@ -313,15 +321,15 @@ class Replayer:
     replay group's DLQ offsets (with the counts sent so far in the commit's metadata), so a resume after a crash starts
     at the last committed batch and a ``read_committed`` reader sees every message once, wherever it went."""
 
-    def __init__(self, bootstrap: str, operation: int, request: ReplayRequest, plan: ReplayPlan, earlier: list[Copied],
+    def __init__(self, bootstrap: str, operation: int, group: str, request: ReplayRequest, plan: ReplayPlan, earlier: list[Copied],
                  progress: Progress, sleep: Callable[[float], None] = time.sleep) -> None:
-        self.bootstrap, self.operation, self.request, self.plan, self.earlier = bootstrap, operation, request, plan, earlier
+        self.bootstrap, self.operation, self.group, self.request, self.plan, self.earlier = bootstrap, operation, group, request, plan, earlier
         self.progress, self.sleep = progress, sleep
         self.slots = {topic: 2 + index for index, topic in enumerate(plan.destinations)}  # where a destination's count is kept
 
     def run(self) -> bool:
         """Copy until every span is done (True) or ``progress.stop`` is set (False, at a transaction boundary)."""
-        group = replay_group(self.operation)
+        group = self.group
         if self.plan.parked:
             self._parked_topic()
         consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": group, "enable.auto.commit": False,

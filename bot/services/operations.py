@@ -28,7 +28,7 @@ from bot.domain.ops import BackfillRequest, Copied, OpKind, OpsError, OpState, P
 from bot.domain.sli.pipeline import Pipeline
 from bot.kafka import dead_letters
 from bot.kafka.avro import Registry
-from bot.kafka.operations import Cluster, Progress, Replayer, ReplayPlan, is_retriable, replay_group, scan
+from bot.kafka.operations import Cluster, Progress, Replayer, ReplayPlan, group_of, is_retriable, replay_group, scan
 from bot.services.audit import record as audit
 from bot.services.calendar import CalendarService
 from bot.services.lineage import LineageService
@@ -252,6 +252,8 @@ class Operations:
             session.add(row)
             await session.flush()
             assert row.id is not None
+            if kind is OpKind.REPLAY:
+                row.plan = {**plan, "group": replay_group(row.id)}
             audit(session, actor.user, actor.surface, "dry-run" if state == DRY_RUN else "planned", kind.value, str(row.id), {"request": request})
             if row.channel:
                 self.outbox.add(session, OPS_MESSAGE, key_of(row.id), {"operation": row.id})
@@ -281,7 +283,7 @@ class Operations:
             assert row.id is not None
             spans = ReplayPlan.from_json(request, row.plan).spans
             if row.state != OpState.DONE.value:  # as far as it got: Kafka's committed offsets, or what it saved (they expire in Kafka)
-                positions: dict[int, int] = await self._ask(_committed_of(row.id, dlq, [s.partition for s in spans]))
+                positions: dict[int, int] = await self._ask(_committed_of(group_of(row.id, row.plan), dlq, [s.partition for s in spans]))
                 saved = {int(p): int(o) for p, o in (row.progress.get("positions") or {}).items()}
                 spans = [Span(s.partition, s.start, min(s.end, max(s.start, positions.get(s.partition, s.start), saved.get(s.partition, s.start))))
                          for s in spans]
@@ -479,7 +481,7 @@ class Operations:
         progress.positions = {int(p): int(o) for p, o in (row.progress.get("positions") or {}).items()}  # where it was last seen
         if row.state == OpState.CANCELLING.value:
             progress.stop.set()
-        replayer = Replayer(self.bootstrap, operation, request, plan, earlier, progress)
+        replayer = Replayer(self.bootstrap, operation, group_of(operation, row.plan), request, plan, earlier, progress)
         task = asyncio.ensure_future(asyncio.to_thread(replayer.run))
         announced = not resumed
         try:
@@ -681,8 +683,8 @@ def outcome_text(progress: Progress, plan: ReplayPlan, request: ReplayRequest) -
     return text
 
 
-def _committed_of(operation: int, dlq: str, partitions: list[int]) -> Callable[[Cluster], dict[int, int]]:
-    return lambda cluster: cluster.committed(replay_group(operation), dlq, partitions)
+def _committed_of(group: str, dlq: str, partitions: list[int]) -> Callable[[Cluster], dict[int, int]]:
+    return lambda cluster: cluster.committed(group, dlq, partitions)
 
 
 def _lag_of(request: BackfillRequest, partitions: list[tuple[str, int]]) -> Callable[[Cluster], int]:
