@@ -343,12 +343,14 @@ async def test_offsets_exported_then_imported_from_a_file_round_trip_and_bad_fil
     assert back.returncode == 0, back.stderr
     assert committed(kafka_bootstrap, group, topic) == {0: 60, 1: 70, 2: 80}  # the round trip
 
-    for name, text, code, said in (("unknown.csv", f"{topic},0,10\n{topic},7,10\n", 1, f"{topic} has no partition 7"),
-                                   ("other.csv", f"{topic},0,10\npayments,0,10\n", 2, "the file also names payments"),
-                                   ("bad.csv", f"{topic},0,10\n{topic};1;10\n", 2, "line 2 of the file is not topic,partition,offset"),
-                                   ("past.csv", f"{topic},0,1000\n", 1, "past the end of the partition")):
+    files = (("unknown.csv", f"{topic},0,10\n{topic},7,10\n", 1, f"{topic} has no partition 7"),
+             ("other.csv", f"{topic},0,10\npayments,0,10\n", 2, "the file also names payments"),
+             ("bad.csv", f"{topic},0,10\n{topic};1;10\n", 2, "line 2 of the file is not topic,partition,offset"),
+             ("past.csv", f"{topic},0,1000\n", 1, "past the end of the partition"))
+    for name, text, _, _ in files:
         (tmp_path / name).write_text(text)
-        refused = await asyncio.to_thread(bot, "--from-file", str(tmp_path / name), "--yes")
+    refusals = await asyncio.gather(*(asyncio.to_thread(bot, "--from-file", str(tmp_path / name), "--yes") for name, *_ in files))
+    for (name, _, code, said), refused in zip(files, refusals, strict=True):
         assert refused.returncode == code and said in refused.stderr, (name, refused.stderr)
     missing = await asyncio.to_thread(bot, "--from-file", str(tmp_path / "none.csv"))
     assert missing.returncode == 2 and "cannot read" in missing.stderr
@@ -364,9 +366,10 @@ async def test_an_export_or_an_import_against_a_cluster_that_does_not_answer_say
                                                                                                         tmp_path: Path) -> None:
     env = {**os.environ, "DATABASE_URL": migrated_url, "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:9"}  # nothing listens there
     (tmp_path / "before.csv").write_text("orders,0,60\n")
-    for args in (["--export"], ["--from-file", str(tmp_path / "before.csv"), "--yes"]):
-        run = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "backfill", "enrich", "orders", *args], env=env,
-                                      capture_output=True, text=True, timeout=120)
+    asked = (["--export"], ["--from-file", str(tmp_path / "before.csv"), "--yes"])
+    runs = await asyncio.gather(*(asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "backfill", "enrich", "orders", *args], env=env,
+                                                    capture_output=True, text=True, timeout=120) for args in asked))  # each waits out Kafka
+    for args, run in zip(asked, runs, strict=True):
         assert run.returncode == 1 and "Kafka did not answer as expected" in run.stderr, (args, run.stderr)
         assert run.stdout == ""  # no offsets printed as if they were the group's
     db = Database(migrated_url)
@@ -725,12 +728,13 @@ async def test_several_topics_and_all_topics_of_a_group_reset_together_undone_ex
     assert two.returncode == 0, two.stderr
     assert positions() == {orders: {0: 50, 1: 60, 2: 70}, payments: {0: 50, 1: 60, 2: 70}, refunds: where}
 
-    for args, code, said in (([f"{orders},{other}", "--to-earliest"], 1, f"has no committed offset on {other}: it does not read it"),
-                             ([f"{orders},no-such-{uuid.uuid4().hex[:6]}", "--to-earliest"], 1, "the cluster has no topic no-such-"),
-                             ([f"{orders},{payments}", "--to-offsets", "0:5"], 2, "gives the partitions of one topic"),
-                             ([orders, "--all-topics", "--to-earliest"], 2, "not both"),
-                             ([orders, "--from-file", str(tmp_path / "before.csv")], 2, "the file also names")):
-        refused = await asyncio.to_thread(bot, "backfill", group, *args)
+    bad = (([f"{orders},{other}", "--to-earliest"], 1, f"has no committed offset on {other}: it does not read it"),
+           ([f"{orders},no-such-{uuid.uuid4().hex[:6]}", "--to-earliest"], 1, "the cluster has no topic no-such-"),
+           ([f"{orders},{payments}", "--to-offsets", "0:5"], 2, "gives the partitions of one topic"),
+           ([orders, "--all-topics", "--to-earliest"], 2, "not both"),
+           ([orders, "--from-file", str(tmp_path / "before.csv")], 2, "the file also names"))
+    refusals = await asyncio.gather(*(asyncio.to_thread(bot, "backfill", group, *args) for args, _, _ in bad))
+    for (args, code, said), refused in zip(bad, refusals, strict=True):
         assert refused.returncode == code and said in refused.stderr, (args, refused.stderr)
     assert positions() == {orders: {0: 50, 1: 60, 2: 70}, payments: {0: 50, 1: 60, 2: 70}, refunds: where}  # nothing moved
 
