@@ -90,3 +90,22 @@ async def test_a_refused_card_leaves_its_thread_notes_undeliverable_not_lost_sil
     reasons = [r.last_error or "" for r in failed]
     assert any("channel_not_found" in r for r in reasons) and any("no card to thread under" in r for r in reasons)
     assert any("asked to acknowledge" in m.text for m in slack.ws.channel_messages(slack.ws.open_dm(BOB)))
+
+
+async def test_notes_that_waited_for_their_card_are_due_again_once_it_is_posted_and_nothing_else_moves(migrated_url: str) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from bot.services.outbox import Outbox
+    from bot.store.database import Database
+
+    db, outbox, later = Database(migrated_url), Outbox(), datetime.now(UTC) + timedelta(minutes=5)
+    async with db.session() as session:
+        for key, attempts, lease in (("thread:1", 1, None), ("thread:1", 1, later), ("thread:1", 0, None), ("thread:2", 1, None)):
+            session.add(OutboxMessage(kind="slack.message", key=key, payload={}, attempts=attempts, next_attempt_at=later, lease_until=lease))
+        await session.commit()
+        await outbox.hurry(session, "thread:1")
+        await session.commit()
+        rows = (await session.exec(select(OutboxMessage).order_by(OutboxMessage.id))).all()  # type: ignore[arg-type]
+        due = [row.next_attempt_at.replace(tzinfo=UTC) <= datetime.now(UTC) for row in rows]
+    await db.close()
+    assert due == [True, False, False, False]  # the retried one; not the one being delivered, one never tried, nor another thread's

@@ -84,6 +84,13 @@ class Outbox:
         ready to go, higher ``priority`` first."""
         session.add(OutboxMessage(kind=kind, key=key, payload=dict(payload), priority=priority))
 
+    async def hurry(self, session: AsyncSession, key: str) -> None:
+        """Make the rows that wait under ``key`` (retried because something they needed was not there yet) due again now,
+        in the caller's transaction: what they waited for has happened. Rows being delivered are left alone."""
+        await session.exec(update(OutboxMessage).where(col(OutboxMessage.key) == key, col(OutboxMessage.state) == PENDING,
+                                                       col(OutboxMessage.lease_until).is_(None), col(OutboxMessage.attempts) > 0)
+                           .values(next_attempt_at=OutboxMessage.created_at))
+
     def wake(self) -> None:
         """Tell the dispatcher of this process that new rows were committed."""
         if self._wake is not None:

@@ -29,12 +29,17 @@ def message_row(channel: str, reply: Reply, *, thread_of: int | None = None, key
     """An outbox row that posts ``reply`` to a channel or a user's DM (``channel`` a user id), or into the
     thread of a proposal's card (``thread_of``). Each message has its own lane: a DM by user, thread notes by card."""
     payload = {"channel": channel, "text": reply.fallback, "blocks": reply.blocks, "thread_of": thread_of}
-    return MESSAGE, key or (f"thread:{thread_of}" if thread_of else f"dm:{channel}"), payload
+    return MESSAGE, key or (thread_key(thread_of) if thread_of else f"dm:{channel}"), payload
 
 
 def card_key(proposal_id: int) -> str:
     """The lane of a proposal's card and its copies: edits in order, never behind a note, a DM or the registry."""
     return f"card:{proposal_id}"
+
+
+def thread_key(proposal_id: int) -> str:
+    """The lane of the notes in a proposal's thread (they wait for the card's first post)."""
+    return f"thread:{proposal_id}"
 
 
 def tell(outbox: Outbox, session: Any, user: str, text: str) -> None:
@@ -102,7 +107,11 @@ class SlackDelivery:
         else:
             posted = await call(self.client, "chat.postMessage", channel=self.changes_channel, **_body(shown))
             p.card_channel, p.card_ts = str(posted["channel"]), str(posted["ts"])
-            await self.proposals.save_card(view.id, p.card_channel, p.card_ts)
+            if await self.proposals.save_card(view.id, p.card_channel, p.card_ts):  # the notes that waited for it go now
+                async with self.proposals.db.session() as session:
+                    await self.proposals.outbox.hurry(session, thread_key(view.id))
+                    await session.commit()
+                self.proposals.outbox.wake()
         await self._copies(view)
         if not view.subject.channel or view.subject.channel.lstrip("#") == self.changes_channel.lstrip("#"):
             return
