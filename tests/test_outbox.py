@@ -100,12 +100,16 @@ async def test_notes_that_waited_for_their_card_are_due_again_once_it_is_posted_
 
     db, outbox, later = Database(migrated_url), Outbox(), datetime.now(UTC) + timedelta(minutes=5)
     async with db.session() as session:
-        for key, attempts, lease in (("thread:1", 1, None), ("thread:1", 1, later), ("thread:1", 0, None), ("thread:2", 1, None)):
-            session.add(OutboxMessage(kind="slack.message", key=key, payload={}, attempts=attempts, next_attempt_at=later, lease_until=lease))
+        waiting, limited = "no card yet", "chat.postMessage: rate limited"
+        for key, attempts, lease, why in (("thread:1", 1, None, waiting), ("thread:1", 1, later, waiting), ("thread:1", 0, None, None),
+                                          ("thread:2", 1, None, waiting), ("thread:1", 1, None, limited)):
+            session.add(OutboxMessage(kind="slack.message", key=key, payload={}, attempts=attempts, next_attempt_at=later, lease_until=lease,
+                                      last_error=why))
         await session.commit()
-        await outbox.hurry(session, "thread:1")
+        await outbox.hurry(session, "thread:1", waiting)
         await session.commit()
         rows = (await session.exec(select(OutboxMessage).order_by(OutboxMessage.id))).all()  # type: ignore[arg-type]
         due = [row.next_attempt_at.replace(tzinfo=UTC) <= datetime.now(UTC) for row in rows]
     await db.close()
-    assert due == [True, False, False, False]  # the retried one; not the one being delivered, one never tried, nor another thread's
+    assert due == [True, False, False, False, False]  # the one that waited; not the one being delivered, one never tried, another
+    # thread's, nor one Slack asked to wait (its Retry-After holds)

@@ -84,11 +84,12 @@ class Outbox:
         ready to go, higher ``priority`` first."""
         session.add(OutboxMessage(kind=kind, key=key, payload=dict(payload), priority=priority))
 
-    async def hurry(self, session: AsyncSession, key: str) -> None:
-        """Make the rows that wait under ``key`` (retried because something they needed was not there yet) due again now,
-        in the caller's transaction: what they waited for has happened. Rows being delivered are left alone."""
+    async def hurry(self, session: AsyncSession, key: str, waited_for: str) -> None:
+        """Make the rows under ``key`` that were put off with exactly the reason ``waited_for`` due again now, in the
+        caller's transaction: what they waited for has happened. Rows put off for another reason (Slack's Retry-After, an
+        outage) keep their time; rows being delivered are left alone."""
         await session.exec(update(OutboxMessage).where(col(OutboxMessage.key) == key, col(OutboxMessage.state) == PENDING,
-                                                       col(OutboxMessage.lease_until).is_(None), col(OutboxMessage.attempts) > 0)
+                                                       col(OutboxMessage.lease_until).is_(None), col(OutboxMessage.last_error) == waited_for)
                            .values(next_attempt_at=OutboxMessage.created_at))
 
     def wake(self) -> None:

@@ -42,6 +42,11 @@ def thread_key(proposal_id: int) -> str:
     return f"thread:{proposal_id}"
 
 
+def waiting_for_card(proposal_id: int) -> str:
+    """Why a thread note is put off: the card it threads under is not posted yet (the card's first post hurries it)."""
+    return f"proposal #{proposal_id} has no card to thread under yet"
+
+
 def tell(outbox: Outbox, session: Any, user: str, text: str) -> None:
     """Owe ``user`` a DM (in the caller's transaction)."""
     kind, key, payload = message_row(user, Reply.text(text))
@@ -87,7 +92,7 @@ class SlackDelivery:
             if not (view.proposal.card_channel and view.proposal.card_ts):  # its lane runs beside the card's: wait for it, unless it failed
                 if why := await failed_in(self.proposals.db, card_key(view.id)):
                     raise GiveUp(f"proposal #{view.id} has no card to thread under (its card could not be posted: {why})")
-                raise Retry(f"proposal #{view.id} has no card to thread under yet")
+                raise Retry(waiting_for_card(view.id))
             channel, thread_ts = view.proposal.card_channel, view.proposal.card_ts
         await call(self.client, "chat.postMessage", channel=channel, text=payload["text"], blocks=payload["blocks"],
                    thread_ts=thread_ts, unfurl_links=False)
@@ -109,7 +114,7 @@ class SlackDelivery:
             p.card_channel, p.card_ts = str(posted["channel"]), str(posted["ts"])
             if await self.proposals.save_card(view.id, p.card_channel, p.card_ts):  # the notes that waited for it go now
                 async with self.proposals.db.session() as session:
-                    await self.proposals.outbox.hurry(session, thread_key(view.id))
+                    await self.proposals.outbox.hurry(session, thread_key(view.id), waiting_for_card(view.id))
                     await session.commit()
                 self.proposals.outbox.wake()
         await self._copies(view)
