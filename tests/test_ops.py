@@ -741,3 +741,42 @@ async def test_several_topics_and_all_topics_of_a_group_reset_together_undone_ex
     back = await asyncio.to_thread(bot, "backfill", group, "--all-topics", "--from-file", str(tmp_path / "before.csv"), "--yes")
     assert back.returncode == 0, back.stderr
     assert positions() == {t: where for t in (orders, payments, refunds)}  # the round trip over three topics
+
+
+async def test_a_backfill_of_several_topics_confirmed_while_kafka_is_away_moves_nothing_then_runs_once_when_it_is_back(
+        ops: tuple[SlackHarness, dict[str, str]], migrated_url: str, kafka_bootstrap: str) -> None:
+    slack, names = ops
+    extra = new_topic(AdminClient({"bootstrap.servers": kafka_bootstrap}), "payments")
+    for topic in (names["source"], extra):
+        await asyncio.to_thread(produce, kafka_bootstrap, topic, 300, NOW - timedelta(hours=1), timedelta(seconds=1))
+        await asyncio.to_thread(read_some, kafka_bootstrap, topic, names["group"], {0: 60, 1: 60, 2: 60})
+    assert "is posted" in await answer(slack, f"/backfill {names['group']} --all-topics --to-earliest", ALICE)
+    row = await latest(slack)
+    plan = await op_message(slack, int(row.id or 0), lambda t: "360 messages will be read again" in t)
+
+    await slack.bot.stop()  # the broker away: a bot that cannot reach it
+    slack.bot = Bot(bot_config(slack.emulator, migrated_url, KAFKA_BOOTSTRAP_SERVERS="127.0.0.1:9"))
+    await slack.bot.start(0)
+    slack.driver.request_url = f"{slack.bot.url}/slack/events"
+    assert "Kafka did not answer as expected" in await clicked(slack, plan, ids.OPS_CONFIRM, ALICE)
+    assert (await slack.bot.ops.get(int(row.id or 0))).state == "planned"  # still a plan, shown as one
+    assert committed(kafka_bootstrap, names["group"], names["source"]) == committed(kafka_bootstrap, names["group"], extra) == \
+        {0: 60, 1: 60, 2: 60}
+
+    await slack.bot.stop()  # back: the same Confirm, clicked twice (a stale message), moves the group once
+    slack.bot = Bot(bot_config(slack.emulator, migrated_url, KAFKA_BOOTSTRAP_SERVERS=kafka_bootstrap))
+    await slack.bot.start(0)
+    slack.driver.request_url = f"{slack.bot.url}/slack/events"
+    assert "is applied" in await clicked(slack, plan, ids.OPS_CONFIRM, ALICE)
+    with pytest.raises(OpsError, match="is applied, not waiting for a confirmation"):  # a second Confirm from a stale client
+        await slack.bot.ops.confirm(int(row.id or 0), Actor(ALICE, "slack"))
+    assert committed(kafka_bootstrap, names["group"], names["source"]) == committed(kafka_bootstrap, names["group"], extra) == \
+        {0: 0, 1: 0, 2: 0}
+    done = await op_message(slack, int(row.id or 0), lambda t: "applied" in t)
+    assert "undone" in await clicked(slack, done, ids.OPS_UNDO, ALICE)
+    with pytest.raises(OpsError, match="only an applied backfill can be undone"):  # a second Undo changes nothing
+        await slack.bot.ops.undo(int(row.id or 0), Actor(ALICE, "slack"))
+    assert committed(kafka_bootstrap, names["group"], names["source"]) == committed(kafka_bootstrap, names["group"], extra) == \
+        {0: 60, 1: 60, 2: 60}
+    undone = await op_message(slack, int(row.id or 0), lambda t: "undone" in t)
+    assert not [b for b in undone.blocks if b.get("type") == "actions"]  # no button left to press
