@@ -491,6 +491,34 @@ def refuse_active(group: str, state: str, members: list[Member]) -> None:
                        f"({who}): stop the job first (take a savepoint, then stop it), then plan again")
 
 
+
+FLINK_WAY = ("Backfill it the Flink way: stop the job with a savepoint, then start it again from that savepoint with the Kafka "
+             "source's state removed and `scan.startup.mode` at the position you want (see the operations page, \"Flink jobs\")")
+
+
+def refuse_flink(group: str, jobs: list[str]) -> None:
+    """OpsError when Flink jobs read with the group: a Flink source keeps its offsets in the job's own state and commits
+    them to the group only for monitoring, so its next checkpoint overwrites a reset and the job reads nothing again."""
+    if jobs:
+        named = ", ".join(sorted(jobs)[:5]) + (f" and {len(jobs) - 5} more" if len(jobs) > 5 else "")
+        raise OpsError(f"consumer group {group} is read by the Flink job{'s' if len(jobs) > 1 else ''} {named}: a Flink job keeps its read "
+                       "offsets in its own checkpoints and savepoints and commits them to the group only for monitoring, so its next "
+                       f"checkpoint would write them back over a reset and the job would read nothing again. Nothing moved. {FLINK_WAY}")
+
+
+def refuse_hidden_reader(group: str, committed: dict[tuple[str, int], int | None], seen: dict[tuple[str, int], int], since: str) -> None:
+    """OpsError when the group's committed offsets differ from those ``seen`` earlier while it had no member: something
+    reads with it without joining it (a Flink job, a consumer that assigns its partitions) and would overwrite a reset."""
+    moved = sorted(key for key, offset in committed.items() if offset is not None and key in seen and seen[key] != offset)
+    if moved:
+        where = ", ".join(f"{t}[{p}]" for t, p in moved[:5]) + (f" and {len(moved) - 5} more" if len(moved) > 5 else "")
+        raise OpsError(f"consumer group {group} has no connected client, yet its committed offsets moved since {since} ({where}): something "
+                       "reads with it without joining the group — a Flink job keeps its offsets in its own state and commits them here "
+                       "only for monitoring; a consumer that assigns its partitions does the same — and would write its offsets back "
+                       f"over a reset. Nothing moved. Name the job in the catalog (`consumer_groups:` of a job with `flink:`). {FLINK_WAY}. "
+                       "If it was a consumer that has stopped since, take the census again (`bot consumers TOPIC --refresh`) and plan again")
+
+
 # --- replay --------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)

@@ -99,7 +99,7 @@ class LineageService:
         for job in catalog.jobs:
             job_row = jobs.pop((job.id.namespace, job.id.name), None) or LineageJob(namespace=job.id.namespace, name=job.id.name, source=CATALOG)
             _fill(job_row, job)
-            job_row.source, job_row.channel = CATALOG, job.channel
+            job_row.source, job_row.channel, job_row.flink = CATALOG, job.channel, job.flink  # the catalog says it whole
             session.add(job_row)
         for job_row in jobs.values():
             if job_row.source == CATALOG:

@@ -24,7 +24,20 @@ from bot.domain.calendar import Kind as EntryKind
 from bot.domain.calendar import Scope, Status, Window
 from bot.domain.dead_letters import MAX_REPLAYS, ORIGINAL_TOPIC, ErrorGroup, Letter, PeekRequest, Route, group_by_error
 from bot.domain.lineage.model import Team
-from bot.domain.ops import BackfillRequest, Copied, OpKind, OpsError, OpState, PartitionMove, ReplayRequest, Span, moved_text, progress_text
+from bot.domain.ops import (
+    BackfillRequest,
+    Copied,
+    OpKind,
+    OpsError,
+    OpState,
+    PartitionMove,
+    ReplayRequest,
+    Span,
+    moved_text,
+    progress_text,
+    refuse_flink,
+    refuse_hidden_reader,
+)
 from bot.domain.sli.pipeline import Pipeline
 from bot.kafka import dead_letters
 from bot.kafka.avro import Registry
@@ -36,7 +49,7 @@ from bot.services.outbox import Outbox
 from bot.services.proposals import Membership
 from bot.services.sli import SliService
 from bot.store.database import Database
-from bot.store.models import CalendarEntry, Operation, aware, utcnow
+from bot.store.models import CalendarEntry, Operation, TopicReader, aware, utcnow
 
 log = logging.getLogger(__name__)
 OPS_MESSAGE, OPS_NOTE = "ops.message", "ops.note"
@@ -162,10 +175,37 @@ class Operations:
         team = await self.team_of(OpKind.BACKFILL, request)
         if actor.surface == "slack" and (why := await self.refusal(actor.user, team)):
             raise OpsError(why)
+        refuse_flink(request.group, await self.flink_readers(request.group))
         moves, state = await self._ask(lambda cluster: cluster.plan_backfill(request))
+        await self._refuse_hidden_reader(request.group, moves)
         plan: dict[str, Any] = {"moves": [m.as_json() for m in moves], "group_state": state, "freeze": await self._freeze_now(request)}
         plan["booked"] = await self._booked_now(OpKind.BACKFILL, request.as_json(), plan)
         return await self._create(OpKind.BACKFILL, DRY_RUN if dry_run else OpState.PLANNED, team, actor, request.as_json(), plan, channel)
+
+    async def flink_readers(self, group: str) -> list[str]:
+        """The Flink jobs that read with ``group``: catalog or OpenLineage jobs with ``flink:`` naming it among their consumer
+        groups, and the Flink jobs of the pipelines that read with it."""
+        jobs = (await self.lineage.graph()).jobs.values()
+        flink = {job.id.name for job in jobs if job.flink}
+        found = {job.id.name for job in jobs if job.flink and group in job.consumer_groups}
+        for pipeline in (await self.sli.catalog(fresh=True)).pipelines.values():  # as stored now: this refusal guards data
+            if pipeline.group == group:
+                found |= flink & set(pipeline.jobs)
+        return sorted(found)
+
+    async def _refuse_hidden_reader(self, group: str, moves: list[PartitionMove]) -> None:
+        """Refuse when the census saw the group without members at other committed offsets than now (a census taken before
+        a backfill of ours moved the group says nothing)."""
+        async with self.db.session() as session:
+            rows = (await session.exec(select(TopicReader).where(TopicReader.group_id == group))).all()
+            ours = (await session.exec(select(Operation).where(Operation.kind == OpKind.BACKFILL.value,
+                                                               col(Operation.state).in_((OpState.APPLIED.value, OpState.UNDONE.value))))).all()
+        moved = max((aware(op.updated_at) for op in ours if op.request.get("group") == group), default=None)
+        rows = [row for row in rows if not row.members and (moved is None or aware(row.seen_at) > moved)]
+        seen = {(row.topic, int(p)): int(o) for row in rows for p, o in row.committed.items()}
+        since = min((aware(row.seen_at) for row in rows), default=None)
+        if since is not None:
+            refuse_hidden_reader(group, {(m.topic, m.partition): m.committed for m in moves}, seen, f"the census of {since:%Y-%m-%d %H:%M} UTC")
 
     async def plan_replay(self, request: ReplayRequest, dry_run: bool, actor: Actor, channel: str | None) -> Operation:
         """Scan the DLQ and plan a replay (a dry run is only shown); OpsError when it cannot be run."""
@@ -366,6 +406,14 @@ class Operations:
             ends = {(m.topic, m.partition): m.target for m in planned}
             moves = [replace(m, target=ends.get((m.topic, m.partition), m.target)) for m in moves]
         exact = request.to_time is None and request.to_end is None  # offsets and shifts: the targets themselves must hold
+        try:  # a Flink reader, or commits that moved with no member since the plan (refuse_active passed): a reset would not hold
+            refuse_flink(request.group, await self.flink_readers(request.group))
+            refuse_hidden_reader(request.group, {(m.topic, m.partition): m.committed for m in moves},
+                                 {(m.topic, m.partition): m.committed for m in planned if m.committed is not None}, f"#{row.id} was planned")
+        except OpsError as err:
+            await self._move(row, (OpState.PLANNED.value,), actor, "refused", {"error": str(err)}, f":no_entry: Not applied: {_plain(err)}",
+                             state=OpState.FAILED.value, result=str(err))
+            raise
         if [(m.topic, m.partition, m.committed) + ((m.target,) if exact else ()) for m in moves] != \
                 [(m.topic, m.partition, m.committed) + ((m.target,) if exact else ()) for m in planned]:
             plan = {**row.plan, "moves": [m.as_json() for m in moves], "group_state": state}

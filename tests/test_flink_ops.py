@@ -1,0 +1,110 @@
+"""Flink in the loop: a group a Flink job reads is never reset (its next checkpoint would write its own offsets back),
+whether the catalog says so or the group's commits give it away (they move while it has no member)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import uuid
+from datetime import timedelta
+from pathlib import Path
+
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from bot.domain.lineage.catalog import read_catalog
+from bot.slack import ids
+from tests.conftest import SlackHarness
+from tests.test_ops import ALICE, NOW, answer, clicked, committed, database_url, latest, new_topic, op_message, ops, produce, read_some
+
+__all__ = ["database_url", "ops"]  # fixtures shared with the other operations tests
+
+
+def assigned_commit(bootstrap: str, topic: str, group: str, upto: dict[int, int]) -> None:
+    """Commit as a Flink source does: partitions assigned by the job itself, no group membership."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, p, o) for p, o in upto.items()])
+    consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in upto.items()], asynchronous=False)
+    consumer.close()
+
+
+def catalog(topic: str, group: str, flink: bool) -> str:
+    job = {"name": "count-orders", "owner": "orders-team", "consumer_groups": [group], **({"flink": "2.3.0"} if flink else {})}
+    return json.dumps({"teams": {"orders-team": {"members": ["U0000ALICE"], "oncall": ["U0000ALICE"]}},
+                       "jobs": [job], "pipelines": [{"name": "count-orders", "owner": "orders-team", "source": {"topics": [topic], "group": group}}]})
+
+
+async def test_a_flink_jobs_group_is_never_reset_from_the_terminal(migrated_url: str, kafka_bootstrap: str, tmp_path: Path) -> None:
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    topic, group = new_topic(admin, "orders"), f"count-orders-{uuid.uuid4().hex[:8]}"
+    await asyncio.to_thread(produce, kafka_bootstrap, topic, 300, NOW - timedelta(hours=1), timedelta(seconds=1))
+    await asyncio.to_thread(assigned_commit, kafka_bootstrap, topic, group, {0: 100, 1: 100, 2: 100})
+    env = {**os.environ, "DATABASE_URL": migrated_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap}
+
+    def bot(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "bot", *args], env=env, capture_output=True, text=True, timeout=120)
+
+    (tmp_path / "catalog.yaml").write_text(catalog(topic, group, flink=True))
+    assert (await asyncio.to_thread(bot, "catalog", "load", str(tmp_path / "catalog.yaml"))).returncode == 0
+    for reset in (["--to-earliest"], ["--by-duration", "30m"], ["--to-offsets", "0:0"], ["--shift-by", "-10"]):
+        refused = await asyncio.to_thread(bot, "backfill", group, topic, *reset, "--yes", "--format", "json")
+        assert refused.returncode == 1, (reset, refused.stdout, refused.stderr)
+        assert "read by the Flink job count-orders" in refused.stderr and "Nothing moved" in refused.stderr
+        assert "the Flink way" in refused.stderr and refused.stdout == ""
+    status = await asyncio.to_thread(bot, "ops", "status", "--format", "json")
+    assert json.loads(status.stdout) == []  # nothing was even planned
+    assert committed(kafka_bootstrap, group, topic) == {0: 100, 1: 100, 2: 100}
+
+    # The same job without `flink:` in the catalog: its commits move while the group has no member, and give it away
+    (tmp_path / "catalog.yaml").write_text(catalog(topic, group, flink=False))
+    assert (await asyncio.to_thread(bot, "catalog", "load", str(tmp_path / "catalog.yaml"))).returncode == 0
+    assert (await asyncio.to_thread(bot, "consumers", topic, "--refresh", "--format", "json")).returncode in (0, 1)
+    await asyncio.to_thread(assigned_commit, kafka_bootstrap, topic, group, {0: 90, 1: 90, 2: 90})  # its next checkpoint
+    refused = await asyncio.to_thread(bot, "backfill", group, topic, "--to-earliest", "--yes")
+    assert refused.returncode == 1 and "no connected client, yet its committed offsets moved since the census of" in refused.stderr
+    assert f"{topic}[0]" in refused.stderr and "Nothing moved" in refused.stderr
+    assert committed(kafka_bootstrap, group, topic) == {0: 90, 1: 90, 2: 90}
+
+    # A consumer that stopped since the census: once the census sees it stopped, the reset is planned and applied
+    assert (await asyncio.to_thread(bot, "consumers", topic, "--refresh", "--format", "json")).returncode in (0, 1)
+    applied = await asyncio.to_thread(bot, "backfill", group, topic, "--to-earliest", "--yes", "--format", "json")
+    assert applied.returncode == 0, applied.stderr
+    assert committed(kafka_bootstrap, group, topic) == {0: 0, 1: 0, 2: 0}
+    again = await asyncio.to_thread(bot, "backfill", group, topic, "--to-offsets", "0:50,1:50,2:50", "--yes")  # our own reset is no hidden reader
+    assert again.returncode == 0, again.stderr
+    assert committed(kafka_bootstrap, group, topic) == {0: 50, 1: 50, 2: 50}
+
+
+async def test_a_plan_whose_group_commits_with_no_member_before_confirm_is_refused_and_moves_nothing(
+        ops: tuple[SlackHarness, dict[str, str]], kafka_bootstrap: str) -> None:
+    slack, names = ops
+    group, source = names["group"], names["source"]
+    await asyncio.to_thread(produce, kafka_bootstrap, source, 300, NOW - timedelta(hours=1), timedelta(seconds=1))
+    await asyncio.to_thread(read_some, kafka_bootstrap, source, group, {0: 60, 1: 60, 2: 60})
+    assert "is posted" in await answer(slack, f"/backfill {group} {source} --to-earliest", ALICE)
+    row = await latest(slack)
+    plan = await op_message(slack, int(row.id or 0), lambda t: "read again" in t)
+    await asyncio.to_thread(assigned_commit, kafka_bootstrap, source, group, {0: 70, 1: 70, 2: 70})  # a checkpoint meanwhile
+    said = await clicked(slack, plan, ids.OPS_CONFIRM, ALICE)
+    assert "no connected client, yet its committed offsets moved since" in said
+    assert (await slack.bot.ops.get(int(row.id or 0))).state == "failed"
+    refused = await op_message(slack, int(row.id or 0), lambda t: "Not applied" in t or "failed" in t)
+    assert not [b for b in refused.blocks if b.get("type") == "actions"]  # nothing left to press
+    assert committed(kafka_bootstrap, group, source) == {0: 70, 1: 70, 2: 70}
+
+    # The pipeline's job named a Flink job in the catalog: refused at the plan, from Slack as from the terminal
+    data = {"oncall": {"members": ["U0000CAROL"]},
+            "teams": {"orders-team": {"usergroup": next(g["id"] for g in slack.ws.usergroups.values() if g["handle"] == "orders-team"),
+                                      "members": [ALICE], "oncall": [ALICE], "channel": "#orders-pipeline"}},
+            "jobs": [{"name": "enrich-orders-job", "owner": "orders-team", "flink": "2.3.0"}],
+            "pipelines": [{"name": "enrich-orders", "owner": "orders-team", "channel": "#orders-pipeline", "jobs": ["enrich-orders-job"],
+                           "source": {"topics": [source], "group": group}, "dlq": names["dlq"]}]}
+    parsed, problems = read_catalog(data, lambda _: None)  # type: ignore[arg-type, return-value]
+    assert problems == []
+    await slack.bot.lineage.load_catalog(parsed)
+    said = await answer(slack, f"/backfill {group} {source} --to-earliest", ALICE)
+    assert "read by the Flink job enrich-orders-job" in said and "Nothing was planned" in said
+    assert committed(kafka_bootstrap, group, source) == {0: 70, 1: 70, 2: 70}
