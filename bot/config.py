@@ -58,6 +58,8 @@ class Config:
     census_seconds: float = 300.0  # how often one replica takes the census of consumer groups
     flink_root: str = ""  # the folder of Flink runtimes for the release gate (scripts/flink.sh install)
     flink_version: str = "2.3.0"  # the planner a job is checked with when the catalog names no version
+    flink_rest_url: str | None = None  # the Flink cluster's REST API (the JobManager's rest.port), for status and operations
+    flink_savepoint_dir: str | None = None  # where the bot's savepoints go (a path or URI every Flink process can write)
     watch_seconds: float = 300.0  # how often one replica looks for schema changes made around the bot
     ops_lease_seconds: float = 30.0  # a running replay's lease: another bot resumes it this long after its owner went quiet
     pagerduty_url: str = DEFAULT_PAGERDUTY_URL  # PagerDuty's Events API v2 endpoint
@@ -117,6 +119,8 @@ class Config:
             flink_root=_optional(env, "CHANGEOPS_FLINK_ROOT") or str(Path(_optional(env, "CHANGEOPS_CACHE") or Path(
                 _optional(env, "XDG_CACHE_HOME") or Path.home() / ".cache") / "changeops") / "flink"),
             flink_version=_flink_version(env),
+            flink_rest_url=_http_url(env, "FLINK_REST_URL"),
+            flink_savepoint_dir=_optional(env, "FLINK_SAVEPOINT_DIR"),
             pagerduty_url=_http_url(env, "PAGERDUTY_EVENTS_URL") or DEFAULT_PAGERDUTY_URL,
             routing_keys={name: value.strip() for name, value in env.items() if name.startswith("PAGERDUTY_ROUTING_KEY_") and value.strip()},
             pagerduty_webhook_secrets=tuple(v.strip() for v in (_optional(env, "PAGERDUTY_WEBHOOK_SECRET") or "").split(",") if v.strip()),

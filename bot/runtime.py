@@ -30,6 +30,7 @@ from bot.services import leases
 from bot.services.calendar import CalendarService
 from bot.services.census import CensusService
 from bot.services.deliveries import Deliveries
+from bot.services.flink import FlinkService
 from bot.services.health import HealthService
 from bot.services.lineage import LineageService
 from bot.services.operations import Operations
@@ -43,6 +44,7 @@ from bot.slack.app import add_listeners, create_app
 from bot.slack.calendar.commands import CalendarCommands
 from bot.slack.client import SlackConnections
 from bot.slack.delivery import CARD, SlackDelivery
+from bot.slack.flink.commands import FlinkCommands
 from bot.slack.governance.health import HealthSlack
 from bot.slack.governance.out_of_band import OutOfBandSlack
 from bot.slack.inflight import Inflight
@@ -104,6 +106,7 @@ class Bot:
                                     bool(config.kafka_bootstrap_servers), config.changes_channel, clock)
         health = HealthSlack(self.connections.client(retries=False), self.health)
         self.planner = Planner(config.flink_root)
+        self.flink = FlinkService(self.lineage, config.flink_rest_url)
         self.releases = Releases(self.db, self.lineage, self.registry, self.calendar, self.outbox, self.planner, config.flink_version, clock)
         self.pagers = ReceiverDelivery(self.sli, config)
         self.dispatcher = Dispatcher(self.db, self.outbox, {**delivery.handlers(), **alerts.handlers(), **operations.handlers(), **self.pagers.handlers(),
@@ -114,7 +117,7 @@ class Bot:
         actions = AlertActions(SliCommands(self.sli, membership), self.proposals, self.calendar, self._dead_letters if config.kafka_bootstrap_servers else None)
         add_listeners(self.slack, Services(self.proposals, self.registry, self.slack.client), calendar, actions, OpsActions(self.ops, self.sli),
                       Readers(self.census, self.proposals, self.registry, membership), HealthSlack(self.slack.client, self.health), out_of_band,
-                      self.proposals, self.outbox, self.inflight)
+                      self.proposals, self.outbox, self.inflight, FlinkCommands(self.flink))
         self.figures = BotMetrics(self.db, self.dispatcher, self.sli, self.connections, clock)
         self.web = build_web_app(self.slack, self.db, migrate.head(), config, self.lineage, self.proposals, self.sli, self.releases,
                                  lambda: self.draining, self.figures, self.deliveries.claim)

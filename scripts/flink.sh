@@ -33,8 +33,81 @@ case ${1:-} in
     fi
     echo "export CHANGEOPS_FLINK_ROOT=$root"
     ;;
+  cluster)
+    # A standalone Flink cluster on 127.0.0.1 from the installed runtime's own scripts (start-cluster.sh), with its
+    # configuration, logs, pid files, checkpoints and savepoints in DIR, on free ports.
+    #   scripts/flink.sh cluster start DIR [VERSION]   prints `export FLINK_REST_URL=... FLINK_SAVEPOINT_DIR=...`
+    #   scripts/flink.sh cluster stop DIR
+    action=${2:-}; dir=${3:-}
+    [ -n "$dir" ] || { echo "usage: scripts/flink.sh cluster start|stop DIR [VERSION]" >&2; exit 2; }
+    dir=$(mkdir -p "$dir/flink" && cd "$dir/flink" && pwd)
+    if [ "$action" = stop ]; then
+      [ -f "$dir/home" ] || exit 0
+      FLINK_CONF_DIR=$dir/conf "$(cat "$dir/home")/bin/stop-cluster.sh" > "$dir/stop.log" 2>&1 || true
+      for pid in $(cat "$dir"/*.pid 2>/dev/null); do kill "$pid" 2>/dev/null || true; done
+      exit 0
+    fi
+    [ "$action" = start ] || { echo "usage: scripts/flink.sh cluster start|stop DIR [VERSION]" >&2; exit 2; }
+    version=${4:-2.3.0}
+    ensure_command curl curl
+    eval "$("$0" install "$version")"
+    home=$("$CHANGEOPS_FLINK_ROOT/flink-$version/venv/bin/python" -c 'import os, pyflink; print(os.path.dirname(pyflink.__file__))')
+    echo "$home" > "$dir/home"
+    mkdir -p "$dir/conf" "$dir/log" "$dir/savepoints" "$dir/checkpoints"
+    cp "$home/conf/"log4j*.properties "$dir/conf/" 2>/dev/null || true
+    [ -f "$dir/conf/log4j.properties" ] || cat > "$dir/conf/log4j.properties" <<'LOG'
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = MainAppender
+appender.main.name = MainAppender
+appender.main.type = File
+appender.main.fileName = ${sys:log.file}
+appender.main.layout.type = PatternLayout
+appender.main.layout.pattern = %d{yyyy-MM-dd HH:mm:ss,SSS} %-5p %-60c %x - %m%n
+LOG
+    rest=$(free_port)
+    opts=$(awk '/^ *all:/ {sub(/^ *all: */, ""); print; exit}' "$home/conf/config.yaml")
+    cat > "$dir/conf/config.yaml" <<CONF
+env.java.opts.all: $opts
+env.log.dir: $dir/log
+env.pid.dir: $dir
+jobmanager.bind-host: 127.0.0.1
+jobmanager.rpc.address: 127.0.0.1
+jobmanager.rpc.port: $(free_port)
+jobmanager.memory.process.size: 1024m
+taskmanager.bind-host: 127.0.0.1
+taskmanager.host: 127.0.0.1
+taskmanager.rpc.port: $(free_port)
+taskmanager.data.port: $(free_port)
+taskmanager.numberOfTaskSlots: 8
+taskmanager.memory.process.size: 1600m
+blob.server.port: $(free_port)
+rest.address: 127.0.0.1
+rest.bind-address: 127.0.0.1
+rest.port: $rest
+parallelism.default: 1
+state.savepoints.dir: file://$dir/savepoints
+execution.checkpointing.dir: file://$dir/checkpoints
+metrics.fetcher.update-interval: 2000
+CONF
+    echo "localhost:$rest" > "$dir/conf/masters"
+    echo "localhost" > "$dir/conf/workers"
+    started=$SECONDS
+    FLINK_CONF_DIR=$dir/conf "$home/bin/start-cluster.sh" > "$dir/start.log" 2>&1 \
+      || { cat "$dir/start.log" >&2; echo "Flink did not start (see $dir/log)" >&2; exit 1; }
+    for _ in $(seq 1 240); do  # ready when a task manager has registered its slots
+      if curl -fsS "http://127.0.0.1:$rest/overview" 2>/dev/null | grep -q '"slots-total":[1-9]'; then
+        echo "Flink $version ready on 127.0.0.1:$rest in $((SECONDS - started)) s" >&2
+        echo "export FLINK_REST_URL=http://127.0.0.1:$rest FLINK_SAVEPOINT_DIR=$dir/savepoints"
+        exit 0
+      fi
+      sleep 0.5
+    done
+    tail -20 "$dir"/log/*.log >&2 || true
+    echo "Flink did not become ready (see $dir/log)" >&2
+    exit 1
+    ;;
   *)
-    echo "usage: scripts/flink.sh install [VERSION] | versions" >&2
+    echo "usage: scripts/flink.sh install [VERSION] | versions | cluster start|stop DIR [VERSION]" >&2
     exit 2
     ;;
 esac

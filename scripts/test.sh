@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set up and run every test: .venv with the test dependencies, PostgreSQL, Kafka, Apicurio Registry, Flink's planner (PyFlink) and
+# Set up and run every test: .venv with the test dependencies, PostgreSQL, Kafka, Apicurio Registry, Flink's planner (PyFlink) and a Flink cluster, and
 # headless Chromium (installed from Debian's packages / PyPI / Maven Central when missing), pytest, then stop what started.
 # Arguments go to pytest (e.g. scripts/test.sh -k slack -x).
 set -euo pipefail
@@ -12,6 +12,7 @@ ensure_packages chromium chromium-driver fonts-noto-color-emoji
 .venv/bin/mypy
 run_dir=$(mktemp -d /tmp/changeops-test.XXXXXX)
 cleanup() {
+  scripts/flink.sh cluster stop "$run_dir" || true
   scripts/registry.sh stop "$run_dir" || true
   scripts/kafka.sh stop "$run_dir" || true
   scripts/postgres.sh stop "$run_dir" || true
@@ -34,6 +35,10 @@ eval "$(cat "$run_dir/registry.env")"
 export TEST_SCHEMA_REGISTRY_URLS=$SCHEMA_REGISTRY_URLS
 unset SCHEMA_REGISTRY_URL SCHEMA_REGISTRY_URLS
 eval "$(scripts/flink.sh install)"  # Flink's planner for the release gate, in its own environment, once
+# A real standalone Flink cluster from that runtime (start-cluster.sh), for the Flink operations and SLIs
+eval "$(scripts/flink.sh cluster start "$run_dir")" || { echo "the Flink cluster did not start (see $run_dir/flink/log)" >&2; exit 1; }
+export TEST_FLINK_REST_URL=$FLINK_REST_URL TEST_FLINK_SAVEPOINT_DIR=$FLINK_SAVEPOINT_DIR
+unset FLINK_REST_URL FLINK_SAVEPOINT_DIR
 export TEST_DATABASE_URL KAFKA_BOOTSTRAP_SERVERS CHANGEOPS_FLINK_ROOT
 set +e
 started=$SECONDS

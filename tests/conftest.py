@@ -21,7 +21,7 @@ from bot.runtime import Bot
 from bot.store import migrate
 from tests.registry import RealRegistry, registry_url
 
-NEEDS_SERVICES = "run the whole suite with `make test`, which starts PostgreSQL and Kafka"
+NEEDS_SERVICES = "run the whole suite with `make test`, which starts PostgreSQL, Kafka and Flink"
 
 # CI replays the same examples every run (no flaky discoveries there); developers keep exploring.
 settings.register_profile("ci", derandomize=True, database=None)
@@ -40,6 +40,12 @@ def _service(name: str) -> str:
 def kafka_bootstrap() -> str:
     """The bootstrap address of the real Kafka broker."""
     return _service("KAFKA_BOOTSTRAP_SERVERS")
+
+
+@pytest.fixture(scope="session")
+def flink_rest_url() -> str:
+    """The REST address of the real Flink cluster (``scripts/flink.sh cluster start``)."""
+    return _service("TEST_FLINK_REST_URL")
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,6 @@
 """Flink in the loop: a group a Flink job reads is never reset (its next checkpoint would write its own offsets back),
-whether the catalog says so or the group's commits give it away (they move while it has no member)."""
+whether the catalog says so or the group's commits give it away (they move while it has no member); a job's status
+from Flink's REST API, on a real standalone cluster running a real SQL job."""
 
 from __future__ import annotations
 
@@ -11,13 +12,18 @@ import sys
 import uuid
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
-from confluent_kafka import Consumer, TopicPartition
+import aiohttp
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from bot.domain.flink.statements import split
 from bot.domain.lineage.catalog import read_catalog
+from bot.flink.submit import submit
+from bot.runtime import Bot
 from bot.slack import ids
-from tests.conftest import SlackHarness
+from tests.conftest import SlackHarness, bot_config
 from tests.test_ops import ALICE, NOW, answer, clicked, committed, database_url, latest, new_topic, op_message, ops, produce, read_some
 
 __all__ = ["database_url", "ops"]  # fixtures shared with the other operations tests
@@ -108,3 +114,102 @@ async def test_a_plan_whose_group_commits_with_no_member_before_confirm_is_refus
     said = await answer(slack, f"/backfill {group} {source} --to-earliest", ALICE)
     assert "read by the Flink job enrich-orders-job" in said and "Nothing was planned" in said
     assert committed(kafka_bootstrap, group, source) == {0: 70, 1: 70, 2: 70}
+
+
+COUNT_SQL = """CREATE TABLE orders (customer STRING, amount INT) WITH (
+  'connector' = 'kafka', 'topic' = '{orders}', 'properties.bootstrap.servers' = '{bootstrap}',
+  'properties.group.id' = '{group}', 'scan.startup.mode' = 'group-offsets', 'properties.auto.offset.reset' = 'earliest',
+  'format' = 'json');
+CREATE TABLE counts (customer STRING, n BIGINT, PRIMARY KEY (customer) NOT ENFORCED) WITH (
+  'connector' = 'upsert-kafka', 'topic' = '{counts}', 'properties.bootstrap.servers' = '{bootstrap}',
+  'key.format' = 'json', 'value.format' = 'json');
+INSERT INTO counts SELECT customer, COUNT(*) FROM orders GROUP BY customer;
+"""
+
+
+def produce_orders(bootstrap: str, topic: str, count: int, first: int = 0) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(first, first + count):
+        producer.produce(topic, json.dumps({"customer": f"c{i % 4}", "amount": i}).encode(), partition=i % 3)
+    assert producer.flush(30) == 0
+
+
+async def flink_job(rest: str, name: str) -> dict[str, Any]:
+    async with aiohttp.ClientSession() as session, session.get(f"{rest}/jobs/overview") as answer:
+        jobs = [j for j in (await answer.json())["jobs"] if j["name"] == name]
+    return max(jobs, key=lambda j: j["start-time"]) if jobs else {}
+
+
+async def until(predicate: Any, timeout: float = 120.0) -> Any:
+    """Poll ``predicate`` (a coroutine function) until it returns something true."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        value = await predicate()
+        if value or asyncio.get_running_loop().time() > deadline:
+            return value
+        await asyncio.sleep(0.5)
+
+
+async def test_a_running_flink_job_as_flink_sees_it_and_its_group_never_reset(slack: SlackHarness, migrated_url: str, kafka_bootstrap: str,
+                                                                              flink_rest_url: str, tmp_path: Path) -> None:
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    orders, counts = new_topic(admin, "orders"), new_topic(admin, "counts", partitions=1)
+    name, group = f"count-orders-{uuid.uuid4().hex[:6]}", f"count-orders-g-{uuid.uuid4().hex[:6]}"
+    await asyncio.to_thread(produce_orders, kafka_bootstrap, orders, 200)
+    (tmp_path / "catalog.yaml").write_text(json.dumps({
+        "teams": {"orders-team": {"members": [ALICE], "oncall": [ALICE], "channel": "#orders-pipeline"}},
+        "jobs": [{"name": name, "owner": "orders-team", "flink": "2.3.0", "consumer_groups": [group]}]}))
+    env = {**os.environ, "DATABASE_URL": migrated_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap, "FLINK_REST_URL": flink_rest_url}
+
+    def bot(*args: str, **more: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "bot", *args], env={**env, **more}, capture_output=True, text=True, timeout=180)
+
+    assert (await asyncio.to_thread(bot, "catalog", "load", str(tmp_path / "catalog.yaml"))).returncode == 0
+    sql = COUNT_SQL.format(orders=orders, counts=counts, group=group, bootstrap=kafka_bootstrap)
+    job_id = await submit(os.environ["CHANGEOPS_FLINK_ROOT"], "2.3.0", flink_rest_url, name, split(sql),
+                          {"execution.checkpointing.interval": "1s"})
+    try:
+        async def checkpointed() -> dict[str, Any] | None:
+            shown = await asyncio.to_thread(bot, "flink", "status", name, "--format", "json")
+            assert shown.returncode == 0, shown.stderr
+            status: dict[str, Any] = json.loads(shown.stdout)
+            return status if status["state"] == "RUNNING" and status["checkpoints"]["last"] else None
+
+        status = await until(checkpointed)
+        assert status, "the job took no checkpoint"
+        assert status["job"] == name and status["job_id"] == job_id and status["checkpoints"]["interval_seconds"] == 1.0
+        assert status["restarts"] == 0 and status["savepoint"] is None and status["backpressure"] in (None, "ok", "low", "high")
+        assert 0 <= status["checkpoints"]["duration_over_interval"] < 60
+        text = await asyncio.to_thread(bot, "flink", "status", name)
+        assert f"{name}: RUNNING (job {job_id}" in text.stdout and "last checkpoint: #" in text.stdout
+
+        # The group the job commits to (for monitoring only) can never be reset
+        assert await until(lambda: asyncio.to_thread(lambda: sum(committed(kafka_bootstrap, group, orders).values()) >= 200 or None))
+        refused = await asyncio.to_thread(bot, "backfill", group, orders, "--to-earliest", "--yes")
+        assert refused.returncode == 1 and f"read by the Flink job {name}" in refused.stderr
+
+        # In Slack, the same status
+        await slack.bot.stop()
+        slack.bot = Bot(bot_config(slack.emulator, migrated_url, FLINK_REST_URL=flink_rest_url))
+        await slack.bot.start(0)
+        slack.driver.request_url = f"{slack.bot.url}/slack/events"
+        said = await answer(slack, f"/flink status {name}", ALICE)
+        assert f"{name}: RUNNING (job {job_id}" in said and "last checkpoint" in said and "as Flink said at" in said
+        assert "no catalog job 'nope' runs on Flink" in await answer(slack, "/flink status nope", ALICE)
+        assert "Say which job" in await answer(slack, "/flink status", ALICE)
+
+        # Bad input and an absent Flink: a clear message, the right exit code
+        (tmp_path / "catalog.yaml").write_text(json.dumps({
+            "teams": {"orders-team": {"members": [ALICE], "oncall": [ALICE]}},
+            "jobs": [{"name": name, "owner": "orders-team", "flink": "2.3.0", "consumer_groups": [group]},
+                     {"name": "not-deployed", "owner": "orders-team", "flink": "2.3.0"}]}))
+        assert (await asyncio.to_thread(bot, "catalog", "load", str(tmp_path / "catalog.yaml"))).returncode == 0
+        missing = await asyncio.to_thread(bot, "flink", "status", "not-deployed")
+        assert missing.returncode == 1 and "has no job named not-deployed" in missing.stderr and name in missing.stderr
+        away = await asyncio.to_thread(bot, "flink", "status", name, FLINK_REST_URL="http://127.0.0.1:9")
+        assert away.returncode == 3 and "Flink did not answer at http://127.0.0.1:9" in away.stderr
+        unset = await asyncio.to_thread(bot, "flink", "status", name, FLINK_REST_URL="")
+        assert unset.returncode == 2 and "FLINK_REST_URL" in unset.stderr
+    finally:
+        async with aiohttp.ClientSession() as session:
+            await session.patch(f"{flink_rest_url}/jobs/{job_id}?mode=cancel")

@@ -14,6 +14,7 @@ from bot.services.outbox import Outbox
 from bot.services.proposals import Proposals
 from bot.slack import calendar, commands, governance, home, ops, proposals, readers, sli
 from bot.slack.calendar.commands import CalendarCommands
+from bot.slack.flink.commands import FlinkCommands
 from bot.slack.governance.health import HealthSlack
 from bot.slack.governance.out_of_band import OutOfBandSlack
 from bot.slack.inflight import Inflight
@@ -47,11 +48,11 @@ def create_app(config: Config, deliveries: Deliveries, inflight: Inflight, clien
 
 def add_listeners(app: AsyncApp, services: Services, calendar_commands: CalendarCommands, alerts: AlertActions, operations: OpsActions,
                   consumers: Readers, health: HealthSlack, watcher: OutOfBandSlack, proposing: Proposals, outbox: Outbox,
-                  inflight: Inflight) -> None:
+                  inflight: Inflight, flink: FlinkCommands) -> None:
     """Every slash command, action, view and event, each counted while it runs: the slash commands' routers, then each
     feature's own listeners."""
     routers = commands.register(app, services, calendar_commands, alerts.commands, OpsCommands(operations.ops, app.client), consumers, health,
-                                inflight.track)
+                                flink, inflight.track)
     readers.register(app, consumers, inflight.track)
     governance.register(app, watcher, inflight.track)
     sli.register(app, alerts, inflight.track)

@@ -12,6 +12,7 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from bot.domain.compat.rules import CATALOGUE
 from bot.slack import ids
 from bot.slack.calendar.commands import CalendarCommands
+from bot.slack.flink.commands import FlinkCommands
 from bot.slack.governance.health import HealthSlack
 from bot.slack.ops.commands import OpsCommands
 from bot.slack.proposals.commands import Services
@@ -171,11 +172,20 @@ def ops_routers(ops: OpsCommands) -> dict[str, Router]:
     return {ids.BACKFILL_COMMAND: backfill, ids.REPLAY_COMMAND: replay, ids.OPS_COMMAND: status}
 
 
+def flink_router(flink: FlinkCommands) -> Router:
+    """``/flink``: the catalog's Flink jobs as Flink sees them."""
+    router = Router(ids.FLINK_COMMAND)
+    router.add(Subcommand("status", "status JOB", "a Flink job: state, last checkpoint against its interval, failures, restarts, backpressure, "
+                                                  "pending records, the newest savepoint", flink.status))
+    router.add(Subcommand("help", "help", "this list of commands", lambda _r: _answer(router.help()), in_ack=True))
+    return router
+
+
 def register(app: AsyncApp, services: Services, calendar: CalendarCommands, sli: SliCommands, ops: OpsCommands, readers: Readers,
-             health: HealthSlack, track: Callable[[Any], Any]) -> dict[str, Router]:
+             health: HealthSlack, flink: FlinkCommands, track: Callable[[Any], Any]) -> dict[str, Router]:
     """Attach every slash command to the app; returns the routers (App Home lists their help)."""
     routers = {ids.SCHEMA_COMMAND: schema_router(services, readers, health), ids.CALENDAR_COMMAND: calendar_router(calendar), ids.SLI_COMMAND: sli_router(sli),
-               **ops_routers(ops), ids.ONCALL_COMMAND: oncall_router(sli)}
+               **ops_routers(ops), ids.ONCALL_COMMAND: oncall_router(sli), ids.FLINK_COMMAND: flink_router(flink)}
     assert tuple(routers) == ids.SLASH_COMMANDS
     for name, router in routers.items():
         app.command(name)(track(_listener(router)))

@@ -1,0 +1,45 @@
+"""The bot's side of job submission: ``submit_worker.py`` run under a Flink runtime's own Python, once per job
+(a JVM of its own: a submission is rare and must not share a planner's classpath), never on the event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from bot.domain.flink.statements import Statement
+from bot.domain.flink.status import FlinkError, FlinkUnavailable
+
+WORKER = Path(__file__).with_name("submit_worker.py")
+SUBMIT_SECONDS = 300.0
+
+
+async def submit(root: str, version: str, rest_url: str, name: str, statements: list[Statement], config: dict[str, str]) -> str:
+    """Submit ``statements`` as the job ``name`` (restored from ``config["execution.state-recovery.path"]`` when given); its
+    job id. FlinkError with Flink's own words when Flink refuses the job; FlinkUnavailable when no runtime can submit."""
+    home = Path(root) / f"flink-{version}"
+    python = home / "venv" / "bin" / "python"
+    if not (home / ".complete").exists() or not python.exists():
+        raise FlinkUnavailable(f"the Flink {version} runtime is not installed under {root}: run scripts/flink.sh install {version}")
+    jars = sorted(str(p) for p in (home / "jars").glob("*.jar"))
+    request: dict[str, Any] = {"rest_url": rest_url, "name": name, "config": config, "jars": jars,
+                               "statements": [{"sql": s.sql, "kind": s.kind} for s in statements]}
+    process = await asyncio.create_subprocess_exec(str(python), str(WORKER), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                                                   stderr=asyncio.subprocess.PIPE)
+    try:
+        out, err = await asyncio.wait_for(process.communicate(json.dumps(request).encode()), SUBMIT_SECONDS)
+    except TimeoutError:
+        process.kill()
+        await process.wait()
+        raise FlinkUnavailable(f"submitting {name} to Flink took over {SUBMIT_SECONDS:.0f} s; it was stopped") from None
+    lines = [line for line in out.decode(errors="replace").splitlines() if line.startswith("{")]
+    if not lines:
+        tail = err.decode(errors="replace").strip().splitlines()[-3:]
+        raise FlinkUnavailable(f"the Flink submitter ended without an answer ({' / '.join(tail)[:400]})")
+    answer = json.loads(lines[-1])
+    if "job_id" in answer:
+        return str(answer["job_id"])
+    chain = answer.get("failure") or [["?", "no reason given"]]
+    deepest = next((message for _, message in reversed(chain) if message and message != "None"), chain[0][1])
+    raise FlinkError(f"Flink refused {name}: {chain[0][1]}" + (f" (caused by: {deepest})" if deepest != chain[0][1] else ""))

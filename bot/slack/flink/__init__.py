@@ -1,0 +1,1 @@
+"""The Slack edge of Flink jobs: ``/flink status JOB``."""
