@@ -15,11 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from bot.domain.flink.statements import split
+from bot.domain.flink.status import FlinkError
 from bot.domain.lineage.catalog import read_catalog
+from bot.flink.rest import FlinkRest, savepoint_on_disk
 from bot.flink.submit import submit
 from bot.runtime import Bot
 from bot.slack import ids
@@ -213,3 +216,57 @@ async def test_a_running_flink_job_as_flink_sees_it_and_its_group_never_reset(sl
     finally:
         async with aiohttp.ClientSession() as session:
             await session.patch(f"{flink_rest_url}/jobs/{job_id}?mode=cancel")
+
+
+def latest_counts(bootstrap: str, topic: str) -> dict[str, int]:
+    """The newest count per customer in an upsert-kafka topic."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{uuid.uuid4().hex[:6]}", "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False, "enable.partition.eof": True})
+    consumer.subscribe([topic])
+    found: dict[str, int] = {}
+    while (message := consumer.poll(10)) is not None and message.error() is None:
+        if message.value() is not None:
+            value = json.loads(message.value() or b"{}")
+            found[value["customer"]] = value["n"]
+    consumer.close()
+    return found
+
+
+async def test_a_job_stopped_with_a_savepoint_reads_nothing_and_restored_from_it_loses_and_doubles_nothing(
+        kafka_bootstrap: str, flink_rest_url: str) -> None:
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    orders, counts = new_topic(admin, "orders"), new_topic(admin, "counts", partitions=1)
+    name, group = f"count-orders-{uuid.uuid4().hex[:6]}", f"count-orders-g-{uuid.uuid4().hex[:6]}"
+    await asyncio.to_thread(produce_orders, kafka_bootstrap, orders, 200)
+    statements = split(COUNT_SQL.format(orders=orders, counts=counts, group=group, bootstrap=kafka_bootstrap))
+    rest, root = FlinkRest(flink_rest_url), os.environ["CHANGEOPS_FLINK_ROOT"]
+    job = await submit(root, "2.3.0", flink_rest_url, name, statements, {"execution.checkpointing.interval": "1s"})
+    jobs = [job]
+    try:
+        assert await until(lambda: asyncio.to_thread(lambda: latest_counts(kafka_bootstrap, counts) == {f"c{i}": 50 for i in range(4)} or None))
+        assert await until(lambda: asyncio.to_thread(lambda: sum(committed(kafka_bootstrap, group, orders).values()) == 200 or None))
+        location = await rest.stop_with_savepoint(job, os.environ["TEST_FLINK_SAVEPOINT_DIR"])
+        assert savepoint_on_disk(location) is True and await rest.state(job) == "FINISHED"
+        assert (await rest.status(name)).savepoint is not None
+
+        await asyncio.to_thread(produce_orders, kafka_bootstrap, orders, 100, first=200)  # while paused: nothing reads them
+        await asyncio.sleep(3)
+        assert sum(committed(kafka_bootstrap, group, orders).values()) == 200
+        assert latest_counts(kafka_bootstrap, counts) == {f"c{i}": 50 for i in range(4)}
+
+        resumed = await submit(root, "2.3.0", flink_rest_url, name, statements,
+                               {"execution.checkpointing.interval": "1s", "execution.state-recovery.path": location})
+        jobs.append(resumed)
+        assert await until(lambda: asyncio.to_thread(lambda: latest_counts(kafka_bootstrap, counts) == {f"c{i}": 75 for i in range(4)} or None))
+        status = await until(lambda: rest.status(name))
+        assert status.job_id == resumed and status.restored_from == location  # restored from the savepoint: nothing lost or counted twice
+
+        with pytest.raises(FlinkError, match="could not take the savepoint|refused"):  # a savepoint Flink cannot write: the job runs on
+            await rest.stop_with_savepoint(resumed, "/proc/no-savepoint-here")
+        assert await rest.state(resumed) == "RUNNING"
+        with pytest.raises(FlinkError, match="Flink refused"):
+            await submit(root, "2.3.0", flink_rest_url, name, split("CREATE TABLE t (a INT) WITH ('connector' = 'datagen');"), {})
+    finally:
+        for jid in jobs:
+            if await rest.state(jid) == "RUNNING":
+                await rest.cancel(jid)

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 
-from bot.domain.flink.status import FlinkJobMissing, FlinkUnavailable, JobStatus, job_status, names, pick
+from bot.domain.flink.status import FlinkError, FlinkJobMissing, FlinkUnavailable, JobStatus, job_status, names, pick
 
 TIMEOUT = aiohttp.ClientTimeout(total=15)
 
@@ -91,3 +93,50 @@ class FlinkRest:
                 except (KeyError, ValueError):
                     continue
         return total if seen else None
+
+    async def state(self, jid: str) -> str:
+        """The job's state now (RUNNING, FINISHED, ...)."""
+        return str((await self.get(f"/jobs/{jid}"))["state"])
+
+    async def wait_for(self, jid: str, states: tuple[str, ...], timeout: float = 120.0) -> str:
+        """Wait until the job is in one of ``states``; FlinkError naming the state it stayed in."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while (state := await self.state(jid)) not in states:
+            if asyncio.get_running_loop().time() > deadline:
+                raise FlinkError(f"job {jid} is still {state} after {timeout:.0f} s (waited for {' or '.join(states)})")
+            await asyncio.sleep(0.5)
+        return state
+
+    async def stop_with_savepoint(self, jid: str, directory: str, timeout: float = 300.0) -> str:
+        """Stop the job with a savepoint in ``directory`` (never draining: that fires every window) and wait until it has
+        finished; the savepoint's location. FlinkError with Flink's reason when the savepoint failed (the job then runs on)."""
+        trigger = await self.post(f"/jobs/{jid}/stop", {"targetDirectory": directory, "drain": False})
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            answer = await self.get(f"/jobs/{jid}/savepoints/{trigger['request-id']}")
+            if (answer.get("status") or {}).get("id") == "COMPLETED":
+                break
+            if asyncio.get_running_loop().time() > deadline:
+                raise FlinkError(f"the savepoint of job {jid} did not complete in {timeout:.0f} s")
+            await asyncio.sleep(0.5)
+        operation = answer.get("operation") or {}
+        if operation.get("failure-cause") or not operation.get("location"):  # a failed savepoint also says COMPLETED
+            cause = operation.get("failure-cause") or {}
+            said = str(cause.get("stack-trace") or cause.get("class") or "no location given").splitlines()[0][:400]
+            raise FlinkError(f"Flink could not take the savepoint of job {jid}, so it was not stopped: {said}")
+        await self.wait_for(jid, ("FINISHED",), timeout)
+        return str(operation["location"])
+
+    async def cancel(self, jid: str) -> None:
+        """Cancel the job (no savepoint) and wait until it is cancelled."""
+        await self._call("PATCH", f"/jobs/{jid}?mode=cancel", None, False)
+        await self.wait_for(jid, ("CANCELED", "FINISHED", "FAILED"))
+
+
+def savepoint_on_disk(location: str) -> bool | None:
+    """Whether a savepoint's ``_metadata`` is there; None when the location is not on this machine's file system (an
+    object store: Flink's word is all there is)."""
+    parts = urlsplit(location)
+    if parts.scheme not in ("", "file"):
+        return None
+    return (Path(parts.path) / "_metadata").is_file()
