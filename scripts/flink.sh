@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Install a Flink runtime for the release gate (`bot gate job`): PyFlink in a virtualenv of its own (it pins numpy,
-# pyarrow and Apache Beam versions the bot does not share) and the Kafka connector and Avro format jars from Maven
-# Central, in a cache folder, once per version.
+# Install a Flink runtime for the release gate (`bot gate job`) and the Flink operations: PyFlink in a virtualenv of its
+# own (it pins numpy, pyarrow and Apache Beam versions the bot does not share), the Kafka connector and Avro format jars
+# and the State Processor API from Maven Central, in a cache folder, once per version.
 #   scripts/flink.sh install [VERSION]   prints `export CHANGEOPS_FLINK_ROOT=...` (the folder that holds the runtimes)
 #   scripts/flink.sh versions            the versions this script installs
 set -euo pipefail
@@ -30,6 +30,19 @@ case ${1:-} in
       mvn -q -B -f scripts/flink/pom.xml dependency:copy-dependencies -DexcludeTransitive=true -DoutputDirectory="$home/jars" \
         -Dflink.version="$version" -Dkafka.connector.version="${connector[$version]}" >&2
       touch "$home/.complete"
+    fi
+    # The State Processor API and the small program that copies a savepoint without some operators' state (backfills)
+    stamp=$(sha256sum scripts/flink/RemoveOperators.java | cut -c1-16)
+    if [ ! -f "$home/tools/.complete-$stamp" ]; then
+      ensure_command javac openjdk-17-jdk-headless
+      rm -rf "$home/tools"
+      mkdir -p "$home/tools/classes"
+      mvn -q -B dependency:copy -Dartifact="org.apache.flink:flink-state-processor-api:$version" -DoutputDirectory="$home/tools" >&2
+      pyflink=$("$home/venv/bin/python" -c 'import os, pyflink; print(os.path.dirname(pyflink.__file__))')
+      javac -nowarn -cp "$pyflink/lib/*:$home/tools/*" -d "$home/tools/classes" scripts/flink/RemoveOperators.java >&2
+      awk '/^ *all:/ {sub(/^ *all: */, ""); print; exit}' "$pyflink/conf/config.yaml" > "$home/tools/java-opts"  # Flink's own JVM options
+      echo "$pyflink/lib" > "$home/tools/flink-lib"
+      touch "$home/tools/.complete-$stamp"
     fi
     echo "export CHANGEOPS_FLINK_ROOT=$root"
     ;;

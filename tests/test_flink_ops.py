@@ -23,6 +23,7 @@ from bot.domain.flink.statements import split
 from bot.domain.flink.status import FlinkError
 from bot.domain.lineage.catalog import read_catalog
 from bot.flink.rest import FlinkRest, savepoint_on_disk
+from bot.flink.savepoints import without_operators
 from bot.flink.submit import submit
 from bot.runtime import Bot
 from bot.slack import ids
@@ -266,6 +267,44 @@ async def test_a_job_stopped_with_a_savepoint_reads_nothing_and_restored_from_it
         assert await rest.state(resumed) == "RUNNING"
         with pytest.raises(FlinkError, match="Flink refused"):
             await submit(root, "2.3.0", flink_rest_url, name, split("CREATE TABLE t (a INT) WITH ('connector' = 'datagen');"), {})
+    finally:
+        for jid in jobs:
+            if await rest.state(jid) == "RUNNING":
+                await rest.cancel(jid)
+
+
+async def test_a_savepoint_copied_without_the_source_re_reads_from_where_it_is_told_and_keeps_every_other_state(
+        kafka_bootstrap: str, flink_rest_url: str) -> None:
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    orders, counts = new_topic(admin, "orders"), new_topic(admin, "counts", partitions=1)
+    name, group = f"count-orders-{uuid.uuid4().hex[:6]}", f"count-orders-g-{uuid.uuid4().hex[:6]}"
+    await asyncio.to_thread(produce_orders, kafka_bootstrap, orders, 200)
+    statements = split(COUNT_SQL.format(orders=orders, counts=counts, group=group, bootstrap=kafka_bootstrap))
+    rest, root, every = FlinkRest(flink_rest_url), os.environ["CHANGEOPS_FLINK_ROOT"], {"execution.checkpointing.interval": "1s"}
+    jobs = [await submit(root, "2.3.0", flink_rest_url, name, statements, every)]
+    try:
+        assert await until(lambda: asyncio.to_thread(lambda: latest_counts(kafka_bootstrap, counts) == {f"c{i}": 50 for i in range(4)} or None))
+        vertices = (await rest.get(f"/jobs/{jobs[0]}"))["vertices"]
+        source = next(v["id"] for v in vertices if v["name"].startswith("Source:") and ".orders" in v["name"])
+        original = await rest.stop_with_savepoint(jobs[0], os.environ["TEST_FLINK_SAVEPOINT_DIR"])
+        copy = await without_operators(root, "2.3.0", original, f"{original}-without-source", [source])
+        assert savepoint_on_disk(copy) is True
+
+        jobs.append(await submit(root, "2.3.0", flink_rest_url, name, statements, {**every, "execution.state-recovery.path": copy},
+                                 starts={orders: {"scan.startup.mode": "earliest-offset"}}))
+        # the 200 orders again, on top of the aggregate's kept state: every count doubles (downstream sees them twice)
+        assert await until(lambda: asyncio.to_thread(lambda: latest_counts(kafka_bootstrap, counts) == {f"c{i}": 100 for i in range(4)} or None))
+
+        await rest.cancel(jobs[1])  # Undo: the original savepoint again, as it was before the backfill
+        jobs.append(await submit(root, "2.3.0", flink_rest_url, name, statements, {**every, "execution.state-recovery.path": original}))
+        await asyncio.to_thread(produce_orders, kafka_bootstrap, orders, 4, first=200)
+        assert await until(lambda: asyncio.to_thread(lambda: latest_counts(kafka_bootstrap, counts) == {f"c{i}": 51 for i in range(4)} or None))
+
+        with pytest.raises(FlinkError, match="could not rewrite the savepoint"):
+            await without_operators(root, "2.3.0", "file:/nowhere/savepoint-0", "file:/tmp/never", [source])
+        with pytest.raises(FlinkError, match="no table of the 'kafka' connector in the SQL reads nope"):
+            await submit(root, "2.3.0", flink_rest_url, name, statements, every, starts={"nope": {"scan.startup.mode": "earliest-offset"}})
+        assert [j["jid"] for j in (await rest.get("/jobs/overview"))["jobs"] if j["name"] == name and j["state"] == "RUNNING"] == [jobs[2]]
     finally:
         for jid in jobs:
             if await rest.state(jid) == "RUNNING":

@@ -5,7 +5,8 @@ Runs under the Python of a Flink runtime (``scripts/flink.sh install``), never i
 the standard library and PyFlink only. Every non-INSERT statement runs as written (DDL, ``SET``); the INSERTs
 (an ``EXECUTE STATEMENT SET`` block counts as given) run as one job, submitted with ``execution.target: remote``
 to the cluster's REST address, named by ``pipeline.name`` and restored from ``execution.state-recovery.path``
-when asked."""
+when asked. ``starts`` moves Kafka sources: each table of the ``kafka`` connector reading a topic it names gets those
+options (``scan.startup.mode`` ...) by ``ALTER TABLE ... SET`` before the job is planned; the answer names them."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ def main() -> int:
     sys.stdout = sys.stderr  # whatever PyFlink prints must not mix into the answer
     request = json.loads(sys.stdin.read())
     try:
-        answer: dict[str, Any] = {"job_id": submit(request)}
+        job_id, moved = submit(request)
+        answer: dict[str, Any] = {"job_id": job_id, "moved": moved}
     except Exception as err:  # what Flink refused: its own words, causes first to last
         answer = {"failure": _chain(err)}
     out.write(json.dumps(answer) + "\n")
@@ -29,8 +31,8 @@ def main() -> int:
     return 0
 
 
-def submit(request: dict[str, Any]) -> str:
-    """Submit the statements as one job; its id."""
+def submit(request: dict[str, Any]) -> tuple[str, dict[str, str]]:
+    """Submit the statements as one job: its id, and the tables moved by ``starts`` (table -> topic)."""
     from pyflink.common import Configuration
     from pyflink.table import EnvironmentSettings, TableEnvironment
 
@@ -45,18 +47,43 @@ def submit(request: dict[str, Any]) -> str:
     env = TableEnvironment.create(EnvironmentSettings.new_instance().in_streaming_mode().with_configuration(conf).build())
     inserts = []
     for statement in request["statements"]:
-        if statement["kind"] == "insert" and not statement["sql"].lstrip().upper().startswith(("EXECUTE STATEMENT SET", "BEGIN STATEMENT SET")):
+        if statement["kind"] == "insert":
             inserts.append(statement["sql"])
-        elif statement["kind"] == "insert":
-            return _job_id(env.execute_sql(statement["sql"]))
         else:
             env.execute_sql(statement["sql"])
     if not inserts:
         raise ValueError("the SQL has no INSERT: there is no job to run")
+    moved = _move_sources(env, request.get("starts") or {})
+    missing = sorted(set(request.get("starts") or {}) - set(moved.values()))
+    if missing:  # before the job runs: a source left where it was would not re-read
+        raise ValueError(f"no table of the 'kafka' connector in the SQL reads {', '.join(missing)}: nothing was started")
+    if len(inserts) == 1 and inserts[0].lstrip().upper().startswith(("EXECUTE STATEMENT SET", "BEGIN STATEMENT SET")):
+        return _job_id(env.execute_sql(inserts[0])), moved
     batch = env.create_statement_set()
     for sql in inserts:
         batch.add_insert_sql(sql)
-    return _job_id(batch.execute())
+    return _job_id(batch.execute()), moved
+
+
+def _move_sources(env: Any, starts: dict[str, dict[str, str]]) -> dict[str, str]:
+    """``ALTER TABLE ... SET`` the start options of every Kafka table reading one of the topics of ``starts``."""
+    from pyflink.java_gateway import get_gateway
+
+    j_env = env._j_tenv
+    catalog = j_env.getCatalog(j_env.getCurrentCatalog()).get()
+    moved: dict[str, str] = {}
+    for name in env.list_tables():
+        path = get_gateway().jvm.org.apache.flink.table.catalog.ObjectPath(j_env.getCurrentDatabase(), name)
+        options = {str(k): str(v) for k, v in dict(catalog.getTable(path).getOptions()).items()}
+        if options.get("connector") != "kafka":
+            continue
+        topics = [t.strip() for t in options.get("topic", "").split(";") if t.strip()]
+        for topic in topics:
+            if topic in starts:
+                settings = ", ".join(f"'{k}' = '{v}'" for k, v in starts[topic].items())
+                env.execute_sql(f"ALTER TABLE `{name}` SET ({settings})")
+                moved[name] = topic
+    return moved
 
 
 def _job_id(result: Any) -> str:
