@@ -96,8 +96,10 @@ class Bot:
                                  config.changes_channel)
         alerts = SliDelivery(self.connections.client(retries=False), self.sli, membership)
         self.avro_registry = Registry(config.schema_registry_url) if config.schema_registry_url else None
+        self.planner = Planner(config.flink_root)
+        self.flink = FlinkService(self.db, self.lineage, config.flink_rest_url, config.flink_savepoint_dir, config.flink_root, self.planner)
         self.ops = Operations(self.db, self.lineage, self.sli, self.outbox, self.calendar, membership, config.kafka_bootstrap_servers,
-                              self.avro_registry, self.owner, timedelta(seconds=config.ops_lease_seconds), clock)
+                              self.avro_registry, self.owner, timedelta(seconds=config.ops_lease_seconds), clock, self.flink)
         operations = OpsDelivery(self.connections.client(retries=False), self.ops)
         self.watcher = OutOfBand(self.db, self.lineage, self.registry, self.proposals, self.outbox, config.schema_registry_url,
                                  config.kafka_bootstrap_servers, self.owner, config.changes_channel, clock)
@@ -105,8 +107,6 @@ class Bot:
         self.health = HealthService(self.db, self.lineage, self.sli, self.census, self.outbox, bool(config.schema_registry_url),
                                     bool(config.kafka_bootstrap_servers), config.changes_channel, clock)
         health = HealthSlack(self.connections.client(retries=False), self.health)
-        self.planner = Planner(config.flink_root)
-        self.flink = FlinkService(self.lineage, config.flink_rest_url)
         self.releases = Releases(self.db, self.lineage, self.registry, self.calendar, self.outbox, self.planner, config.flink_version, clock)
         self.pagers = ReceiverDelivery(self.sli, config)
         self.dispatcher = Dispatcher(self.db, self.outbox, {**delivery.handlers(), **alerts.handlers(), **operations.handlers(), **self.pagers.handlers(),

@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 import uuid
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -309,3 +309,88 @@ async def test_a_savepoint_copied_without_the_source_re_reads_from_where_it_is_t
         for jid in jobs:
             if await rest.state(jid) == "RUNNING":
                 await rest.cancel(jid)
+
+
+def produce_timed(bootstrap: str, topic: str, count: int, at: datetime, first: int = 0) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(first, first + count):
+        producer.produce(topic, json.dumps({"customer": f"c{i % 4}", "amount": i}).encode(), partition=i % 3,
+                         timestamp=int(at.timestamp() * 1000))
+    assert producer.flush(30) == 0
+
+
+async def test_a_flink_jobs_backfill_from_the_terminal_re_reads_keeps_the_rest_undoes_and_survives_a_killed_bot(
+        migrated_url: str, kafka_bootstrap: str, flink_rest_url: str, tmp_path: Path) -> None:
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    orders, counts = new_topic(admin, "orders"), new_topic(admin, "counts", partitions=1)
+    name, group = f"count-orders-{uuid.uuid4().hex[:6]}", f"count-orders-g-{uuid.uuid4().hex[:6]}"
+    await asyncio.to_thread(produce_timed, kafka_bootstrap, orders, 100, datetime.now(UTC) - timedelta(hours=3))
+    await asyncio.to_thread(produce_timed, kafka_bootstrap, orders, 100, datetime.now(UTC) - timedelta(minutes=10), first=100)
+    sql = "SET 'execution.checkpointing.interval' = '1s';\n" + COUNT_SQL.format(orders=orders, counts=counts, group=group, bootstrap=kafka_bootstrap)
+    (tmp_path / "job.sql").write_text(sql)
+    (tmp_path / "catalog.yaml").write_text(json.dumps({
+        "teams": {"orders-team": {"members": [ALICE], "oncall": [ALICE]}},
+        "jobs": [{"name": name, "owner": "orders-team", "flink": "2.3.0", "consumer_groups": [group]}]}))
+    env = {**os.environ, "DATABASE_URL": migrated_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap, "FLINK_REST_URL": flink_rest_url,
+           "FLINK_SAVEPOINT_DIR": os.environ["TEST_FLINK_SAVEPOINT_DIR"], "OPS_LEASE_SECONDS": "3"}
+
+    def bot(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "bot", *args], env=env, capture_output=True, text=True, timeout=600)
+
+    assert (await asyncio.to_thread(bot, "catalog", "load", str(tmp_path / "catalog.yaml"))).returncode == 0
+    rest, root = FlinkRest(flink_rest_url), os.environ["CHANGEOPS_FLINK_ROOT"]
+    first = await submit(root, "2.3.0", flink_rest_url, name, split(sql), {})
+
+    def counted(n: int) -> Any:
+        return lambda: asyncio.to_thread(lambda: latest_counts(kafka_bootstrap, counts) == {f"c{i}": n for i in range(4)} or None)
+
+    async def running() -> list[str]:
+        return [j["jid"] for j in (await rest.get("/jobs/overview"))["jobs"] if j["name"] == name and j["state"] == "RUNNING"]
+
+    try:
+        assert await until(counted(50))
+        assert await until(lambda: asyncio.to_thread(lambda: sum(committed(kafka_bootstrap, group, orders).values()) == 200 or None))
+
+        nosql = await asyncio.to_thread(bot, "backfill", group, orders, "--to-earliest")  # no release recorded its SQL
+        assert nosql.returncode == 1 and "no passed release of" in nosql.stderr and "--sql FILE" in nosql.stderr
+        planned = await asyncio.to_thread(bot, "backfill", group, orders, "--to-earliest", "--sql", str(tmp_path / "job.sql"))
+        assert planned.returncode == 0, planned.stderr
+        assert "The Flink way" in planned.stdout and "Downstream sees these 200 records again" in planned.stdout
+        assert "the job keeps running until then" in planned.stdout and await running() == [first]
+
+        applied = await asyncio.to_thread(bot, "backfill", group, orders, "--to-earliest", "--sql", str(tmp_path / "job.sql"), "--yes",
+                                          "--format", "json")
+        assert applied.returncode == 0, applied.stderr
+        outcome = json.loads(applied.stdout)
+        assert outcome["state"] == "applied" and outcome["progress"]["step"] == "verify"
+        assert savepoint_on_disk(outcome["progress"]["savepoint"]) and savepoint_on_disk(outcome["progress"]["copy"])
+        assert await running() == [outcome["progress"]["new_job"]]
+        assert await until(counted(100))  # the 200 re-read on top of the kept aggregate
+        assert (await rest.status(name)).restored_from is not None
+
+        undone = await asyncio.to_thread(bot, "ops", "undo", str(outcome["operation"]), "--format", "json")
+        assert undone.returncode == 0, undone.stderr
+        assert json.loads(undone.stdout)["state"] == "undone"
+        await asyncio.to_thread(produce_timed, kafka_bootstrap, orders, 4, datetime.now(UTC), first=200)
+        assert await until(counted(51))  # the original state again: 50, then one more each
+        assert len(await running()) == 1
+
+        # To a time, from a bot killed midway: the next run resumes after the last recorded step and does nothing twice
+        process = subprocess.Popen([sys.executable, "-m", "bot", "backfill", group, orders, "--by-duration", "1h", "--sql",
+                                    str(tmp_path / "job.sql"), "--yes"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+        async def step() -> str | None:
+            rows = json.loads((await asyncio.to_thread(bot, "ops", "status", "--format", "json")).stdout)
+            return next((r["progress"].get("step") for r in rows if r["state"] == "running"), None)
+
+        assert await until(lambda: step()) in ("savepoint", "rewrite")
+        process.kill()
+        process.wait()
+        resumed = await asyncio.to_thread(bot, "backfill", group, orders, "--by-duration", "1h", "--sql", str(tmp_path / "job.sql"), "--yes")
+        assert resumed.returncode == 0, (resumed.stdout, resumed.stderr)
+        assert "resuming it after its last step" in resumed.stderr and "applied" in resumed.stdout
+        assert await until(counted(51 + 26))  # the 104 orders of the last hour again (and not the 100 older ones)
+        assert len(await running()) == 1
+    finally:
+        for jid in await running():
+            await rest.cancel(jid)

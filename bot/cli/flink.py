@@ -36,7 +36,7 @@ def _flink(work: Any) -> Any:
 
     async def run(db: Database) -> Any:
         try:
-            return await work(FlinkService(LineageService(db), config.flink_rest_url))
+            return await work(FlinkService(db, LineageService(db), config.flink_rest_url))
         except FlinkUnavailable as err:
             raise CommandError(str(err), FLINK_AWAY) from None
         except FlinkJobMissing as err:

@@ -20,6 +20,7 @@ from bot.cli.errors import USAGE_ERROR, CommandError, command
 from bot.cli.store import NotMigrated, with_database
 from bot.config import Config
 from bot.domain.dead_letters import PEEK_DEFAULT, peek_request
+from bot.domain.flink.backfill import plan_lines
 from bot.domain.ops import (
     TARGETS,
     BackfillRequest,
@@ -36,8 +37,10 @@ from bot.domain.ops import (
     topics_of,
 )
 from bot.domain.ops import name as checked_name
+from bot.flink.planner import Planner
 from bot.kafka.avro import Registry
 from bot.services.calendar import CalendarService
+from bot.services.flink import FlinkService
 from bot.services.lineage import LineageService
 from bot.services.operations import DRY_RUN, Actor, Operations
 from bot.services.outbox import Outbox
@@ -67,7 +70,10 @@ def add_parsers(sub: Any) -> None:
     backfill.add_argument("--partitions", help="only these partitions, e.g. 0,1")
     backfill.add_argument("--export", action="store_true", help="print the offsets as topic,partition,offset CSV instead: the plan's targets, "
                                                                 "or alone the group's committed offsets now (nothing moves)")
-    backfill.add_argument("--yes", action="store_true", help="apply the plan")
+    backfill.add_argument("--sql", metavar="FILE", help="a Flink job's group: the job's SQL, to start it again with (default: its last "
+                                                         "passed release's)")
+    backfill.add_argument("--yes", action="store_true", help="apply the plan (a Flink job's: stop it with a savepoint, restart it from a "
+                                                             "copy without its source's state)")
     backfill.add_argument("--format", choices=("text", "json"), default="text")
     backfill.set_defaults(run=command(run_backfill))
 
@@ -117,14 +123,17 @@ def _with_ops(work: Any) -> Any:
     async def run(db: Database) -> Any:
         lineage = LineageService(db)
         registry = Registry(config.schema_registry_url) if config.schema_registry_url else None
+        planner = Planner(config.flink_root)
+        flink = FlinkService(db, lineage, config.flink_rest_url, config.flink_savepoint_dir, config.flink_root, planner)
         ops = Operations(db, lineage, SliService(db, lineage, Outbox()), Outbox(), CalendarService(db, lineage), None,
                          config.kafka_bootstrap_servers, registry, f"cli-{socket.gethostname()}-{os.getpid()}",
-                         lease=timedelta(seconds=config.ops_lease_seconds))
+                         lease=timedelta(seconds=config.ops_lease_seconds), flink=flink)
         try:
             return await work(ops)
         except OpsError as err:
             raise CommandError(str(err), REFUSED) from None
         finally:
+            await planner.close()
             await asyncio.to_thread(ops.close)
             if registry is not None:
                 registry.close()
@@ -155,6 +164,7 @@ def run_backfill(args: argparse.Namespace) -> int:
         if args.export and not any(w in (*TARGETS, "--from-file") for w in words):
             return run_export(args)
         file = _read(args.from_file) if args.from_file is not None else None
+        sql = _read(args.sql) if args.sql is not None else None
         request = backfill_request([args.group, *([args.topic] if args.topic else []), *words], utcnow(), file)
     except OpsError as err:
         raise CommandError(str(err), USAGE_ERROR) from None
@@ -168,14 +178,24 @@ def run_backfill(args: argparse.Namespace) -> int:
         return 0
 
     async def work(ops: Operations) -> Operation:
-        row = await ops.plan_backfill(request, _actor(), None, dry_run=not args.yes)
+        left = await ops.find_unfinished(OpKind.BACKFILL, request.as_json()) if args.yes else None
+        if left is not None:  # a Flink backfill of this group whose run stopped midway: on from its last step
+            print(f"#{left.id} is a backfill of {request.group} left {left.state} by {left.lease_owner}: resuming it after its last step",
+                  file=sys.stderr)
+            while await ops.claim(left) is None:
+                await asyncio.sleep(1.0)
+            return await ops.run_flink(int(left.id or 0), resumed=True)
+        row = await ops.plan_backfill(request, _actor(), None, dry_run=not args.yes, sql=sql)
         _show(row, args.format, final=not args.yes)
-        return await ops.confirm(int(row.id or 0), _actor()) if args.yes else row
+        if not args.yes:
+            return row
+        row = await ops.confirm(int(row.id or 0), _actor())
+        return await ops.run_flink(int(row.id or 0)) if row.state == OpState.RUNNING.value else row
 
     row = _with_ops(work)
     if args.yes:
         _show(row, args.format, final=True)
-    return 0
+    return 0 if row.state in (OpState.APPLIED.value, DRY_RUN) else REFUSED
 
 
 def _read(path: str) -> str:
@@ -280,9 +300,13 @@ def run_cancel(args: argparse.Namespace) -> int:
 def run_undo(args: argparse.Namespace) -> int:
     """``bot ops undo ID``."""
     _needs_kafka()
-    row = _with_ops(lambda ops: ops.undo(args.operation, _actor()))
+    async def work(ops: Operations) -> Operation:
+        row = await ops.undo(args.operation, _actor())
+        return await ops.run_flink(int(row.id or 0)) if row.state == OpState.RUNNING.value else row  # a Flink backfill's
+
+    row = _with_ops(work)
     _show(row, args.format, final=True)
-    return 0
+    return 0 if row.state == OpState.UNDONE.value else REFUSED
 
 
 def as_json(row: Operation) -> dict[str, Any]:
@@ -320,8 +344,11 @@ def _show(row: Operation, form: str, final: bool) -> None:
             print(f"  {line}")
         if skipped(row.plan["moves"]):
             print(f"  ! {skipped(row.plan['moves']):,} messages will be skipped: the group has not read them and never will (data loss for it)")
+        flink = row.plan.get("flink")
+        for line in plan_lines(flink, sum(max(0, m["reread"]) for m in row.plan["moves"])) if flink else []:
+            print(f"  {line}")
         if final and row.state == DRY_RUN:
-            print("nothing moved: run again with --yes to apply (stop the job first)")
+            print("nothing moved: run again with --yes to apply" + (" (the job keeps running until then)" if flink else " (stop the job first)"))
     elif row.kind == OpKind.REPLAY.value and row.state in (OpState.PLANNED.value, DRY_RUN):
         plan = row.plan
         parked = plan.get("parked", 0)

@@ -492,18 +492,19 @@ def refuse_active(group: str, state: str, members: list[Member]) -> None:
 
 
 
-FLINK_WAY = ("Backfill it the Flink way: stop the job with a savepoint, then start it again from that savepoint with the Kafka "
-             "source's state removed and `scan.startup.mode` at the position you want (see the operations page, \"Flink jobs\")")
+FLINK_WAY = ("By hand, the Flink way: stop the job with a savepoint, then start it again from a copy of that savepoint without the "
+             "Kafka source's state, with `scan.startup.mode` at the position you want (see the operations page, \"Flink jobs\")")
 
 
-def refuse_flink(group: str, jobs: list[str]) -> None:
-    """OpsError when Flink jobs read with the group: a Flink source keeps its offsets in the job's own state and commits
-    them to the group only for monitoring, so its next checkpoint overwrites a reset and the job reads nothing again."""
-    if jobs:
+def refuse_flink(group: str, jobs: list[str], why: str | None) -> None:
+    """OpsError when Flink jobs read with the group and ``why`` says the bot cannot backfill them the Flink way: a Flink
+    source keeps its offsets in the job's own state and commits them to the group only for monitoring, so its next
+    checkpoint overwrites a reset and the job reads nothing again."""
+    if jobs and why is not None:
         named = ", ".join(sorted(jobs)[:5]) + (f" and {len(jobs) - 5} more" if len(jobs) > 5 else "")
         raise OpsError(f"consumer group {group} is read by the Flink job{'s' if len(jobs) > 1 else ''} {named}: a Flink job keeps its read "
                        "offsets in its own checkpoints and savepoints and commits them to the group only for monitoring, so its next "
-                       f"checkpoint would write them back over a reset and the job would read nothing again. Nothing moved. {FLINK_WAY}")
+                       f"checkpoint would write them back over a reset and the job would read nothing again. Nothing moved. {why}")
 
 
 def refuse_hidden_reader(group: str, committed: dict[tuple[str, int], int | None], seen: dict[tuple[str, int], int], since: str) -> None:

@@ -2,15 +2,19 @@
 
 Runs under the Python of a Flink runtime (``scripts/flink.sh install``), never in the bot's process: it imports
 the standard library and PyFlink only. One ``TableEnvironment`` is kept warm; each check runs in a database of
-its own that is dropped afterwards, and its ``SET`` keys are reset. It ends at the end of its input, which is
+its own that is dropped afterwards, and the configuration its ``SET`` statements changed is put back. It ends at the end of its input, which is
 also how it ends when the bot that started it dies (the JVM ends with it: PyFlink's gateway exits when its
 own input closes)."""
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Any
+
+SET = re.compile(r"(?is)SET\s+'([^']+)'\s*=\s*'([^']*)'")
+RESET = re.compile(r"(?is)RESET\s+'([^']+)'")
 
 
 def main(argv: list[str]) -> int:
@@ -52,29 +56,49 @@ def check(env: Any, request: dict[str, Any], database: str) -> dict[str, Any]:
     catalog = j_env.getCurrentCatalog()
     env.execute_sql(f"CREATE DATABASE `{database}`")
     env.execute_sql(f"USE `{database}`")
-    set_keys: list[str] = []
+    saved: dict[str, str | None] = {}  # keys the job SET, with their values before it
     try:
-        results = [_statement(env, statement, set_keys) for statement in request["statements"]]
+        results = [_statement(env, statement, saved) for statement in request["statements"]]
         tables = {name: _table(env, catalog, database, name) for name in env.list_tables()}
         return {"results": results, "tables": tables}
     finally:
         env.execute_sql("USE `default_database`")
         env.execute_sql(f"DROP DATABASE IF EXISTS `{database}` CASCADE")
-        for key in set_keys:
-            _quietly(env, f"RESET '{key}'")
+        configuration = env.get_config().get_configuration()
+        for key, value in saved.items():
+            if value is None:
+                configuration.remove_config(key)
+            else:
+                configuration.set_string(key, value)
 
 
-def _statement(env: Any, statement: dict[str, Any], set_keys: list[str]) -> dict[str, Any]:
+def _statement(env: Any, statement: dict[str, Any], saved: dict[str, str | None]) -> dict[str, Any]:
     sql, kind = statement["sql"], statement["kind"]
     try:
+        if kind in ("set", "reset"):  # the SQL client's SET 'key' = 'value' / RESET 'key': the job's configuration
+            _configure(env, sql, saved)
+            return {"ok": True}
         if kind != "insert":
             env.execute_sql(sql)
-            if kind == "set" and statement.get("key"):
-                set_keys.append(statement["key"])
             return {"ok": True}
         return {"ok": True, **_insert(env, sql)}
     except Exception as err:
         return {"ok": False, "error": _chain(err)}
+
+
+def _configure(env: Any, sql: str, saved: dict[str, str | None]) -> None:
+    configuration = env.get_config().get_configuration()
+    text = sql.strip().rstrip(";").strip()
+    found = SET.fullmatch(text) or RESET.fullmatch(text)
+    if found is None:
+        return  # a bare SET or RESET lists or clears the client's session: nothing for a job
+    key = found.group(1)
+    if key not in saved:
+        saved[key] = configuration.get_string(key, None) if configuration.contains_key(key) else None
+    if found.re is SET:
+        configuration.set_string(key, found.group(2))
+    else:
+        configuration.remove_config(key)
 
 
 def _insert(env: Any, sql: str) -> dict[str, Any]:
@@ -123,13 +147,6 @@ def _chain(err: Exception) -> list[list[str]]:
         chain.append([str(cause.getClass().getName()), str(cause.getMessage())])
         cause = cause.getCause()
     return chain
-
-
-def _quietly(env: Any, sql: str) -> None:
-    try:
-        env.execute_sql(sql)
-    except Exception:  # a key the job set that has nothing to reset
-        pass
 
 
 if __name__ == "__main__":

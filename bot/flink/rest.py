@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from bot.domain.flink.status import FlinkError, FlinkJobMissing, FlinkUnavailable, JobStatus, job_status, names, pick
+from bot.domain.flink.status import FlinkError, FlinkJobMissing, FlinkUnavailable, JobStatus, job_status, names, pick, root_cause
 
 TIMEOUT = aiohttp.ClientTimeout(total=15)
 
@@ -126,6 +126,10 @@ class FlinkRest:
             raise FlinkError(f"Flink could not take the savepoint of job {jid}, so it was not stopped: {said}")
         await self.wait_for(jid, ("FINISHED",), timeout)
         return str(operation["location"])
+
+    async def failure(self, jid: str) -> str:
+        """The job's newest exception, its deepest cause."""
+        return root_cause(await self.get(f"/jobs/{jid}/exceptions?maxExceptions=1", missing_ok=True)) or "Flink recorded no exception"
 
     async def cancel(self, jid: str) -> None:
         """Cancel the job (no savepoint) and wait until it is cancelled."""

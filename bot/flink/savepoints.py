@@ -7,6 +7,7 @@ import asyncio
 from pathlib import Path
 
 from bot.domain.flink.status import FlinkError, FlinkUnavailable
+from bot.flink.children import die_with_parent
 
 REWRITE_SECONDS = 600.0
 
@@ -20,7 +21,7 @@ async def without_operators(root: str, version: str, source: str, target: str, o
     classpath = ":".join([f"{(tools / 'flink-lib').read_text().strip()}/*", f"{tools}/*", str(tools / "classes")])
     options = (tools / "java-opts").read_text().split()
     process = await asyncio.create_subprocess_exec("java", *options, "-cp", classpath, "RemoveOperators", source, target, *operators,
-                                                   stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+                                                   stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, preexec_fn=die_with_parent)
     try:
         out, err = await asyncio.wait_for(process.communicate(), REWRITE_SECONDS)
     except TimeoutError:

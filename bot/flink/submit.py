@@ -10,6 +10,7 @@ from typing import Any
 
 from bot.domain.flink.statements import Statement
 from bot.domain.flink.status import FlinkError, FlinkUnavailable
+from bot.flink.children import die_with_parent
 
 WORKER = Path(__file__).with_name("submit_worker.py")
 SUBMIT_SECONDS = 300.0
@@ -29,7 +30,7 @@ async def submit(root: str, version: str, rest_url: str, name: str, statements: 
     request: dict[str, Any] = {"rest_url": rest_url, "name": name, "config": config, "jars": jars,
                                "statements": [{"sql": s.sql, "kind": s.kind} for s in statements], "starts": starts or {}}
     process = await asyncio.create_subprocess_exec(str(python), str(WORKER), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                                                   stderr=asyncio.subprocess.PIPE)
+                                                   stderr=asyncio.subprocess.PIPE, preexec_fn=die_with_parent)
     try:
         out, err = await asyncio.wait_for(process.communicate(json.dumps(request).encode()), SUBMIT_SECONDS)
     except TimeoutError:
@@ -43,6 +44,8 @@ async def submit(root: str, version: str, rest_url: str, name: str, statements: 
     answer = json.loads(lines[-1])
     if "job_id" in answer:
         return str(answer["job_id"])
-    chain = answer.get("failure") or [["?", "no reason given"]]
-    deepest = next((message for _, message in reversed(chain) if message and message != "None"), chain[0][1])
-    raise FlinkError(f"Flink refused {name}: {chain[0][1]}" + (f" (caused by: {deepest})" if deepest != chain[0][1] else ""))
+    chain = [(kind, (message or "").strip().splitlines()[0] if (message or "").strip() else "") for kind, message in
+             answer.get("failure") or [["?", "no reason given"]]]
+    first = chain[0][1] or chain[0][0]
+    deepest = next((message for _, message in reversed(chain) if message and message != "None"), first)
+    raise FlinkError(f"Flink refused {name}: {first[:400]}" + (f" (caused by: {deepest[:400]})" if deepest != first else ""))

@@ -11,9 +11,12 @@ options (``scan.startup.mode`` ...) by ``ALTER TABLE ... SET`` before the job is
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Any
 from urllib.parse import urlsplit
+
+SET = re.compile(r"(?is)SET\s+'([^']+)'\s*=\s*'([^']*)'")
 
 
 def main() -> int:
@@ -47,8 +50,11 @@ def submit(request: dict[str, Any]) -> tuple[str, dict[str, str]]:
     env = TableEnvironment.create(EnvironmentSettings.new_instance().in_streaming_mode().with_configuration(conf).build())
     inserts = []
     for statement in request["statements"]:
+        setting = SET.fullmatch(statement["sql"].strip().rstrip(";").strip())
         if statement["kind"] == "insert":
             inserts.append(statement["sql"])
+        elif setting is not None:  # the SQL client's SET 'key' = 'value': the job's configuration
+            env.get_config().set(setting.group(1), setting.group(2))
         else:
             env.execute_sql(statement["sql"])
     if not inserts:

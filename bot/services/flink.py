@@ -1,19 +1,42 @@
-"""Flink jobs of the catalog, as the Flink cluster sees them: a catalog job with ``flink:`` is matched to the job
-Flink runs under the same name (its ``pipeline.name``)."""
+"""Flink jobs of the catalog, as the Flink cluster sees them, and what oncall does to them: a catalog job with
+``flink:`` is matched to the job Flink runs under the same name (its ``pipeline.name``). A backfill of a Flink job's
+group is done the Flink way (``bot.domain.flink.backfill``): each step is recorded as it completes, so a run that
+stops midway (a bot killed) resumes after its last step instead of doing one twice."""
 
 from __future__ import annotations
 
-from bot.domain.flink.status import FlinkError, JobStatus
+import asyncio
+import shutil
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from sqlmodel import col, select
+
+from bot.domain.flink.backfill import kafka_tables, source_vertices, starts
+from bot.domain.flink.statements import StatementError, split
+from bot.domain.flink.status import FlinkError, FlinkUnavailable, JobStatus
 from bot.domain.lineage.model import Job
-from bot.flink.rest import FlinkRest
+from bot.flink.planner import Planner, PlannerUnavailable
+from bot.flink.rest import FlinkRest, savepoint_on_disk
+from bot.flink.savepoints import without_operators
+from bot.flink.submit import submit
 from bot.services.lineage import LineageService
+from bot.store.database import Database
+from bot.store.models import FlinkRelease, aware
+from bot.workers import off_loop
+
+Save = Callable[[dict[str, Any]], Awaitable[None]]
+RESTORE_SECONDS = 120.0
 
 
 class FlinkService:
-    """Status of the catalog's Flink jobs through Flink's REST API."""
+    """Status of the catalog's Flink jobs, and the steps of operations on them, through Flink's REST API."""
 
-    def __init__(self, lineage: LineageService, rest_url: str | None) -> None:
-        self.lineage = lineage
+    def __init__(self, db: Database, lineage: LineageService, rest_url: str | None, savepoint_dir: str | None = None,
+                 root: str = "", planner: Planner | None = None) -> None:
+        self.db, self.lineage, self.savepoint_dir, self.root, self.planner = db, lineage, savepoint_dir, root, planner
         self.rest = FlinkRest(rest_url) if rest_url else None
 
     async def job(self, name: str) -> Job:
@@ -35,3 +58,150 @@ class FlinkService:
         """The job's status now, from Flink itself."""
         await self.job(name)
         return await self._rest().status(name)
+
+    def unready(self) -> str | None:
+        """Why this bot cannot run operations on Flink jobs (None: it can)."""
+        if self.rest is None:
+            return "FLINK_REST_URL is not set, so the bot cannot reach the job"
+        if not self.savepoint_dir:
+            return "FLINK_SAVEPOINT_DIR is not set, so the bot has nowhere to put the savepoint"
+        if self.planner is None or not self.planner.versions():
+            return "no Flink runtime is installed for the bot (scripts/flink.sh install)"
+        return None
+
+    async def release_sql(self, job: str) -> tuple[str, str] | None:
+        """The SQL of the job's newest passed release that recorded it, and where it came from."""
+        async with self.db.session() as session:
+            row = (await session.exec(select(FlinkRelease).where(FlinkRelease.job == job, col(FlinkRelease.passed), FlinkRelease.sql != "")
+                                      .order_by(col(FlinkRelease.id).desc()).limit(1))).first()
+        return (row.sql, f"its last passed release, #{row.id} of {aware(row.created_at):%Y-%m-%d %H:%M} UTC") if row else None
+
+    # --- a backfill the Flink way ---------------------------------------------------------------
+
+    async def plan_backfill(self, job: Job, topics: list[str], sql: str | None) -> dict[str, Any]:
+        """What a Flink backfill of ``topics`` will do to ``job`` (running now): its SQL, the Kafka tables reading the topics
+        and their source operators in the running job. FlinkError when it cannot be done, nothing changed."""
+        if (why := self.unready()) is not None:
+            raise FlinkError(why)
+        assert self.planner is not None and self.savepoint_dir
+        version = job.flink or ""
+        if version not in self.planner.versions():
+            raise FlinkError(f"{job.id.name} runs on Flink {version}, and no Flink {version} runtime is installed for the bot "
+                             f"(scripts/flink.sh install {version})")
+        running = await self._rest().find(job.id.name)
+        if running.get("state") != "RUNNING":
+            raise FlinkError(f"{job.id.name} is {running.get('state')} on Flink (job {running.get('jid')}), not running: start it first, "
+                             "or resume it from its savepoint")
+        if sql is None:
+            recorded = await self.release_sql(job.id.name)
+            if recorded is None:
+                raise FlinkError(f"no passed release of {job.id.name} recorded its SQL (the release gate records it), so the bot cannot "
+                                 "start it again: give the SQL with --sql FILE (from a terminal)")
+            sql, origin = recorded
+        else:
+            origin = "given with --sql"
+        try:
+            statements = await off_loop(split, sql)
+        except StatementError as err:
+            raise FlinkError(f"the job's SQL cannot be read: {err}") from None
+        try:
+            described = await self.planner.check(version, [{"kind": s.kind, "sql": s.sql, "key": s.key} for s in statements])
+        except PlannerUnavailable as err:
+            raise FlinkUnavailable(str(err)) from None
+        refused = [r for r in described.get("results", []) if not r.get("ok")]
+        if refused:
+            raise FlinkError(f"the job's SQL ({origin}) does not pass Flink's planner: {refused[0]['error'][-1][1][:300]}")
+        tables = kafka_tables(described.get("tables") or {}, topics)
+        unread = sorted(set(topics) - set(tables.values()))
+        if unread:
+            raise FlinkError(f"no table of the 'kafka' connector in the SQL of {job.id.name} ({origin}) reads {', '.join(unread)}")
+        vertices = source_vertices((await self._rest().get(f"/jobs/{running['jid']}")).get("vertices") or [], list(tables))
+        lost = sorted(set(tables) - set(vertices))
+        if lost:
+            raise FlinkError(f"the running job {running['jid']} has no single source operator for {', '.join(lost)}: is it the job of this SQL?")
+        return {"job": job.id.name, "job_id": running["jid"], "version": version, "sql": sql, "sql_from": origin, "tables": tables,
+                "vertices": vertices, "savepoint_dir": self.savepoint_dir}
+
+    async def run_backfill(self, operation: int, flink: dict[str, Any], moves: list[dict[str, Any]], progress: dict[str, Any],
+                           save: Save) -> dict[str, Any]:
+        """The steps from wherever ``progress`` says the run got to; each saved once done."""
+        rest = self._rest()
+        if "savepoint" not in progress:
+            progress = {**progress, "step": "savepoint", "savepoint": await self._stop(flink["job_id"], flink["savepoint_dir"])}
+            await save(progress)
+        if progress["step"] == "savepoint":
+            target = f"{progress['savepoint'].rstrip('/')}-backfill-{operation}"
+            _discard(target)  # a copy a stopped run left half-written
+            copy = await without_operators(self.root, flink["version"], progress["savepoint"], target, sorted(flink["vertices"].values()))
+            progress = {**progress, "step": "rewrite", "copy": copy}
+            await save(progress)
+        if progress["step"] == "rewrite":
+            progress = {**progress, "step": "submit", "new_job": await self._start(flink, progress["copy"], starts(moves))}
+            await save(progress)
+        if progress["step"] == "submit":
+            await self._restored(rest, progress["new_job"], progress["copy"])
+            progress = {**progress, "step": "verify"}
+            await save(progress)
+        return progress
+
+    async def restart_from(self, flink: dict[str, Any], current: str | None, savepoint: str) -> str:
+        """Cancel ``current`` (when it runs) and start the job from ``savepoint`` as it was (Undo, and a failed run's way back);
+        the new job's id once it runs restored from it."""
+        rest = self._rest()
+        if current and await rest.state(current) in ("RUNNING", "RESTARTING", "CREATED", "INITIALIZING"):
+            await rest.cancel(current)
+        job = await self._start(flink, savepoint, {})
+        await self._restored(rest, job, savepoint)
+        return job
+
+    async def _stop(self, job_id: str, directory: str) -> str:
+        """Stop the job with a savepoint; a job this run already stopped gives the savepoint it took."""
+        rest = self._rest()
+        state = await rest.state(job_id)
+        if state == "RUNNING":
+            return await rest.stop_with_savepoint(job_id, directory)
+        if state == "FINISHED":
+            taken = ((await rest.get(f"/jobs/{job_id}/checkpoints")).get("latest") or {}).get("savepoint") or {}
+            if taken.get("external_path"):
+                return str(taken["external_path"])
+        raise FlinkError(f"job {job_id} is {state}, not running: nothing was changed")
+
+    async def _start(self, flink: dict[str, Any], savepoint: str, moved: dict[str, dict[str, str]]) -> str:
+        """The job from ``savepoint`` (one already started from it by a run that stopped is taken as it is)."""
+        rest = self._rest()
+        for job in (await rest.get("/jobs/overview")).get("jobs", []):
+            if job.get("name") == flink["job"] and job.get("state") not in ("FINISHED", "CANCELED", "FAILED"):
+                try:  # a submission a stopped run made: once it runs, Flink says what it restored from
+                    await self._restored(rest, str(job["jid"]), savepoint)
+                    return str(job["jid"])
+                except FlinkError:
+                    raise FlinkError(f"another {flink['job']} runs on Flink (job {job['jid']}, not restored from {savepoint}): the bot "
+                                     "starts no second one") from None
+        statements = await off_loop(split, flink["sql"])
+        return await submit(self.root, flink["version"], self._rest().url, flink["job"], statements,
+                            {"execution.state-recovery.path": savepoint}, moved)
+
+    async def _restored(self, rest: FlinkRest, job: str, savepoint: str) -> None:
+        """Wait until ``job`` runs restored from ``savepoint``; FlinkError with what Flink says otherwise."""
+        await rest.wait_for(job, ("RUNNING",), RESTORE_SECONDS)
+        for _ in range(int(RESTORE_SECONDS * 2)):
+            restored = ((await rest.get(f"/jobs/{job}/checkpoints")).get("latest") or {}).get("restored") or {}
+            if restored:
+                if not _same(restored.get("external_path"), savepoint):
+                    raise FlinkError(f"job {job} restored from {restored.get('external_path')}, not from {savepoint}")
+                return
+            state = await rest.state(job)
+            if state not in ("RUNNING", "INITIALIZING", "CREATED"):
+                raise FlinkError(f"job {job} is {state} instead of restoring from {savepoint}: {await rest.failure(job)}")
+            await asyncio.sleep(0.5)
+        raise FlinkError(f"job {job} runs, but Flink does not say it restored from {savepoint}")
+
+
+def _same(a: object, b: str) -> bool:
+    return isinstance(a, str) and urlsplit(a).path.rstrip("/") == urlsplit(b).path.rstrip("/")
+
+
+def _discard(location: str) -> None:
+    """Remove a half-written local copy (an object store's is overwritten by the writer)."""
+    if savepoint_on_disk(location) is not None:
+        shutil.rmtree(Path(urlsplit(location).path), ignore_errors=True)

@@ -23,8 +23,11 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from bot.domain.calendar import Kind as EntryKind
 from bot.domain.calendar import Scope, Status, Window
 from bot.domain.dead_letters import MAX_REPLAYS, ORIGINAL_TOPIC, ErrorGroup, Letter, PeekRequest, Route, group_by_error
+from bot.domain.flink.backfill import step_text
+from bot.domain.flink.status import FlinkError
 from bot.domain.lineage.model import Team
 from bot.domain.ops import (
+    FLINK_WAY,
     BackfillRequest,
     Copied,
     OpKind,
@@ -44,6 +47,7 @@ from bot.kafka.avro import Registry
 from bot.kafka.operations import Cluster, Progress, Replayer, ReplayPlan, group_of, is_retriable, replay_group, scan
 from bot.services.audit import record as audit
 from bot.services.calendar import CalendarService
+from bot.services.flink import FlinkService
 from bot.services.lineage import LineageService
 from bot.services.outbox import Outbox
 from bot.services.proposals import Membership
@@ -108,9 +112,9 @@ class Operations:
 
     def __init__(self, db: Database, lineage: LineageService, sli: SliService, outbox: Outbox, calendar: CalendarService,
                  membership: Membership | None, bootstrap: str | None, registry: Registry | None, owner: str,
-                 lease: timedelta = timedelta(seconds=30), clock: Callable[[], datetime] = utcnow) -> None:
+                 lease: timedelta = timedelta(seconds=30), clock: Callable[[], datetime] = utcnow, flink: FlinkService | None = None) -> None:
         self.db, self.lineage, self.sli, self.outbox, self.calendar = db, lineage, sli, outbox, calendar
-        self.membership, self.bootstrap, self.registry, self.owner = membership, bootstrap, registry, owner
+        self.membership, self.bootstrap, self.registry, self.owner, self.flink = membership, bootstrap, registry, owner, flink
         self.lease, self.clock = lease, clock
         self._cluster: Cluster | None = None
         self.running: dict[int, Progress] = {}  # replays this process runs now
@@ -170,15 +174,31 @@ class Operations:
 
     # --- planning -------------------------------------------------------------------------------
 
-    async def plan_backfill(self, request: BackfillRequest, actor: Actor, channel: str | None, dry_run: bool = False) -> Operation:
-        """Plan a backfill on the cluster as it stands (nothing moves; a dry run is only shown); OpsError when it cannot be run."""
+    async def plan_backfill(self, request: BackfillRequest, actor: Actor, channel: str | None, dry_run: bool = False,
+                            sql: str | None = None) -> Operation:
+        """Plan a backfill on the cluster as it stands (nothing moves; a dry run is only shown); OpsError when it cannot be run.
+        A group a Flink job reads is planned the Flink way (its SQL: the last passed release's, or ``sql``), or refused."""
         team = await self.team_of(OpKind.BACKFILL, request)
         if actor.surface == "slack" and (why := await self.refusal(actor.user, team)):
             raise OpsError(why)
-        refuse_flink(request.group, await self.flink_readers(request.group))
+        readers = await self.flink_readers(request.group)
+        if len(readers) > 1:
+            refuse_flink(request.group, readers, "Backfill one job at a time: give each its own consumer group")
+        if readers:
+            unready = self.flink.unready() if self.flink else "Flink is not configured for this bot"
+            refuse_flink(request.group, readers, f"The bot backfills it the Flink way once it can reach Flink: {unready}. {FLINK_WAY}"
+                         if unready else None)
         moves, state = await self._ask(lambda cluster: cluster.plan_backfill(request))
-        await self._refuse_hidden_reader(request.group, moves)
         plan: dict[str, Any] = {"moves": [m.as_json() for m in moves], "group_state": state, "freeze": await self._freeze_now(request)}
+        if readers:
+            assert self.flink is not None
+            try:
+                plan["flink"] = await self.flink.plan_backfill(await self.flink.job(readers[0]), sorted({m.topic for m in moves}), sql)
+            except FlinkError as err:
+                raise OpsError(f"{request.group} is read by the Flink job {readers[0]}, and its backfill cannot be planned the Flink way: "
+                               f"{err}. Nothing moved") from None
+        else:
+            await self._refuse_hidden_reader(request.group, moves)
         plan["booked"] = await self._booked_now(OpKind.BACKFILL, request.as_json(), plan)
         return await self._create(OpKind.BACKFILL, DRY_RUN if dry_run else OpState.PLANNED, team, actor, request.as_json(), plan, channel)
 
@@ -352,7 +372,9 @@ class Operations:
         async with self.db.session() as session:
             rows = (await session.exec(select(Operation).where(col(Operation.kind) == kind.value, col(Operation.state).in_(
                 [OpState.RUNNING.value, OpState.CANCELLING.value])).order_by(col(Operation.id)))).all()
-        def same(other: dict[str, Any]) -> bool:
+        def same(other: dict[str, Any]) -> bool:  # a backfill: any of the same group (one at a time, whatever its target)
+            if kind is OpKind.BACKFILL:
+                return bool(other.get("group") == request.get("group"))
             return {k: v for k, v in other.items() if k != "rate"} == {k: v for k, v in request.items() if k != "rate"}
         return next((r for r in rows if same(r.request)), None)
 
@@ -392,6 +414,11 @@ class Operations:
             raise OpsError(f"#{operation} is {row.state}, not waiting for a confirmation; nothing changed")
         if actor.surface == "slack" and (why := await self.refusal(actor.user, row.team)):
             raise OpsError(why)
+        if row.kind == OpKind.BACKFILL.value and row.plan.get("flink"):
+            return await self._move(row, (OpState.PLANNED.value,), actor, "confirmed", {},
+                                    f":arrow_forward: Confirmed by {_who(actor)}: stopping {row.plan['flink']['job']} with a savepoint.",
+                                    self._book, state=OpState.RUNNING.value, lease_owner=self.owner, lease_until=self.clock() + self.lease,
+                                    progress={"phase": "apply"})
         if row.kind == OpKind.BACKFILL.value:
             return await self._apply(row, actor)
         await self._one_at_a_time(str(row.request["dlq"]))
@@ -407,7 +434,8 @@ class Operations:
             moves = [replace(m, target=ends.get((m.topic, m.partition), m.target)) for m in moves]
         exact = request.to_time is None and request.to_end is None  # offsets and shifts: the targets themselves must hold
         try:  # a Flink reader, or commits that moved with no member since the plan (refuse_active passed): a reset would not hold
-            refuse_flink(request.group, await self.flink_readers(request.group))
+            refuse_flink(request.group, await self.flink_readers(request.group), "This plan was made as a reset of the group: plan it again, "
+                         "and the backfill is planned the Flink way")
             refuse_hidden_reader(request.group, {(m.topic, m.partition): m.committed for m in moves},
                                  {(m.topic, m.partition): m.committed for m in planned if m.committed is not None}, f"#{row.id} was planned")
         except OpsError as err:
@@ -445,6 +473,11 @@ class Operations:
             raise OpsError(f"#{operation} is a {row.kind} that is {row.state}: only an applied backfill can be undone; nothing changed")
         if actor.surface == "slack" and (why := await self.refusal(actor.user, row.team)):
             raise OpsError(why)
+        if row.plan.get("flink"):
+            return await self._move(row, (OpState.APPLIED.value,), actor, "undoing", {},
+                                    f":leftwards_arrow_with_hook: Undo asked by {_who(actor)}: restarting {row.plan['flink']['job']} from its "
+                                    "original savepoint.", state=OpState.RUNNING.value, lease_owner=self.owner,
+                                    lease_until=self.clock() + self.lease, progress={**row.progress, "phase": "undo", "following": False})
         request = BackfillRequest.from_json(row.request)
         previous = {(t, int(p)): o for t, offsets in row.progress.get("previous", {}).items() for p, o in offsets.items() if o is not None}
         if not previous:
@@ -466,6 +499,9 @@ class Operations:
         if row.state in (OpState.PLANNED.value, DRY_RUN):
             return await self._move(row, (row.state,), actor, "cancelled", {}, f":no_entry_sign: Cancelled by {_who(actor)}; nothing moved.",
                                     state=OpState.CANCELLED.value)
+        if row.state == OpState.RUNNING.value and row.kind == OpKind.BACKFILL.value:
+            raise OpsError(f"#{operation} is stopping and restarting a Flink job: it cannot be cut off midway (a failure rolls it back); "
+                           "Undo it once it is applied")
         if row.state == OpState.RUNNING.value:  # said first, then the run told: it ends as cancelled, never handed over
             asked = await self._move(row, (OpState.RUNNING.value,), actor, "cancel asked", {},
                                      f":octagonal_sign: {_who(actor)} asked to cancel: it stops after the transaction in flight.",
@@ -567,6 +603,75 @@ class Operations:
                 continue
         return await self.get(operation)
 
+    async def run_flink(self, operation: int, resumed: bool = False) -> Operation:
+        """Carry a confirmed Flink backfill (or its Undo) through its steps, holding its lease, from the last step a
+        stopped run recorded; returns it as it ended. A run that fails after the job was stopped starts it again from
+        its savepoint, as it was."""
+        assert self.flink is not None
+        row = await self.get(operation)
+        flink, phase = row.plan["flink"], row.progress.get("phase", "apply")
+        if resumed:
+            await self._note(operation, f":recycle: Resumed by this bot after its last recorded step ({step_text(row.progress.get('step'))}).")
+        beat = asyncio.create_task(self._renew(operation))
+        progress: dict[str, Any] = dict(row.progress)
+
+        async def save(now: dict[str, Any]) -> None:
+            nonlocal progress
+            progress = now
+            await self._move(await self.get(operation), (OpState.RUNNING.value,), None, "", None, None, progress=now,
+                             lease_until=self.clock() + self.lease)
+
+        scheduler = Actor("changeops", "scheduler")
+        try:
+            if phase == "undo":
+                job = await self.flink.restart_from(flink, progress.get("new_job"), progress["savepoint"])
+                return await self._move(await self.get(operation), (OpState.RUNNING.value,), scheduler, "undone", {"job": job},
+                                        f":leftwards_arrow_with_hook: Undone: {flink['job']} runs again from its original savepoint "
+                                        f"{progress['savepoint']} (job {job}), as before the backfill; what downstream saw again stays.",
+                                        self._finish_entry, state=OpState.UNDONE.value, lease_owner=None, lease_until=None,
+                                        progress={**progress, "undone_job": job})
+            done = await self.flink.run_backfill(operation, flink, row.plan["moves"], progress, save)
+            reread = sum(max(0, m["reread"]) for m in row.plan["moves"])
+            return await self._move(await self.get(operation), (OpState.RUNNING.value,), scheduler, "applied", {"job": done["new_job"]},
+                                    f":white_check_mark: Applied: {flink['job']} runs again as job {done['new_job']}, restored from "
+                                    f"{done['copy']} (its savepoint without the source's state), reading {reread:,} records again from "
+                                    f"{moved_text({(m['topic'], m['partition']): m['target'] for m in row.plan['moves']})}. Undo restarts it "
+                                    "from the original savepoint.", state=OpState.APPLIED.value, lease_owner=None, lease_until=None,
+                                    progress={**done, "lag": reread, "following": True, "applied_at": self.clock().isoformat()})
+        except (FlinkError, OpsError) as err:
+            return await self._flink_failed(operation, phase, progress, err)
+        finally:
+            beat.cancel()
+
+    async def _flink_failed(self, operation: int, phase: str, progress: dict[str, Any], err: Exception) -> Operation:
+        """End a failed Flink run saying where the job is: untouched, started again as it was, or stopped with its savepoint."""
+        assert self.flink is not None
+        row = await self.get(operation)
+        flink, text = row.plan["flink"], f"{err}"
+        if phase == "apply" and "savepoint" not in progress:
+            text = f"Not applied: {err}. Nothing changed: {flink['job']} runs on."
+        elif phase == "apply":
+            try:
+                job = await self.flink.restart_from(flink, progress.get("new_job"), progress["savepoint"])
+                text = f"Not applied: {err}. Rolled back: {flink['job']} runs again from its savepoint {progress['savepoint']} (job {job}), as before."
+            except (FlinkError, OpsError) as again:
+                text = (f"Not applied: {err}. {flink['job']} is stopped, and starting it again from its savepoint failed too ({again}): start it "
+                        f"from {progress['savepoint']} by hand.")
+        else:
+            text = f"Undo failed: {err}. The savepoint of before the backfill is {progress['savepoint']}."
+        return await self._move(row, (OpState.RUNNING.value,), Actor("changeops", "scheduler"), "failed", {"error": str(err)}, f":x: {_plain(text)}",
+                                self._finish_entry, state=OpState.FAILED.value, result=text, lease_owner=None, lease_until=None)
+
+    async def _renew(self, operation: int) -> None:
+        """Keep a running operation's lease while its steps take their time."""
+        while True:
+            await asyncio.sleep(min(PROGRESS_SECONDS, self.lease.total_seconds() / 3))
+            async with self.db.session() as session:
+                await session.exec(update(Operation).where(col(Operation.id) == operation, col(Operation.lease_owner) == self.owner,
+                                                           col(Operation.state) == OpState.RUNNING.value)
+                                   .values(lease_until=self.clock() + self.lease))
+                await session.commit()
+
     async def _end(self, row: Operation, finished: bool, progress: Progress, plan: ReplayPlan, request: ReplayRequest) -> Operation:
         """Write how a run ended: done, cancelled (where the DLQ was copied up to), or handed over (this process stops)."""
         if finished:
@@ -616,9 +721,11 @@ class Operations:
             await session.commit()
         self.outbox.wake()
 
-    def start(self, operation: int, resumed: bool = False) -> None:
-        """Run a replay in the background of this process (``stop_runs`` ends it at a transaction boundary)."""
-        task = asyncio.create_task(self.run(operation, resumed), name=f"replay-{operation}")
+    def start(self, operation: int, resumed: bool = False, flink: bool = False) -> None:
+        """Run a replay (``stop_runs`` ends it at a transaction boundary), or a Flink backfill's steps, in the background of
+        this process."""
+        work = self.run_flink(operation, resumed) if flink else self.run(operation, resumed)
+        task = asyncio.create_task(work, name=f"operation-{operation}")
         self._tasks.add(task)
         task.add_done_callback(self._ended)
 
@@ -632,7 +739,7 @@ class Operations:
         resumed = 0
         for row in await self.orphans():
             if row.id not in self.running and await self.claim(row) is not None:
-                self.start(int(row.id or 0), resumed=True)
+                self.start(int(row.id or 0), resumed=True, flink=row.kind == OpKind.BACKFILL.value)
                 resumed += 1
         return resumed
 
@@ -651,12 +758,11 @@ class Operations:
             await session.commit()
 
     async def orphans(self) -> list[Operation]:
-        """Running replays whose owner went quiet (their lease ran out), oldest first."""
+        """Running replays and Flink backfills whose owner went quiet (their lease ran out), oldest first."""
         now = self.clock()
         async with self.db.session() as session:
             rows = (await session.exec(select(Operation).where(
-                col(Operation.kind) == OpKind.REPLAY.value, col(Operation.state).in_([OpState.RUNNING.value, OpState.CANCELLING.value]))
-                .order_by(col(Operation.id)))).all()
+                col(Operation.state).in_([OpState.RUNNING.value, OpState.CANCELLING.value])).order_by(col(Operation.id)))).all()
         return [r for r in rows if r.lease_owner != self.owner and (r.lease_until is None or aware(r.lease_until) < now)]
 
     # --- following a backfill -------------------------------------------------------------------

@@ -139,7 +139,7 @@ class Releases:
                 # the same release checked again (a CI retry): the same answer, nothing recorded, booked or reported twice
                 return {**newest.report, "repeated": True}
             row = FlinkRelease(job=report.job, passed=report.passed, failed_checks=report.failed(), states=kept,
-                               flink=flink, sql_digest=digest, author=author, checked_by=checked_by,
+                               flink=flink, sql_digest=digest, sql=sql if report.passed else "", author=author, checked_by=checked_by,
                                team=owners[0] if owners else None, lineage=mappings, created_at=now)
             session.add(row)
             await session.flush()

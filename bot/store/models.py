@@ -501,6 +501,7 @@ class FlinkRelease(SQLModel, table=True):
     states: dict[str, str] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False, default=dict))
     flink: str = Field(default="", max_length=32)
     sql_digest: str = Field(default="", max_length=64)
+    sql: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))  # a passed release's SQL (the bot restarts the job with it)
     author: str | None = Field(default=None, max_length=32)
     checked_by: str = Field(default="", max_length=255)
     team: str | None = Field(default=None, max_length=255)  # the job's owner when it was checked

@@ -148,7 +148,7 @@ def job_status(job: dict[str, Any], checkpoints: dict[str, Any], config: dict[st
         last_failure=str(failure.get("failure_message") or "failed")[:300] if isinstance(failure, dict) and failure.get("failure_message") else None,
         savepoint=_checkpoint(latest.get("savepoint")),
         restored_from=str((latest.get("restored") or {}).get("external_path")) if latest.get("restored") else None,
-        backpressure=backpressure, pending_records=pending, exception=_root(exceptions), at=now)
+        backpressure=backpressure, pending_records=pending, exception=root_cause(exceptions), at=now)
 
 
 def _start_trigger_failed(history: list[dict[str, Any]]) -> bool:
@@ -168,7 +168,8 @@ def _checkpoint(raw: Any) -> Checkpoint | None:
                       str(raw["external_path"]) if raw.get("external_path") else None)
 
 
-def _root(exceptions: dict[str, Any] | None) -> str | None:
+def root_cause(exceptions: dict[str, Any] | None) -> str | None:
+    """The newest exception's deepest cause (``/jobs/:jid/exceptions``), one line."""
     entries = ((exceptions or {}).get("exceptionHistory") or {}).get("entries") or []
     if not entries:
         return None

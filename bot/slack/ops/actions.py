@@ -32,15 +32,19 @@ class OpsActions:
             operation = int(body["actions"][0].get("value") or 0)
             if verb == "confirm":
                 row = await self.ops.confirm(operation, actor)
-                if row.kind == OpKind.REPLAY.value and row.state == OpState.RUNNING.value:
-                    self.ops.start(operation)
+                if row.state == OpState.RUNNING.value:
+                    self.ops.start(operation, flink=row.kind == OpKind.BACKFILL.value)
                 told = f"#{operation} is {row.state}; the message shows how it goes."
             elif verb == "cancel":
                 row = await self.ops.cancel(operation, actor)
                 told = f"#{operation} is {row.state}."
             else:
                 row = await self.ops.undo(operation, actor)
-                told = f"#{operation} is undone: the group is back where it was."
+                if row.state == OpState.RUNNING.value:  # a Flink backfill: its job goes back to the original savepoint
+                    self.ops.start(operation, flink=True)
+                    told = f"#{operation} is being undone: the job restarts from its original savepoint; the message shows how it goes."
+                else:
+                    told = f"#{operation} is undone: the group is back where it was."
         except (OpsError, ValueError) as err:
             told = f"Not done: {escape(err)}"
         await respond(**ephemeral(told))

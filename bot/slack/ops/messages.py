@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from bot.domain.flink.backfill import plan_lines, step_text
 from bot.domain.ops import BackfillRequest, OpKind, OpState, ReplayRequest, moves_table, skipped, topics_named
 from bot.services.operations import DRY_RUN, Peek
 from bot.slack import ids
@@ -64,7 +65,16 @@ def backfill_lines(row: Operation) -> list[str]:
         lines.append(f":warning: *Retention:* the time asked for is older than what partition{'s' if len(lost) > 1 else ''} "
                      f"{', '.join(_partition(m, several) for m in lost)} still keep{'s' if len(lost) == 1 else ''}: they start at their earliest "
                      "retained offset, and the data before it is gone. Backfill that stretch from the lake instead.")
-    if row.state == OpState.PLANNED.value:
+    flink = row.plan.get("flink")
+    if flink:
+        lines[0] = f"{total:,} records will be read again by the Flink job *{escape(flink['job'])}*."
+        lines += [escape(line) for line in plan_lines(flink, total)]
+        if row.state == OpState.RUNNING.value:
+            lines.append(f":hourglass_flowing_sand: {escape(step_text(row.progress.get('step')))}" if row.progress.get("phase") != "undo"
+                         else ":hourglass_flowing_sand: restarting the job from its original savepoint…")
+    if row.state == OpState.PLANNED.value and flink:
+        lines.append("Nothing changes until Confirm; the job keeps running until then.")
+    elif row.state == OpState.PLANNED.value:
         lines.append("Nothing moves until Confirm, which checks the offsets again. The job must stay stopped until then.")
     progress = row.progress
     if row.state == OpState.APPLIED.value and "lag" in progress:
@@ -163,6 +173,9 @@ def buttons(row: Operation) -> list[dict[str, Any]]:
         lost_to_group = skipped(row.plan.get("moves", [])) if row.kind == OpKind.BACKFILL.value else 0
         what = ("move the group's offsets" + (f", *skipping {lost_to_group:,} messages it has not read* (lost to it)" if lost_to_group else "")
                 if row.kind == OpKind.BACKFILL.value else replay_what(row))
+        if row.plan.get("flink"):
+            what = (f"stop *{escape(row.plan['flink']['job'])}* with a savepoint and restart it without its source's state, re-reading "
+                    f"{sum(max(0, m['reread']) for m in row.plan['moves']):,} records (downstream sees them again)")
         freeze = row.plan.get("freeze")
         inside = f", inside the freeze *{escape(freeze['name'])}* (until {_when(freeze['ends'])})" if freeze else ""
         return [_button("Confirm", ids.OPS_CONFIRM, value, "primary", {
@@ -170,8 +183,15 @@ def buttons(row: Operation) -> list[dict[str, Any]]:
                     "text": {"type": "mrkdwn", "text": confirm_text(what, inside, row)},
                     "confirm": {"type": "plain_text", "text": "Run"}, "deny": {"type": "plain_text", "text": "Not yet"}}),
                 _button("Cancel", ids.OPS_CANCEL, value, "danger")]
+    if row.state == OpState.RUNNING.value and row.kind == OpKind.BACKFILL.value:
+        return []  # a Flink backfill's steps run to their end, or roll back
     if row.state == OpState.RUNNING.value:
         return [_button("Cancel", ids.OPS_CANCEL, value, "danger")]
+    if row.state == OpState.APPLIED.value and row.plan.get("flink"):
+        return [_button("Undo", ids.OPS_UNDO, value, None, {
+            "title": {"type": "plain_text", "text": "Undo the backfill?"},
+            "text": {"type": "mrkdwn", "text": "The job restarts from its savepoint of before the backfill. What downstream saw again stays."},
+            "confirm": {"type": "plain_text", "text": "Undo"}, "deny": {"type": "plain_text", "text": "Keep"}})]
     if row.state == OpState.APPLIED.value and row.kind == OpKind.BACKFILL.value:
         return [_button("Undo", ids.OPS_UNDO, value, None, {
             "title": {"type": "plain_text", "text": "Undo the reset?"},
