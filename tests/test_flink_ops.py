@@ -22,13 +22,14 @@ from confluent_kafka.admin import AdminClient
 from bot.domain.flink.statements import split
 from bot.domain.flink.status import FlinkError
 from bot.domain.lineage.catalog import read_catalog
+from bot.emulator.render import as_text
 from bot.flink.rest import FlinkRest, savepoint_on_disk
 from bot.flink.savepoints import without_operators
 from bot.flink.submit import submit
 from bot.runtime import Bot
 from bot.slack import ids
-from tests.conftest import SlackHarness, bot_config
-from tests.test_ops import ALICE, NOW, answer, clicked, committed, database_url, latest, new_topic, op_message, ops, produce, read_some
+from tests.conftest import API_TOKEN, SlackHarness, bot_config
+from tests.test_ops import ALICE, NOW, answer, clicked, committed, database_url, latest, new_topic, op_message, ops, produce, read_some, thread
 
 __all__ = ["database_url", "ops"]  # fixtures shared with the other operations tests
 
@@ -127,7 +128,7 @@ COUNT_SQL = """CREATE TABLE orders (customer STRING, amount INT) WITH (
 CREATE TABLE counts (customer STRING, n BIGINT, PRIMARY KEY (customer) NOT ENFORCED) WITH (
   'connector' = 'upsert-kafka', 'topic' = '{counts}', 'properties.bootstrap.servers' = '{bootstrap}',
   'key.format' = 'json', 'value.format' = 'json');
-INSERT INTO counts SELECT customer, COUNT(*) FROM orders GROUP BY customer;
+INSERT INTO counts SELECT COALESCE(customer, '') AS customer, COUNT(*) AS n FROM orders GROUP BY COALESCE(customer, '');
 """
 
 
@@ -394,3 +395,65 @@ async def test_a_flink_jobs_backfill_from_the_terminal_re_reads_keeps_the_rest_u
     finally:
         for jid in await running():
             await rest.cancel(jid)
+
+
+async def test_a_flink_jobs_backfill_through_slack_with_the_sql_its_passed_release_recorded(
+        slack: SlackHarness, migrated_url: str, kafka_bootstrap: str, flink_rest_url: str) -> None:
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    orders, counts = new_topic(admin, "orders"), new_topic(admin, "counts", partitions=1)
+    name, group = f"count-orders-{uuid.uuid4().hex[:6]}", f"count-orders-g-{uuid.uuid4().hex[:6]}"
+    await asyncio.to_thread(produce_orders, kafka_bootstrap, orders, 200)
+    sql = "SET 'execution.checkpointing.interval' = '1s';\n" + COUNT_SQL.format(orders=orders, counts=counts, group=group, bootstrap=kafka_bootstrap)
+    await slack.bot.stop()
+    slack.bot = Bot(bot_config(slack.emulator, migrated_url, KAFKA_BOOTSTRAP_SERVERS=kafka_bootstrap, FLINK_REST_URL=flink_rest_url,
+                               FLINK_SAVEPOINT_DIR=os.environ["TEST_FLINK_SAVEPOINT_DIR"], OPS_LEASE_SECONDS="2"))
+    await slack.bot.start(0)
+    slack.driver.request_url = f"{slack.bot.url}/slack/events"
+    usergroup = next(g["id"] for g in slack.ws.usergroups.values() if g["handle"] == "orders-team")
+    data = {"teams": {"orders-team": {"usergroup": usergroup, "members": [ALICE], "oncall": [ALICE], "channel": "#orders-pipeline"}},
+            "datasets": [{"name": topic, "namespace": "kafka://test", "kind": "topic", "owner": "orders-team"} for topic in (orders, counts)],
+            "jobs": [{"name": name, "owner": "orders-team", "flink": "2.3.0", "consumer_groups": [group], "inputs": [orders],
+                      "outputs": [counts]}],
+            "pipelines": [{"name": name, "owner": "orders-team", "channel": "#orders-pipeline", "jobs": [name],
+                           "source": {"topics": [orders], "group": group}}]}
+    parsed, problems = read_catalog(data, lambda _: None)  # type: ignore[arg-type, return-value]
+    assert problems == []
+    await slack.bot.lineage.load_catalog(parsed)
+    async with aiohttp.ClientSession() as http, http.post(f"{slack.bot.url}/api/v1/jobs/{name}/check", data=json.dumps({"sql": sql}),
+                                                          headers={"Authorization": f"Bearer {API_TOKEN}"}) as response:
+        verdict = await response.json()
+    assert verdict["verdict"] == "pass", [c for c in verdict["checks"] if not c["ok"]]  # the release gate passes it, and records its SQL
+
+    rest, root = FlinkRest(flink_rest_url), os.environ["CHANGEOPS_FLINK_ROOT"]
+    jobs = [await submit(root, "2.3.0", flink_rest_url, name, split(sql), {})]
+
+    def counted(n: int) -> Any:
+        return lambda: asyncio.to_thread(lambda: latest_counts(kafka_bootstrap, counts) == {f"c{i}": n for i in range(4)} or None)
+
+    try:
+        assert await until(counted(50))
+        assert await until(lambda: asyncio.to_thread(lambda: sum(committed(kafka_bootstrap, group, orders).values()) == 200 or None))
+        assert "is posted" in await answer(slack, f"/backfill {group} {orders} --to-earliest", ALICE)
+        row = await latest(slack)
+        plan = await op_message(slack, int(row.id or 0), lambda t: "The Flink way" in t)
+        text = as_text(plan.text, plan.blocks)
+        assert "its last passed release, #" in text and "Downstream sees these 200 records again" in text
+        assert "the job keeps running until then" in text
+        assert "is running" in await clicked(slack, plan, ids.OPS_CONFIRM, ALICE)
+        done = await op_message(slack, int(row.id or 0), lambda t: "applied" in t and "Undo" in t)
+        assert await slack.ws.wait_for(lambda: "restored from" in thread(slack, done) or None, timeout=30)
+        assert await until(counted(100))
+        jobs.append((await slack.bot.ops.get(int(row.id or 0))).progress["new_job"])
+
+        assert "being undone" in await clicked(slack, done, ids.OPS_UNDO, ALICE)
+        undone = await op_message(slack, int(row.id or 0), lambda t: "undone" in t)
+        assert not [b for b in undone.blocks if b.get("type") == "actions"]
+        jobs.append((await slack.bot.ops.get(int(row.id or 0))).progress["undone_job"])
+        await asyncio.to_thread(produce_orders, kafka_bootstrap, orders, 4, first=200)
+        assert await until(counted(51))
+        entry = await slack.bot.calendar.entry(int((await slack.bot.ops.get(int(row.id or 0))).calendar_entry or 0))
+        assert entry is not None and entry.kind == "backfill"  # booked in the calendar like every operation
+    finally:
+        for jid in jobs:
+            if await rest.state(jid) == "RUNNING":
+                await rest.cancel(jid)
