@@ -117,7 +117,7 @@ class Bot:
         actions = AlertActions(SliCommands(self.sli, membership), self.proposals, self.calendar, self._dead_letters if config.kafka_bootstrap_servers else None)
         add_listeners(self.slack, Services(self.proposals, self.registry, self.slack.client), calendar, actions, OpsActions(self.ops, self.sli),
                       Readers(self.census, self.proposals, self.registry, membership), HealthSlack(self.slack.client, self.health), out_of_band,
-                      self.proposals, self.outbox, self.inflight, FlinkCommands(self.flink))
+                      self.proposals, self.outbox, self.inflight, FlinkCommands(self.flink, self.ops))
         self.figures = BotMetrics(self.db, self.dispatcher, self.sli, self.connections, clock)
         self.web = build_web_app(self.slack, self.db, migrate.head(), config, self.lineage, self.proposals, self.sli, self.releases,
                                  lambda: self.draining, self.figures, self.deliveries.claim)

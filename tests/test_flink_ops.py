@@ -29,7 +29,7 @@ from bot.flink.submit import submit
 from bot.runtime import Bot
 from bot.slack import ids
 from tests.conftest import API_TOKEN, SlackHarness, bot_config
-from tests.test_ops import ALICE, NOW, answer, clicked, committed, database_url, latest, new_topic, op_message, ops, produce, read_some, thread
+from tests.test_ops import ALICE, BOB, NOW, answer, clicked, committed, database_url, latest, new_topic, op_message, ops, produce, read_some, thread
 
 __all__ = ["database_url", "ops"]  # fixtures shared with the other operations tests
 
@@ -453,7 +453,98 @@ async def test_a_flink_jobs_backfill_through_slack_with_the_sql_its_passed_relea
         assert await until(counted(51))
         entry = await slack.bot.calendar.entry(int((await slack.bot.ops.get(int(row.id or 0))).calendar_entry or 0))
         assert entry is not None and entry.kind == "backfill"  # booked in the calendar like every operation
+
+        # Pause and resume from Slack: oncall only, a plan first, the savepoint of the pause used by the resume
+        assert "Only oncall" in await answer(slack, f"/flink pause {name}", BOB)
+        assert "Pause plan" in await answer(slack, f"/flink pause {name}", ALICE)
+        pause = await latest(slack)
+        message = await op_message(slack, int(pause.id or 0), lambda t: "not drained" in t)
+        assert "is running" in await clicked(slack, message, ids.OPS_CONFIRM, ALICE)
+        paused = await op_message(slack, int(pause.id or 0), lambda t: "applied" in t)
+        savepoint = (await slack.bot.ops.get(int(pause.id or 0))).progress["savepoint"]
+        assert savepoint_on_disk(savepoint) and await rest.state(jobs[-1]) == "FINISHED"
+        assert await slack.ws.wait_for(lambda: f"/flink resume {name}" in thread(slack, paused) or None, timeout=30)
+        assert "Resume plan" in await answer(slack, f"/flink resume {name}", ALICE)
+        resume = await latest(slack)
+        message = await op_message(slack, int(resume.id or 0), lambda t: "its last pause" in t and "its last passed release" in t)
+        assert "is running" in await clicked(slack, message, ids.OPS_CONFIRM, ALICE)
+        await op_message(slack, int(resume.id or 0), lambda t: "done" in t)
+        jobs.append((await slack.bot.ops.get(int(resume.id or 0))).progress["new_job"])
+        await asyncio.to_thread(produce_orders, kafka_bootstrap, orders, 4, first=204)
+        assert await until(counted(52))
+        assert "already runs on Flink" in await answer(slack, f"/flink resume {name}", ALICE)
     finally:
         for jid in jobs:
             if await rest.state(jid) == "RUNNING":
                 await rest.cancel(jid)
+
+
+async def test_pause_and_resume_from_the_terminal_lose_and_double_nothing_and_a_pause_killed_midway_finishes(
+        migrated_url: str, kafka_bootstrap: str, flink_rest_url: str, tmp_path: Path) -> None:
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    orders, counts = new_topic(admin, "orders"), new_topic(admin, "counts", partitions=1)
+    name, group = f"count-orders-{uuid.uuid4().hex[:6]}", f"count-orders-g-{uuid.uuid4().hex[:6]}"
+    await asyncio.to_thread(produce_orders, kafka_bootstrap, orders, 200)
+    sql = "SET 'execution.checkpointing.interval' = '1s';\n" + COUNT_SQL.format(orders=orders, counts=counts, group=group, bootstrap=kafka_bootstrap)
+    (tmp_path / "job.sql").write_text(sql)
+    (tmp_path / "catalog.yaml").write_text(json.dumps({
+        "teams": {"orders-team": {"members": [ALICE], "oncall": [ALICE]}},
+        "jobs": [{"name": name, "owner": "orders-team", "flink": "2.3.0", "consumer_groups": [group]}]}))
+    env = {**os.environ, "DATABASE_URL": migrated_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap, "FLINK_REST_URL": flink_rest_url,
+           "FLINK_SAVEPOINT_DIR": os.environ["TEST_FLINK_SAVEPOINT_DIR"], "OPS_LEASE_SECONDS": "3"}
+
+    def bot(*args: str, **more: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "bot", *args], env={**env, **more}, capture_output=True, text=True, timeout=600)
+
+    assert (await asyncio.to_thread(bot, "catalog", "load", str(tmp_path / "catalog.yaml"))).returncode == 0
+    rest = FlinkRest(flink_rest_url)
+    await submit(os.environ["CHANGEOPS_FLINK_ROOT"], "2.3.0", flink_rest_url, name, split(sql), {})
+
+    def counted(n: int) -> Any:
+        return lambda: asyncio.to_thread(lambda: latest_counts(kafka_bootstrap, counts) == {f"c{i}": n for i in range(4)} or None)
+
+    async def running() -> list[str]:
+        return [j["jid"] for j in (await rest.get("/jobs/overview"))["jobs"] if j["name"] == name and j["state"] == "RUNNING"]
+
+    try:
+        assert await until(counted(50))
+        assert await until(lambda: asyncio.to_thread(lambda: sum(committed(kafka_bootstrap, group, orders).values()) == 200 or None))
+        planned = await asyncio.to_thread(bot, "flink", "pause", name)
+        assert planned.returncode == 0 and "dry-run" in planned.stdout and len(await running()) == 1
+        away = await asyncio.to_thread(bot, "flink", "pause", name, "--yes", FLINK_REST_URL="http://127.0.0.1:9")
+        assert away.returncode == 1 and "Flink did not answer" in away.stderr and len(await running()) == 1
+        unknown = await asyncio.to_thread(bot, "flink", "pause", "nope", "--yes")
+        assert unknown.returncode == 1 and "no catalog job 'nope' runs on Flink" in unknown.stderr
+
+        paused = await asyncio.to_thread(bot, "flink", "pause", name, "--yes", "--format", "json")
+        assert paused.returncode == 0, paused.stderr
+        outcome = json.loads(paused.stdout)
+        assert outcome["state"] == "applied" and savepoint_on_disk(outcome["savepoint"]) and await running() == []
+        await asyncio.to_thread(produce_orders, kafka_bootstrap, orders, 100, first=200)  # nothing reads them while paused
+        await asyncio.sleep(3)
+        assert sum(committed(kafka_bootstrap, group, orders).values()) == 200 and latest_counts(kafka_bootstrap, counts)["c0"] == 50
+
+        resumed = await asyncio.to_thread(bot, "flink", "resume", name, "--sql", str(tmp_path / "job.sql"), "--yes", "--format", "json")
+        assert resumed.returncode == 0, resumed.stderr
+        assert json.loads(resumed.stdout)["state"] == "done" and json.loads(resumed.stdout)["savepoint"] == outcome["savepoint"]
+        assert await until(counted(75))  # the 100 that came meanwhile, once each; the 200 before not again
+        again = await asyncio.to_thread(bot, "flink", "resume", name, "--sql", str(tmp_path / "job.sql"), "--yes")
+        assert again.returncode == 1 and "already runs on Flink" in again.stderr and len(await running()) == 1
+
+        # A pause whose bot is killed once it has asked Flink: the next run takes the savepoint Flink took, and says so
+        process = subprocess.Popen([sys.executable, "-m", "bot", "flink", "pause", name, "--yes"], env=env, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)
+
+        async def stopping() -> bool | None:
+            return (await running()) == [] or None
+
+        assert await until(stopping)
+        process.kill()
+        process.wait()
+        finished = await asyncio.to_thread(bot, "flink", "pause", name, "--yes", "--format", "json")
+        assert finished.returncode == 0, finished.stderr
+        assert "resuming it" in finished.stderr and json.loads(finished.stdout)["state"] == "applied"
+        assert savepoint_on_disk(json.loads(finished.stdout)["savepoint"])
+    finally:
+        for jid in await running():
+            await rest.cancel(jid)

@@ -1,20 +1,28 @@
 """``bot flink status JOB``: a catalog Flink job as Flink itself sees it (state, checkpoints against their interval,
-restarts, backpressure, the sources' pending records, the newest savepoint)."""
+restarts, backpressure, the sources' pending records, the newest savepoint); ``bot flink pause|resume JOB``: the job
+stopped with a savepoint and started again from it, as oncall operations (a plan first, ``--yes`` runs it)."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
+import sys
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bot.cli.errors import USAGE_ERROR, CommandError, command
+from bot.cli.ops import REFUSED, actor, read_file, show, with_ops
 from bot.cli.store import NotMigrated, with_database
 from bot.config import Config
 from bot.domain.flink.status import FlinkError, FlinkJobMissing, FlinkUnavailable, JobStatus
+from bot.domain.ops import OpKind, OpsError, OpState
 from bot.services.flink import FlinkService
 from bot.services.lineage import LineageService
+from bot.services.operations import DRY_RUN, Operations
 from bot.store.database import Database
+from bot.store.models import Operation
 
 JOB_MISSING, FLINK_AWAY = 1, 3
 
@@ -29,6 +37,18 @@ def add_parsers(sub: Any) -> None:
     status.add_argument("job", help="the catalog job's name (Flink's pipeline.name)")
     status.add_argument("--format", choices=("text", "json"), default="text")
     status.set_defaults(run=command(run_status))
+    pause = flink.add_parser("pause", help="stop a job with a savepoint (a plan first; --yes does it); oncall's, audited, in the calendar")
+    pause.add_argument("job")
+    pause.add_argument("--yes", action="store_true", help="stop it now")
+    pause.add_argument("--format", choices=("text", "json"), default="text")
+    pause.set_defaults(run=command(run_pause))
+    resume = flink.add_parser("resume", help="start a job again from its savepoint with its SQL (a plan first; --yes does it)")
+    resume.add_argument("job")
+    resume.add_argument("--sql", metavar="FILE", help="the job's SQL (default: its last passed release's)")
+    resume.add_argument("--savepoint", metavar="PATH", help="the savepoint to start from (default: its last pause's)")
+    resume.add_argument("--yes", action="store_true", help="start it now")
+    resume.add_argument("--format", choices=("text", "json"), default="text")
+    resume.set_defaults(run=command(run_resume))
 
 
 def _flink(work: Any) -> Any:
@@ -56,3 +76,39 @@ def run_status(args: argparse.Namespace) -> int:
     status: JobStatus = _flink(lambda flink: flink.status(args.job))
     print(json.dumps(status.as_json(), indent=2) if args.format == "json" else "\n".join(status.lines()))
     return 0
+
+
+def _operate(args: argparse.Namespace, kind: OpKind, plan: Callable[[Operations], Awaitable[Operation]]) -> int:
+    """Plan; with ``--yes`` confirm and run to the end (a run of the same job left midway is resumed instead)."""
+    async def work(ops: Operations) -> Operation:
+        left = await ops.find_unfinished(kind, {"job": args.job}) if args.yes else None
+        if left is not None:
+            print(f"#{left.id} is a {kind.value} of {args.job} left {left.state} by {left.lease_owner}: resuming it", file=sys.stderr)
+            while await ops.claim(left) is None:
+                await asyncio.sleep(1.0)
+            return await ops.run_flink(int(left.id or 0), resumed=True)
+        row = await plan(ops)
+        show(row, args.format, final=not args.yes)
+        if not args.yes:
+            return row
+        await ops.confirm(int(row.id or 0), actor())
+        return await ops.run_flink(int(row.id or 0))
+
+    row = with_ops(work)
+    if args.yes:
+        show(row, args.format, final=True, extra={"savepoint": (row.progress or {}).get("savepoint") or row.plan["flink"].get("savepoint")})
+    return 0 if row.state in (OpState.APPLIED.value, OpState.DONE.value, DRY_RUN) else REFUSED
+
+
+def run_pause(args: argparse.Namespace) -> int:
+    """``bot flink pause JOB``: the plan; with ``--yes`` the job stopped with a savepoint (its path in the answer)."""
+    return _operate(args, OpKind.PAUSE, lambda ops: ops.plan_pause(args.job, actor(), None, dry_run=not args.yes))
+
+
+def run_resume(args: argparse.Namespace) -> int:
+    """``bot flink resume JOB``: the plan; with ``--yes`` the job started again from its savepoint."""
+    try:
+        sql = read_file(args.sql) if args.sql else None
+    except OpsError as err:
+        raise CommandError(str(err), USAGE_ERROR) from None
+    return _operate(args, OpKind.RESUME, lambda ops: ops.plan_resume(args.job, actor(), None, dry_run=not args.yes, sql=sql, savepoint=args.savepoint))

@@ -117,7 +117,7 @@ def _options(args: argparse.Namespace, names: tuple[str, ...], flags: tuple[str,
     return words + [flag for flag in flags if getattr(args, flag.strip("-").replace("-", "_"))]
 
 
-def _with_ops(work: Any) -> Any:
+def with_ops(work: Any) -> Any:
     config = Config.from_env(os.environ, require_slack=False)
 
     async def run(db: Database) -> Any:
@@ -144,7 +144,7 @@ def _with_ops(work: Any) -> Any:
         raise CommandError(str(err), USAGE_ERROR) from None
 
 
-def _actor() -> Actor:
+def actor() -> Actor:
     return Actor(getpass.getuser(), "cli")
 
 
@@ -163,13 +163,13 @@ def run_backfill(args: argparse.Namespace) -> int:
     try:
         if args.export and not any(w in (*TARGETS, "--from-file") for w in words):
             return run_export(args)
-        file = _read(args.from_file) if args.from_file is not None else None
-        sql = _read(args.sql) if args.sql is not None else None
+        file = read_file(args.from_file) if args.from_file is not None else None
+        sql = read_file(args.sql) if args.sql is not None else None
         request = backfill_request([args.group, *([args.topic] if args.topic else []), *words], utcnow(), file)
     except OpsError as err:
         raise CommandError(str(err), USAGE_ERROR) from None
     if args.export:
-        row = _with_ops(lambda ops: ops.plan_backfill(request, _actor(), None, dry_run=True))
+        row = with_ops(lambda ops: ops.plan_backfill(request, actor(), None, dry_run=True))
         planned: dict[str, dict[int, int]] = {}
         for move in row.plan["moves"]:
             planned.setdefault(move["topic"], {})[move["partition"]] = move["target"]
@@ -185,20 +185,20 @@ def run_backfill(args: argparse.Namespace) -> int:
             while await ops.claim(left) is None:
                 await asyncio.sleep(1.0)
             return await ops.run_flink(int(left.id or 0), resumed=True)
-        row = await ops.plan_backfill(request, _actor(), None, dry_run=not args.yes, sql=sql)
-        _show(row, args.format, final=not args.yes)
+        row = await ops.plan_backfill(request, actor(), None, dry_run=not args.yes, sql=sql)
+        show(row, args.format, final=not args.yes)
         if not args.yes:
             return row
-        row = await ops.confirm(int(row.id or 0), _actor())
+        row = await ops.confirm(int(row.id or 0), actor())
         return await ops.run_flink(int(row.id or 0)) if row.state == OpState.RUNNING.value else row
 
-    row = _with_ops(work)
+    row = with_ops(work)
     if args.yes:
-        _show(row, args.format, final=True)
+        show(row, args.format, final=True)
     return 0 if row.state in (OpState.APPLIED.value, DRY_RUN) else REFUSED
 
 
-def _read(path: str) -> str:
+def read_file(path: str) -> str:
     try:
         with open(path, encoding="utf-8") as file:
             return file.read(10_000_000)
@@ -216,7 +216,7 @@ def run_export(args: argparse.Namespace) -> int:
         topics = topics_of(args.topic) if args.topic else ()
     except OpsError as err:
         raise CommandError(str(err), USAGE_ERROR) from None
-    offsets = _with_ops(lambda ops: ops.committed_offsets(args.group, topics))
+    offsets = with_ops(lambda ops: ops.committed_offsets(args.group, topics))
     sys.stdout.write(offsets_csv(offsets))
     count = sum(len(o) for o in offsets.values())
     print(f"the committed offsets of {args.group} on {', '.join(sorted(offsets))} ({count} partitions); nothing moved", file=sys.stderr)
@@ -242,16 +242,16 @@ def run_replay(args: argparse.Namespace) -> int:
             while await ops.claim(left) is None:
                 await asyncio.sleep(1.0)
             return await ops.run(int(left.id or 0), resumed=True)
-        row = await ops.plan_replay(request, dry_run or not args.yes, _actor(), None)
-        _show(row, args.format, final=dry_run or not args.yes)
+        row = await ops.plan_replay(request, dry_run or not args.yes, actor(), None)
+        show(row, args.format, final=dry_run or not args.yes)
         if dry_run or not args.yes:
             return row
-        await ops.confirm(int(row.id or 0), _actor())
+        await ops.confirm(int(row.id or 0), actor())
         return await ops.run(int(row.id or 0))
 
-    row = _with_ops(work)
+    row = with_ops(work)
     if args.yes and not dry_run:
-        _show(row, args.format, final=True)
+        show(row, args.format, final=True)
     return 0 if row.state in (OpState.DONE.value, OpState.PLANNED.value, DRY_RUN) else REFUSED
 
 
@@ -261,7 +261,7 @@ def run_peek(args: argparse.Namespace) -> int:
         request = peek_request([args.dlq, args.peek, *(["--error-header", args.error_header] if args.error_header else [])])
     except OpsError as err:
         raise CommandError(str(err), USAGE_ERROR) from None
-    peek = _with_ops(lambda ops: ops.peek(request, _actor()))
+    peek = with_ops(lambda ops: ops.peek(request, actor()))
     if args.format == "json":
         print(json.dumps(peek.as_json(), indent=2))
         return 0
@@ -279,7 +279,7 @@ def run_peek(args: argparse.Namespace) -> int:
 
 def run_status(args: argparse.Namespace) -> int:
     """``bot ops status``: running operations first, then the most recent."""
-    rows = _with_ops(lambda ops: ops.recent(50))
+    rows = with_ops(lambda ops: ops.recent(50))
     if args.format == "json":
         print(json.dumps([as_json(r) for r in rows], indent=2, ensure_ascii=False))
         return 0
@@ -292,8 +292,8 @@ def run_status(args: argparse.Namespace) -> int:
 
 def run_cancel(args: argparse.Namespace) -> int:
     """``bot ops cancel ID``."""
-    row = _with_ops(lambda ops: ops.cancel(args.operation, _actor()))
-    _show(row, args.format, final=True)
+    row = with_ops(lambda ops: ops.cancel(args.operation, actor()))
+    show(row, args.format, final=True)
     return 0
 
 
@@ -301,11 +301,11 @@ def run_undo(args: argparse.Namespace) -> int:
     """``bot ops undo ID``."""
     _needs_kafka()
     async def work(ops: Operations) -> Operation:
-        row = await ops.undo(args.operation, _actor())
+        row = await ops.undo(args.operation, actor())
         return await ops.run_flink(int(row.id or 0)) if row.state == OpState.RUNNING.value else row  # a Flink backfill's
 
-    row = _with_ops(work)
-    _show(row, args.format, final=True)
+    row = with_ops(work)
+    show(row, args.format, final=True)
     return 0 if row.state == OpState.UNDONE.value else REFUSED
 
 
@@ -318,6 +318,10 @@ def as_json(row: Operation) -> dict[str, Any]:
 
 def summary(row: Operation) -> str:
     """One line: what it does."""
+    if row.kind in (OpKind.PAUSE.value, OpKind.RESUME.value):
+        flink = row.plan.get("flink") or {}
+        return f"the Flink job {row.request['job']}" + (f" from {flink['savepoint']}" if row.kind == OpKind.RESUME.value else "") + \
+            (f": {row.result}" if row.result else "")
     if row.kind == OpKind.BACKFILL.value:
         request = BackfillRequest.from_json(row.request)
         return f"{request.group} on {topics_named(request, row.plan.get('moves', []))} {'by' if request.shift is not None else 'to'} {request.target_text()}"
@@ -326,11 +330,11 @@ def summary(row: Operation) -> str:
     return f"{replay.dlq} -> {replay.target_text()}: {row.plan.get('count', 0):,} to copy" + (f", {copied:,} copied" if copied is not None else "")
 
 
-def _show(row: Operation, form: str, final: bool) -> None:
-    """The plan or the outcome; JSON once, at the end."""
+def show(row: Operation, form: str, final: bool, extra: dict[str, Any] | None = None) -> None:
+    """The plan or the outcome; JSON once, at the end (with ``extra`` keys)."""
     if form == "json":
         if final:
-            print(json.dumps(as_json(row), indent=2, ensure_ascii=False))
+            print(json.dumps({**as_json(row), **(extra or {})}, indent=2, ensure_ascii=False))
         return
     print(f"#{row.id} {row.kind} {row.state}: {summary(row)}")
     freeze = row.plan.get("freeze")

@@ -30,6 +30,8 @@ class OpKind(StrEnum):
 
     BACKFILL = "backfill"
     REPLAY = "replay"
+    PAUSE = "pause"  # a Flink job stopped with a savepoint
+    RESUME = "resume"  # a Flink job started again from a savepoint
 
 
 class OpState(StrEnum):

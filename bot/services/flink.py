@@ -122,6 +122,80 @@ class FlinkService:
         return {"job": job.id.name, "job_id": running["jid"], "version": version, "sql": sql, "sql_from": origin, "tables": tables,
                 "vertices": vertices, "savepoint_dir": self.savepoint_dir}
 
+    # --- pause and resume ------------------------------------------------------------------------
+
+    async def plan_pause(self, job: Job) -> dict[str, Any]:
+        """What pausing ``job`` will do: stop its running instance with a savepoint. FlinkError when it cannot."""
+        if self.rest is None or not self.savepoint_dir:
+            raise FlinkError(self.unready() or "Flink is not configured")
+        running = await self.rest.find(job.id.name)
+        if running.get("state") != "RUNNING":
+            raise FlinkError(f"{job.id.name} is {running.get('state')} on Flink (job {running.get('jid')}), not running: there is nothing to pause")
+        return {"job": job.id.name, "job_id": running["jid"], "version": job.flink or "", "savepoint_dir": self.savepoint_dir}
+
+    async def plan_resume(self, job: Job, sql: str | None, savepoint: str | None, paused: str | None) -> dict[str, Any]:
+        """What resuming ``job`` will do: start it from ``savepoint`` (default: ``paused``, the savepoint of its last pause, else
+        the one Flink kept of its newest stopped run) with its SQL. FlinkError when it cannot."""
+        if (why := self.unready()) is not None:
+            raise FlinkError(why)
+        assert self.planner is not None
+        version = job.flink or ""
+        if version not in self.planner.versions():
+            raise FlinkError(f"{job.id.name} runs on Flink {version}, and no Flink {version} runtime is installed for the bot")
+        live = [j for j in (await self._rest().get("/jobs/overview")).get("jobs", [])
+                if j.get("name") == job.id.name and j.get("state") not in ("FINISHED", "CANCELED", "FAILED")]
+        if live:
+            raise FlinkError(f"{job.id.name} already runs on Flink (job {live[0]['jid']}, {live[0]['state']}): pause it first")
+        origin = "given with --savepoint" if savepoint else "its last pause"
+        if savepoint is None and paused is None:
+            savepoint, origin = await self._kept_savepoint(job.id.name), "the newest stopped run Flink remembers"
+        savepoint = savepoint or paused
+        if not savepoint:
+            raise FlinkError(f"no savepoint of {job.id.name} is known (no pause by the bot; Flink remembers no stopped run with one): "
+                             "give it with --savepoint PATH (from a terminal)")
+        if savepoint_on_disk(savepoint) is False:
+            raise FlinkError(f"the savepoint {savepoint} ({origin}) is not there (no _metadata)")
+        if sql is None:
+            recorded = await self.release_sql(job.id.name)
+            if recorded is None:
+                raise FlinkError(f"no passed release of {job.id.name} recorded its SQL (the release gate records it): give it with "
+                                 "--sql FILE (from a terminal)")
+            sql, sql_from = recorded
+        else:
+            sql_from = "given with --sql"
+        try:
+            await off_loop(split, sql)
+        except StatementError as err:
+            raise FlinkError(f"the job's SQL cannot be read: {err}") from None
+        return {"job": job.id.name, "version": version, "sql": sql, "sql_from": sql_from, "savepoint": savepoint, "savepoint_from": origin}
+
+    async def _kept_savepoint(self, name: str) -> str | None:
+        """The savepoint of the newest stopped run of ``name`` that Flink still remembers."""
+        stopped = sorted((j for j in (await self._rest().get("/jobs/overview")).get("jobs", []) if j.get("name") == name
+                          and j.get("state") == "FINISHED"), key=lambda j: -int(j.get("start-time") or 0))
+        for job in stopped:
+            taken = ((await self._rest().get(f"/jobs/{job['jid']}/checkpoints", missing_ok=True) or {}).get("latest") or {}).get("savepoint")
+            if taken and taken.get("external_path"):
+                return str(taken["external_path"])
+        return None
+
+    async def pause(self, flink: dict[str, Any], progress: dict[str, Any], save: Save) -> dict[str, Any]:
+        """Stop the job with a savepoint (a run that stopped it already gives the savepoint it took)."""
+        if "savepoint" not in progress:
+            progress = {**progress, "step": "savepoint", "savepoint": await self._stop(flink["job_id"], flink["savepoint_dir"])}
+            await save(progress)
+        return progress
+
+    async def resume(self, flink: dict[str, Any], progress: dict[str, Any], save: Save) -> dict[str, Any]:
+        """Start the job from its savepoint and check it restored from it."""
+        if "new_job" not in progress:
+            progress = {**progress, "step": "submit", "new_job": await self._start(flink, flink["savepoint"], {})}
+            await save(progress)
+        await self._restored(self._rest(), progress["new_job"], flink["savepoint"])
+        return {**progress, "step": "verify"}
+
+    # --- a backfill the Flink way (the steps) ---------------------------------------------------
+
     async def run_backfill(self, operation: int, flink: dict[str, Any], moves: list[dict[str, Any]], progress: dict[str, Any],
                            save: Save) -> dict[str, Any]:
         """The steps from wherever ``progress`` says the run got to; each saved once done."""

@@ -94,6 +94,8 @@ class Peek:
 
 def footprint(kind: OpKind, request: dict[str, Any], plan: dict[str, Any]) -> tuple[str, Scope, timedelta]:
     """What an operation books in the calendar: its title, its topics, and about how long it takes."""
+    if kind in (OpKind.PAUSE, OpKind.RESUME):
+        return f"{kind.value.capitalize()} the Flink job {request['job']}", Scope(jobs=frozenset([request["job"]])), timedelta(hours=1)
     if kind is OpKind.BACKFILL:
         backfill = BackfillRequest.from_json(request)
         topics = sorted({m["topic"] for m in plan.get("moves", [])} | set(backfill.topics))
@@ -246,6 +248,44 @@ class Operations:
         stored = {**plan.as_json(), "freeze": await self._freeze_now(request)}
         stored["booked"] = await self._booked_now(OpKind.REPLAY, request.as_json(), stored)
         return await self._create(OpKind.REPLAY, DRY_RUN if dry_run else OpState.PLANNED, team, actor, request.as_json(), stored, channel)
+
+    async def plan_pause(self, job: str, actor: Actor, channel: str | None, dry_run: bool = False) -> Operation:
+        """Plan to stop a catalog Flink job with a savepoint; OpsError when it cannot be done."""
+        found, team = await self._flink_job(job, actor)
+        assert self.flink is not None
+        try:
+            plan = {"flink": await self.flink.plan_pause(found)}
+        except FlinkError as err:
+            raise OpsError(f"{job} cannot be paused: {err}. Nothing changed") from None
+        return await self._create(OpKind.PAUSE, DRY_RUN if dry_run else OpState.PLANNED, team, actor, {"job": job}, plan, channel)
+
+    async def plan_resume(self, job: str, actor: Actor, channel: str | None, dry_run: bool = False, sql: str | None = None,
+                          savepoint: str | None = None) -> Operation:
+        """Plan to start a catalog Flink job again from a savepoint (its last pause's unless given) with its SQL."""
+        found, team = await self._flink_job(job, actor)
+        assert self.flink is not None
+        async with self.db.session() as session:
+            pauses = (await session.exec(select(Operation).where(Operation.kind == OpKind.PAUSE.value, Operation.state == OpState.APPLIED.value)
+                                         .order_by(col(Operation.id).desc()))).all()
+        paused = next((str(p.progress["savepoint"]) for p in pauses if p.request.get("job") == job and p.progress.get("savepoint")), None)
+        try:
+            plan = {"flink": await self.flink.plan_resume(found, sql, savepoint, paused)}
+        except FlinkError as err:
+            raise OpsError(f"{job} cannot be resumed: {err}. Nothing changed") from None
+        return await self._create(OpKind.RESUME, DRY_RUN if dry_run else OpState.PLANNED, team, actor, {"job": job}, plan, channel)
+
+    async def _flink_job(self, name: str, actor: Actor) -> tuple[Any, str | None]:
+        """The catalog Flink job and the team whose oncall may act on it (refused for anyone else in Slack)."""
+        if self.flink is None:
+            raise OpsError("Flink is not configured for this bot: set FLINK_REST_URL and FLINK_SAVEPOINT_DIR")
+        try:
+            job = await self.flink.job(name)
+        except FlinkError as err:
+            raise OpsError(str(err)) from None
+        team = job.owners[0] if job.owners else None
+        if actor.surface == "slack" and (why := await self.refusal(actor.user, team)):
+            raise OpsError(why)
+        return job, team
 
     async def committed_offsets(self, group: str, topics: tuple[str, ...]) -> dict[str, dict[int, int]]:
         """The group's committed offsets now on ``topics`` (none: every topic), for ``--export``; OpsError when it has none
@@ -414,9 +454,11 @@ class Operations:
             raise OpsError(f"#{operation} is {row.state}, not waiting for a confirmation; nothing changed")
         if actor.surface == "slack" and (why := await self.refusal(actor.user, row.team)):
             raise OpsError(why)
-        if row.kind == OpKind.BACKFILL.value and row.plan.get("flink"):
+        if row.plan.get("flink"):
+            first = "starting" if row.kind == OpKind.RESUME.value else "stopping"
+            how = "from its savepoint" if row.kind == OpKind.RESUME.value else "with a savepoint"
             return await self._move(row, (OpState.PLANNED.value,), actor, "confirmed", {},
-                                    f":arrow_forward: Confirmed by {_who(actor)}: stopping {row.plan['flink']['job']} with a savepoint.",
+                                    f":arrow_forward: Confirmed by {_who(actor)}: {first} {row.plan['flink']['job']} {how}.",
                                     self._book, state=OpState.RUNNING.value, lease_owner=self.owner, lease_until=self.clock() + self.lease,
                                     progress={"phase": "apply"})
         if row.kind == OpKind.BACKFILL.value:
@@ -499,9 +541,9 @@ class Operations:
         if row.state in (OpState.PLANNED.value, DRY_RUN):
             return await self._move(row, (row.state,), actor, "cancelled", {}, f":no_entry_sign: Cancelled by {_who(actor)}; nothing moved.",
                                     state=OpState.CANCELLED.value)
-        if row.state == OpState.RUNNING.value and row.kind == OpKind.BACKFILL.value:
-            raise OpsError(f"#{operation} is stopping and restarting a Flink job: it cannot be cut off midway (a failure rolls it back); "
-                           "Undo it once it is applied")
+        if row.state == OpState.RUNNING.value and row.plan.get("flink"):
+            raise OpsError(f"#{operation} is stopping or starting a Flink job: it cannot be cut off midway (a failed backfill rolls back); "
+                           "let it end")
         if row.state == OpState.RUNNING.value:  # said first, then the run told: it ends as cancelled, never handed over
             asked = await self._move(row, (OpState.RUNNING.value,), actor, "cancel asked", {},
                                      f":octagonal_sign: {_who(actor)} asked to cancel: it stops after the transaction in flight.",
@@ -519,7 +561,7 @@ class Operations:
             return
         now = self.clock()
         title, scope, length = footprint(OpKind(row.kind), row.request, row.plan)
-        entry = self.calendar.book(session, kind=EntryKind(row.kind), title=f"{title} (#{row.id})", window=Window(now, now + length),
+        entry = self.calendar.book(session, kind=EntryKind(row.kind) if row.kind in set(EntryKind) else EntryKind.MAINTENANCE, title=f"{title} (#{row.id})", window=Window(now, now + length),
                                    owner=row.team or "oncall", booked_by=row.requested_by, scope=scope, status=Status.CONFIRMED)
         entry.operation_id = row.id
         await session.flush()
@@ -623,6 +665,18 @@ class Operations:
 
         scheduler = Actor("changeops", "scheduler")
         try:
+            if row.kind == OpKind.PAUSE.value:
+                done = await self.flink.pause(flink, progress, save)
+                return await self._move(await self.get(operation), (OpState.RUNNING.value,), scheduler, "paused", {"savepoint": done["savepoint"]},
+                                        f":double_vertical_bar: Paused: {flink['job']} is stopped with the savepoint {done['savepoint']}; nothing "
+                                        f"reads for it meanwhile. `/flink resume {flink['job']}` starts it again from there.", self._finish_entry,
+                                        state=OpState.APPLIED.value, lease_owner=None, lease_until=None, progress=done, result=done["savepoint"])
+            if row.kind == OpKind.RESUME.value:
+                done = await self.flink.resume(flink, progress, save)
+                return await self._move(await self.get(operation), (OpState.RUNNING.value,), scheduler, "resumed", {"job": done["new_job"]},
+                                        f":arrow_forward: Resumed: {flink['job']} runs again as job {done['new_job']}, restored from "
+                                        f"{flink['savepoint']}; it reads on from where it stopped.", self._finish_entry,
+                                        state=OpState.DONE.value, lease_owner=None, lease_until=None, progress=done, result=done["new_job"])
             if phase == "undo":
                 job = await self.flink.restart_from(flink, progress.get("new_job"), progress["savepoint"])
                 return await self._move(await self.get(operation), (OpState.RUNNING.value,), scheduler, "undone", {"job": job},
@@ -648,7 +702,11 @@ class Operations:
         assert self.flink is not None
         row = await self.get(operation)
         flink, text = row.plan["flink"], f"{err}"
-        if phase == "apply" and "savepoint" not in progress:
+        if row.kind == OpKind.PAUSE.value:
+            text = f"Not paused: {err}. {flink['job']} runs on."
+        elif row.kind == OpKind.RESUME.value:
+            text = f"Not resumed: {err}. Its savepoint {flink['savepoint']} is kept; plan the resume again once the cause is fixed."
+        elif phase == "apply" and "savepoint" not in progress:
             text = f"Not applied: {err}. Nothing changed: {flink['job']} runs on."
         elif phase == "apply":
             try:
@@ -739,7 +797,7 @@ class Operations:
         resumed = 0
         for row in await self.orphans():
             if row.id not in self.running and await self.claim(row) is not None:
-                self.start(int(row.id or 0), resumed=True, flink=row.kind == OpKind.BACKFILL.value)
+                self.start(int(row.id or 0), resumed=True, flink=bool(row.plan.get("flink")))
                 resumed += 1
         return resumed
 

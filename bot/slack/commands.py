@@ -177,6 +177,8 @@ def flink_router(flink: FlinkCommands) -> Router:
     router = Router(ids.FLINK_COMMAND)
     router.add(Subcommand("status", "status JOB", "a Flink job: state, last checkpoint against its interval, failures, restarts, backpressure, "
                                                   "pending records, the newest savepoint", flink.status))
+    router.add(Subcommand("pause", "pause JOB", "oncall: plan to stop the job with a savepoint (not drained); Confirm does it", flink.pause))
+    router.add(Subcommand("resume", "resume JOB", "oncall: plan to start the job again from its last pause's savepoint with its SQL", flink.resume))
     router.add(Subcommand("help", "help", "this list of commands", lambda _r: _answer(router.help()), in_ack=True))
     return router
 

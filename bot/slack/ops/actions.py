@@ -33,7 +33,7 @@ class OpsActions:
             if verb == "confirm":
                 row = await self.ops.confirm(operation, actor)
                 if row.state == OpState.RUNNING.value:
-                    self.ops.start(operation, flink=row.kind == OpKind.BACKFILL.value)
+                    self.ops.start(operation, flink=bool(row.plan.get("flink")))
                 told = f"#{operation} is {row.state}; the message shows how it goes."
             elif verb == "cancel":
                 row = await self.ops.cancel(operation, actor)

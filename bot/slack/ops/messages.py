@@ -24,6 +24,8 @@ STATE_TEXT = {OpState.PLANNED.value: ":memo: planned, waiting for a confirmation
 
 def title(row: Operation) -> str:
     """``Backfill #3: reset payments-enricher on payments to 2026-12-02 08:00 UTC``."""
+    if row.kind in (OpKind.PAUSE.value, OpKind.RESUME.value):
+        return f"{row.kind.capitalize()} #{row.id}: the Flink job `{escape(row.request['job'])}`"
     if row.kind == OpKind.BACKFILL.value:
         request = BackfillRequest.from_json(row.request)
         to = request.target_text()
@@ -38,7 +40,9 @@ def operation_message(row: Operation) -> Reply:
     context = f"{STATE_TEXT.get(row.state, row.state)} · asked by {mention(row.requested_by) if row.surface == 'slack' else escape(row.requested_by) + ' (terminal)'}" \
               f" · {'team ' + escape(row.team) if row.team else 'no pipeline team: global oncall'}"
     blocks: list[dict[str, Any]] = [section(head), {"type": "context", "elements": [{"type": "mrkdwn", "text": context}]}]
-    lines = freeze_line(row) + (backfill_lines(row) if row.kind == OpKind.BACKFILL.value else replay_lines(row))
+    kind_lines = backfill_lines if row.kind == OpKind.BACKFILL.value else job_lines if row.kind in (OpKind.PAUSE.value, OpKind.RESUME.value) \
+        else replay_lines
+    lines = freeze_line(row) + kind_lines(row)
     blocks += [section(line) for line in lines]
     if row.result and row.state not in (OpState.RUNNING.value,):
         blocks.append(section(escape(row.result)))
@@ -82,6 +86,22 @@ def backfill_lines(row: Operation) -> list[str]:
             lines.append(f":checkered_flag: Caught up at {_when(progress['caught_up_at'])}.")
         else:
             lines.append(f"Lag now: {progress['lag']:,} of {total:,} to re-read" + (" (followed here until it has caught up)" if progress.get("following") else ""))
+    return lines
+
+
+def job_lines(row: Operation) -> list[str]:
+    """A pause or a resume: what it does, where it stands."""
+    flink = row.plan["flink"]
+    if row.kind == OpKind.PAUSE.value:
+        lines = [f"Stops *{escape(flink['job'])}* (job {escape(flink['job_id'])}) with a savepoint in `{escape(flink['savepoint_dir'])}`, not "
+                 "drained (no window fires early). Nothing reads for it until it is resumed: its lag grows meanwhile."]
+    else:
+        lines = [f"Starts *{escape(flink['job'])}* again from the savepoint `{escape(flink['savepoint'])}` ({escape(flink['savepoint_from'])}) "
+                 f"with its SQL ({escape(flink['sql_from'])}); it reads on from where it stopped."]
+    if row.state == OpState.PLANNED.value:
+        lines.append("Nothing changes until Confirm.")
+    elif row.state == OpState.RUNNING.value:
+        lines.append(f":hourglass_flowing_sand: {'stopping the job with a savepoint…' if row.kind == OpKind.PAUSE.value else 'starting the job…'}")
     return lines
 
 
@@ -173,7 +193,10 @@ def buttons(row: Operation) -> list[dict[str, Any]]:
         lost_to_group = skipped(row.plan.get("moves", [])) if row.kind == OpKind.BACKFILL.value else 0
         what = ("move the group's offsets" + (f", *skipping {lost_to_group:,} messages it has not read* (lost to it)" if lost_to_group else "")
                 if row.kind == OpKind.BACKFILL.value else replay_what(row))
-        if row.plan.get("flink"):
+        if row.kind in (OpKind.PAUSE.value, OpKind.RESUME.value):
+            what = (f"stop *{escape(row.request['job'])}* with a savepoint" if row.kind == OpKind.PAUSE.value
+                    else f"start *{escape(row.request['job'])}* from its savepoint")
+        elif row.plan.get("flink"):
             what = (f"stop *{escape(row.plan['flink']['job'])}* with a savepoint and restart it without its source's state, re-reading "
                     f"{sum(max(0, m['reread']) for m in row.plan['moves']):,} records (downstream sees them again)")
         freeze = row.plan.get("freeze")
@@ -183,11 +206,11 @@ def buttons(row: Operation) -> list[dict[str, Any]]:
                     "text": {"type": "mrkdwn", "text": confirm_text(what, inside, row)},
                     "confirm": {"type": "plain_text", "text": "Run"}, "deny": {"type": "plain_text", "text": "Not yet"}}),
                 _button("Cancel", ids.OPS_CANCEL, value, "danger")]
-    if row.state == OpState.RUNNING.value and row.kind == OpKind.BACKFILL.value:
-        return []  # a Flink backfill's steps run to their end, or roll back
+    if row.state == OpState.RUNNING.value and row.plan.get("flink"):
+        return []  # a Flink job's steps run to their end (a backfill's roll back)
     if row.state == OpState.RUNNING.value:
         return [_button("Cancel", ids.OPS_CANCEL, value, "danger")]
-    if row.state == OpState.APPLIED.value and row.plan.get("flink"):
+    if row.state == OpState.APPLIED.value and row.kind == OpKind.BACKFILL.value and row.plan.get("flink"):
         return [_button("Undo", ids.OPS_UNDO, value, None, {
             "title": {"type": "plain_text", "text": "Undo the backfill?"},
             "text": {"type": "mrkdwn", "text": "The job restarts from its savepoint of before the backfill. What downstream saw again stays."},
