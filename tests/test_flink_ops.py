@@ -27,6 +27,7 @@ from bot.flink.rest import FlinkRest, savepoint_on_disk
 from bot.flink.savepoints import without_operators
 from bot.flink.submit import submit
 from bot.runtime import Bot
+from bot.services.operations import Actor
 from bot.slack import ids
 from tests.conftest import API_TOKEN, SlackHarness, bot_config
 from tests.test_ops import ALICE, BOB, NOW, answer, clicked, committed, database_url, latest, new_topic, op_message, ops, produce, read_some, thread
@@ -415,7 +416,8 @@ async def test_a_flink_jobs_backfill_through_slack_with_the_sql_its_passed_relea
             "jobs": [{"name": name, "owner": "orders-team", "flink": "2.3.0", "consumer_groups": [group], "inputs": [orders],
                       "outputs": [counts]}],
             "pipelines": [{"name": name, "owner": "orders-team", "channel": "#orders-pipeline", "jobs": [name],
-                           "source": {"topics": [orders], "group": group}}]}
+                           "source": {"topics": [orders], "group": group}, "reports": ["schema_error_rate"],
+                           "slis": {"schema_error_rate": {"for": "0s", "clear_for": "0s"}}}]}
     parsed, problems = read_catalog(data, lambda _: None)  # type: ignore[arg-type, return-value]
     assert problems == []
     await slack.bot.lineage.load_catalog(parsed)
@@ -473,6 +475,25 @@ async def test_a_flink_jobs_backfill_through_slack_with_the_sql_its_passed_relea
         await asyncio.to_thread(produce_orders, kafka_bootstrap, orders, 4, first=204)
         assert await until(counted(52))
         assert "already runs on Flink" in await answer(slack, f"/flink resume {name}", ALICE)
+
+        # Its alerts carry Pause and Resume: a click plans the operation in the alert's channel, for oncall only
+        async with aiohttp.ClientSession() as http:
+            await http.post(f"{slack.bot.url}/api/v1/metrics", headers={"Authorization": f"Bearer {API_TOKEN}"},
+                            json=[{"pipeline": name, "sli": "schema_error_rate", "value": 0.05, "time": datetime.now(UTC).isoformat()}])
+        alert = await slack.ws.wait_for(lambda: next((m for m in slack.ws.channel_messages("orders-pipeline")
+                                                      if any(b.get("block_id", "").startswith("sli:") for b in m.blocks)), None), timeout=60)
+        assert f"Pause {name}" in as_text(alert.text, alert.blocks) and f"Resume {name}" in as_text(alert.text, alert.blocks)
+        before = len(slack.ws.ephemerals_for(BOB))
+        await slack.driver.click(alert, ids.SLI_FLINK_PAUSE, user=BOB)
+        refused = await slack.ws.wait_for(lambda: slack.ws.ephemerals_for(BOB)[before:] or None, timeout=60)
+        assert "Only oncall" in refused[0].text and "nothing was planned" in refused[0].text
+        before = len(slack.ws.ephemerals_for(ALICE))
+        await slack.driver.click(alert, ids.SLI_FLINK_PAUSE, user=ALICE)
+        told = await slack.ws.wait_for(lambda: slack.ws.ephemerals_for(ALICE)[before:] or None, timeout=60)
+        assert "Pause plan #" in told[0].text
+        planned = await latest(slack)
+        assert planned.kind == "pause" and planned.state == "planned" and await rest.state(jobs[-1]) == "RUNNING"
+        await slack.bot.ops.cancel(int(planned.id or 0), Actor(ALICE, "slack"))
     finally:
         for jid in jobs:
             if await rest.state(jid) == "RUNNING":

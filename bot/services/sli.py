@@ -529,6 +529,15 @@ class SliService:
 
     # --- reading --------------------------------------------------------------------------------
 
+    async def flink_job(self, pipeline: str) -> str | None:
+        """The pipeline's Flink job (the first of its ``jobs`` that the catalog says runs on Flink), if it has one."""
+        jobs = (await self.catalog()).pipelines.get(pipeline)
+        if jobs is None or not jobs.jobs:
+            return None
+        graph = await self.lineage.graph()
+        flink = {job.id.name for job in graph.jobs.values() if job.flink}
+        return next((name for name in jobs.jobs if name in flink), None)
+
     async def episode(self, fingerprint: str) -> SliEpisode:
         """One episode; SliError when unknown."""
         async with self.db.session() as session:

@@ -12,8 +12,9 @@ from bot.config import Config
 from bot.services.deliveries import Deliveries
 from bot.services.outbox import Outbox
 from bot.services.proposals import Proposals
-from bot.slack import calendar, commands, governance, home, ops, proposals, readers, sli
+from bot.slack import calendar, commands, flink, governance, home, ops, proposals, readers, sli
 from bot.slack.calendar.commands import CalendarCommands
+from bot.slack.flink.actions import FlinkActions
 from bot.slack.flink.commands import FlinkCommands
 from bot.slack.governance.health import HealthSlack
 from bot.slack.governance.out_of_band import OutOfBandSlack
@@ -48,15 +49,16 @@ def create_app(config: Config, deliveries: Deliveries, inflight: Inflight, clien
 
 def add_listeners(app: AsyncApp, services: Services, calendar_commands: CalendarCommands, alerts: AlertActions, operations: OpsActions,
                   consumers: Readers, health: HealthSlack, watcher: OutOfBandSlack, proposing: Proposals, outbox: Outbox,
-                  inflight: Inflight, flink: FlinkCommands) -> None:
+                  inflight: Inflight, flink_commands: FlinkCommands) -> None:
     """Every slash command, action, view and event, each counted while it runs: the slash commands' routers, then each
     feature's own listeners."""
     routers = commands.register(app, services, calendar_commands, alerts.commands, OpsCommands(operations.ops, app.client), consumers, health,
-                                flink, inflight.track)
+                                flink_commands, inflight.track)
     readers.register(app, consumers, inflight.track)
     governance.register(app, watcher, inflight.track)
     sli.register(app, alerts, inflight.track)
     ops.register(app, operations, inflight.track)
+    flink.register(app, FlinkActions(operations.ops, alerts.sli), inflight.track)
     calendar.register(app, calendar_commands, inflight.track)
     home.register(app, routers, proposing, inflight.track, services)
     proposals.register(app, proposing, outbox, inflight.track)

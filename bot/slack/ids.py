@@ -60,6 +60,8 @@ SLI_CHANGES = "sli_changes"
 SLI_DEAD_LETTERS = "sli_dead_letters"
 SLI_BACKFILL = "sli_backfill"
 SLI_REPLAY = "sli_replay"
+SLI_FLINK_PAUSE = "sli_flink_pause"
+SLI_FLINK_RESUME = "sli_flink_resume"
 SLI_SILENCE_VIEW = "sli_silence_until"
 UNTIL_BLOCK, UNTIL_ACTION = "until", "until"
 

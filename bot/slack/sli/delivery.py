@@ -226,7 +226,7 @@ class SliDelivery:
         below = folding.downstream_of(episode.fingerprint) if folding else []
         why = folding.hold_of(episode.fingerprint) if folding and cause is None else None
         return episode_message(episode, state, rules[episode.sli], self.sli.clock(), cause=cause, downstream=below,
-                               expected=why.reason if why else None)
+                               expected=why.reason if why else None, flink_job=await self.sli.flink_job(episode.pipeline))
 
     async def _digest(self, episodes: list[SliEpisode]) -> Reply:
         states = {(r.pipeline, r.sli): State.from_json(r.state) for r in await self.sli.series()}

@@ -91,7 +91,7 @@ def headline(episode: SliEpisode) -> str:
 
 
 def episode_message(episode: SliEpisode, state: State, rule: Rule, now: datetime, *, cause: Firing | None = None,
-                    downstream: Sequence[Firing] = (), expected: str | None = None) -> Reply:
+                    downstream: Sequence[Firing] = (), expected: str | None = None, flink_job: str | None = None) -> Reply:
     """An episode's own message, rendered from what is stored now; ``cause``: the root cause upstream it is folded under;
     ``downstream``: the episodes folded under it; ``expected``: the booked entry that expects it."""
     sli = Sli(episode.sli)
@@ -133,7 +133,7 @@ def episode_message(episode: SliEpisode, state: State, rule: Rule, now: datetime
     notes.append(f":book: {RUNBOOK[sli]}")
     blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": n[:3000]} for n in notes]})
     if open_:
-        blocks.append({"type": "actions", "block_id": f"sli:{episode.fingerprint}", "elements": actions(episode, silenced)})
+        blocks.append({"type": "actions", "block_id": f"sli:{episode.fingerprint}", "elements": actions(episode, silenced, flink_job)})
     fallback = f"{headline(episode)}: {value_text(sli, current) if open_ else 'resolved'} ({rule.threshold_text()})"
     return Reply(fallback, blocks)
 
@@ -170,8 +170,9 @@ def retention_notes(pipeline: str, state: State) -> list[str]:
     return notes
 
 
-def actions(episode: SliEpisode, silenced: bool) -> list[dict[str, Any]]:
-    """Acknowledge, Silence or Unsilence, and the runbook's buttons for this SLI."""
+def actions(episode: SliEpisode, silenced: bool, flink_job: str | None = None) -> list[dict[str, Any]]:
+    """Acknowledge, Silence or Unsilence, the runbook's buttons for this SLI, and for a Flink pipeline Pause and Resume (by
+    savepoint) and Plan a backfill (the Flink way)."""
     fp = episode.fingerprint
     elements: list[dict[str, Any]] = []
     if not episode.acked_by:
@@ -191,6 +192,10 @@ def actions(episode: SliEpisode, silenced: bool) -> list[dict[str, Any]]:
         elements += [button("What changed upstream?", ids.SLI_CHANGES, fp), button("Runbook", ids.SLI_RUNBOOK, fp)]
     else:
         elements.append(button("Hints", ids.SLI_RUNBOOK, fp))
+    if flink_job is not None:
+        if not any(e.get("action_id") == ids.SLI_BACKFILL for e in elements):
+            elements.append(button("Plan a backfill", ids.SLI_BACKFILL, fp))
+        elements += [button(f"Pause {flink_job[:40]}", ids.SLI_FLINK_PAUSE, fp), button(f"Resume {flink_job[:40]}", ids.SLI_FLINK_RESUME, fp)]
     return elements
 
 
