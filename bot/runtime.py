@@ -29,6 +29,7 @@ from bot.schema_registry import SchemaRegistry
 from bot.services import leases
 from bot.services.calendar import CalendarService
 from bot.services.census import CensusService
+from bot.services.degradation import AutoPause
 from bot.services.deliveries import Deliveries
 from bot.services.flink import FlinkService
 from bot.services.health import HealthService
@@ -111,6 +112,7 @@ class Bot:
         self.pagers = ReceiverDelivery(self.sli, config)
         self.dispatcher = Dispatcher(self.db, self.outbox, {**delivery.handlers(), **alerts.handlers(), **operations.handlers(), **self.pagers.handlers(),
                                                             **out_of_band.handlers(), **health.handlers(), **ReleaseReports(self.releases).handlers(),
+                                                            **AutoPause(self.ops, self.sli).handlers(),
                                                             REGISTER: self.proposals.register},
                                      coalesce=frozenset({SLI_EVENT, CARD}))  # queued card edits: one render, the newest state
         calendar = CalendarCommands(self.calendar, self.slack.client, membership, lambda: config.public_url or self.url)

@@ -27,10 +27,9 @@ from bot.flink.rest import FlinkRest, savepoint_on_disk
 from bot.flink.savepoints import without_operators
 from bot.flink.submit import submit
 from bot.runtime import Bot
-from bot.services.operations import Actor
 from bot.slack import ids
 from tests.conftest import API_TOKEN, SlackHarness, bot_config
-from tests.test_ops import ALICE, BOB, NOW, answer, clicked, committed, database_url, latest, new_topic, op_message, ops, produce, read_some, thread
+from tests.test_ops import ALICE, BOB, NOW, answer, clicked, committed, database_url, latest, new_topic, op_message, operations, ops, produce, read_some, thread
 
 __all__ = ["database_url", "ops"]  # fixtures shared with the other operations tests
 
@@ -416,7 +415,7 @@ async def test_a_flink_jobs_backfill_through_slack_with_the_sql_its_passed_relea
             "jobs": [{"name": name, "owner": "orders-team", "flink": "2.3.0", "consumer_groups": [group], "inputs": [orders],
                       "outputs": [counts]}],
             "pipelines": [{"name": name, "owner": "orders-team", "channel": "#orders-pipeline", "jobs": [name],
-                           "source": {"topics": [orders], "group": group}, "reports": ["schema_error_rate"],
+                           "source": {"topics": [orders], "group": group}, "reports": ["schema_error_rate"], "auto_pause": True,
                            "slis": {"schema_error_rate": {"for": "0s", "clear_for": "0s"}}}]}
     parsed, problems = read_catalog(data, lambda _: None)  # type: ignore[arg-type, return-value]
     assert problems == []
@@ -476,24 +475,40 @@ async def test_a_flink_jobs_backfill_through_slack_with_the_sql_its_passed_relea
         assert await until(counted(52))
         assert "already runs on Flink" in await answer(slack, f"/flink resume {name}", ALICE)
 
-        # Its alerts carry Pause and Resume: a click plans the operation in the alert's channel, for oncall only
+        # A schema-error page of a pipeline that opted in pauses its job by savepoint; its alert carries Pause and Resume
         async with aiohttp.ClientSession() as http:
             await http.post(f"{slack.bot.url}/api/v1/metrics", headers={"Authorization": f"Bearer {API_TOKEN}"},
                             json=[{"pipeline": name, "sli": "schema_error_rate", "value": 0.05, "time": datetime.now(UTC).isoformat()}])
         alert = await slack.ws.wait_for(lambda: next((m for m in slack.ws.channel_messages("orders-pipeline")
                                                       if any(b.get("block_id", "").startswith("sli:") for b in m.blocks)), None), timeout=60)
         assert f"Pause {name}" in as_text(alert.text, alert.blocks) and f"Resume {name}" in as_text(alert.text, alert.blocks)
+
+        async def auto() -> Any:
+            rows = [r for r in await operations(slack) if r.kind == "pause" and r.requested_by == "changeops"]
+            return rows[0] if rows and rows[0].state == "applied" else None
+
+        automatic = await until(auto)
+        assert automatic and "schema error rate paged" in automatic.plan["reason"] and await rest.state(jobs[-1]) == "FINISHED"
+        await op_message(slack, int(automatic.id or 0), lambda t: "Paused automatically" in t)
+        await asyncio.to_thread(produce_orders, kafka_bootstrap, orders, 4, first=208)  # nothing reads them while paused
         before = len(slack.ws.ephemerals_for(BOB))
-        await slack.driver.click(alert, ids.SLI_FLINK_PAUSE, user=BOB)
+        await slack.driver.click(alert, ids.SLI_FLINK_RESUME, user=BOB)
         refused = await slack.ws.wait_for(lambda: slack.ws.ephemerals_for(BOB)[before:] or None, timeout=60)
         assert "Only oncall" in refused[0].text and "nothing was planned" in refused[0].text
         before = len(slack.ws.ephemerals_for(ALICE))
         await slack.driver.click(alert, ids.SLI_FLINK_PAUSE, user=ALICE)
         told = await slack.ws.wait_for(lambda: slack.ws.ephemerals_for(ALICE)[before:] or None, timeout=60)
-        assert "Pause plan #" in told[0].text
-        planned = await latest(slack)
-        assert planned.kind == "pause" and planned.state == "planned" and await rest.state(jobs[-1]) == "RUNNING"
-        await slack.bot.ops.cancel(int(planned.id or 0), Actor(ALICE, "slack"))
+        assert "nothing to pause" in told[0].text  # once is enough
+        before = len(slack.ws.ephemerals_for(ALICE))
+        await slack.driver.click(alert, ids.SLI_FLINK_RESUME, user=ALICE)
+        told = await slack.ws.wait_for(lambda: slack.ws.ephemerals_for(ALICE)[before:] or None, timeout=60)
+        assert "Resume plan #" in told[0].text
+        resume = await latest(slack)
+        message = await op_message(slack, int(resume.id or 0), lambda t: "its last pause" in t)
+        assert "is running" in await clicked(slack, message, ids.OPS_CONFIRM, ALICE)
+        await op_message(slack, int(resume.id or 0), lambda t: "done" in t)
+        jobs.append((await slack.bot.ops.get(int(resume.id or 0))).progress["new_job"])
+        assert await until(counted(53))  # what came while it was paused, once
     finally:
         for jid in jobs:
             if await rest.state(jid) == "RUNNING":

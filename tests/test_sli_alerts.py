@@ -232,6 +232,8 @@ async def test_not_production_ready_pipelines_are_named(slack: SlackHarness) -> 
     ({"name": "x", "owner": "orders-team", "reports": ["lag"]}, "unknown SLI"),
     ({"name": "x", "owner": "orders-team", "sla": "soon"}, "duration"),
     ({"name": "bad name!", "owner": "orders-team"}, "a pipeline needs a name"),
+    ({"name": "x", "owner": "orders-team", "auto_pause": "yes"}, "expected true or false"),
+    ({"name": "x", "owner": "orders-team", "auto_pause": True}, "only a pipeline whose jobs include a Flink job"),
 ])
 def test_catalog_pipeline_problems_are_named(bad: dict[str, Any], message: str) -> None:
     data = {"teams": {"orders-team": {"members": [ALICE]}}, "pipelines": [bad]}

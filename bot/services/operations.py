@@ -249,12 +249,12 @@ class Operations:
         stored["booked"] = await self._booked_now(OpKind.REPLAY, request.as_json(), stored)
         return await self._create(OpKind.REPLAY, DRY_RUN if dry_run else OpState.PLANNED, team, actor, request.as_json(), stored, channel)
 
-    async def plan_pause(self, job: str, actor: Actor, channel: str | None, dry_run: bool = False) -> Operation:
-        """Plan to stop a catalog Flink job with a savepoint; OpsError when it cannot be done."""
+    async def plan_pause(self, job: str, actor: Actor, channel: str | None, dry_run: bool = False, reason: str | None = None) -> Operation:
+        """Plan to stop a catalog Flink job with a savepoint (``reason``: why the bot pauses it itself); OpsError when it cannot."""
         found, team = await self._flink_job(job, actor)
         assert self.flink is not None
         try:
-            plan = {"flink": await self.flink.plan_pause(found)}
+            plan = {"flink": await self.flink.plan_pause(found), **({"reason": reason} if reason else {})}
         except FlinkError as err:
             raise OpsError(f"{job} cannot be paused: {err}. Nothing changed") from None
         return await self._create(OpKind.PAUSE, DRY_RUN if dry_run else OpState.PLANNED, team, actor, {"job": job}, plan, channel)

@@ -43,6 +43,7 @@ from bot.store.models import CalendarEntry, LineageRevision, PipelineRow, SliEpi
 log = logging.getLogger(__name__)
 SLI_EVENT = "sli.event"  # outbox kind: something happened to an episode (coalesced per channel by the Slack side)
 SLI_RECEIVER = "sli.receiver"  # outbox kind: a team's pager is owed a trigger, acknowledge or resolve
+AUTO_PAUSE = "sli.auto_pause"  # outbox kind: a page of a pipeline that opted in pauses its Flink job by savepoint
 FLUSH_SECONDS = 10.0     # a series read in memory is written at least this often (or every interval, if shorter)
 FEED_BEHIND = timedelta(seconds=60)  # the metrics consumer reading records older than this, with more to read, is behind
 Key = tuple[str, str]
@@ -290,6 +291,9 @@ class SliService:
             for index, _receiver in enumerate(receivers if act else []):
                 self.outbox.add(session, SLI_RECEIVER, f"receiver:{pipeline.owner}:{index}:{event.fingerprint}",
                                 {"team": pipeline.owner, "receiver": index, "action": act, "episode": event.fingerprint, "at": event.at.isoformat()})
+            if pipeline.auto_pause and event.level is Level.PAGE and event.kind in (Kind.OPENED, Kind.ESCALATED) and event.held is None \
+                    and sli in (Sli.SCHEMA_ERROR_RATE.value, Sli.DLQ_VOLUME.value):  # the second source document's automatic response
+                self.outbox.add(session, AUTO_PAUSE, f"auto-pause:{event.fingerprint}", {"pipeline": pipeline.name, "episode": event.fingerprint})
             if event.kind is not Kind.UPDATED:
                 row.timeline = [*row.timeline, {"kind": event.kind.value, "at": event.at.isoformat(), "value": event.value,
                                                 "actor": event.actor, "detail": event.detail, "level": event.level.value,

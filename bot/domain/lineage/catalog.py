@@ -144,7 +144,8 @@ class _Reader:
 
     def pipelines(self, pipelines: list[Any]) -> None:
         """Pipelines and their SLI overrides; a pipeline lacking a source for a mandatory SLI is a warning."""
-        keys = {"name", "owner", "channel", "source", "dlq", "sink", "sla", "checkpoint_interval", "interval", "jobs", "reports", "slis"}
+        keys = {"name", "owner", "channel", "source", "dlq", "sink", "sla", "checkpoint_interval", "interval", "jobs", "reports", "slis",
+                "auto_pause"}
         jobs = {j.id.name for j in self.catalog.jobs}
         datasets = {d.name for d in self.catalog.datasets} | set(self.catalog.subjects)
         for number, raw in enumerate(pipelines):
@@ -198,7 +199,11 @@ class _Reader:
             pipeline = Pipeline(raw["name"], owner or "", raw.get("channel"), tuple(topics), source.get("group") or None, dlq,
                                 raw.get("sink"), times.get("sla"), times.get("checkpoint_interval"),
                                 times.get("interval") or timedelta(minutes=1), tuple(names["jobs"]), tuple(Sli(s) for s in reports), {},
-                                dlq_header, max_replays)
+                                dlq_header, max_replays, raw.get("auto_pause") is True)
+            if raw.get("auto_pause") not in (None, True, False):
+                self.problem(f"{place}.auto_pause", "expected true or false")
+            elif raw.get("auto_pause") and not any(j.flink for j in self.catalog.jobs if j.id.name in names["jobs"]):
+                self.problem(f"{place}.auto_pause", "only a pipeline whose jobs include a Flink job (flink:) can be paused by savepoint")
             rules = pipeline.rules()
             for name, override in overrides.items():
                 if name not in set(Sli):

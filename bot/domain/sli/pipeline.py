@@ -145,6 +145,7 @@ class Pipeline:
     overrides: dict[str, Any] = field(default_factory=dict)
     dlq_header: str | None = None  # the header its dead-letter writer puts the original topic in, when not Connect's or Spring's
     max_replays: int = MAX_REPLAYS  # a dead letter replayed this often already is parked, not replayed again
+    auto_pause: bool = False  # its Flink job is paused by savepoint when the schema error rate or the DLQ pages (opt-in)
 
     def rules(self) -> dict[Sli, Rule]:
         """Every SLI's rule: defaults, then this pipeline's overrides."""
@@ -173,7 +174,7 @@ class Pipeline:
         return {"name": self.name, "owner": self.owner, "channel": self.channel, "topics": list(self.topics), "group": self.group,
                 "dlq": self.dlq, "sink": self.sink, "sla": _seconds(self.sla), "checkpoint_interval": _seconds(self.checkpoint_interval),
                 "interval": self.interval.total_seconds(), "jobs": list(self.jobs), "reports": [s.value for s in self.reports],
-                "overrides": self.overrides, "dlq_header": self.dlq_header, "max_replays": self.max_replays}
+                "overrides": self.overrides, "dlq_header": self.dlq_header, "max_replays": self.max_replays, "auto_pause": self.auto_pause}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Pipeline:
@@ -182,7 +183,7 @@ class Pipeline:
                    data.get("sink"), _delta(data.get("sla")), _delta(data.get("checkpoint_interval")),
                    _delta(data.get("interval")) or timedelta(minutes=1), tuple(data.get("jobs") or ()),
                    tuple(Sli(s) for s in data.get("reports") or ()), dict(data.get("overrides") or {}), data.get("dlq_header"),
-                   int(data.get("max_replays", MAX_REPLAYS)))
+                   int(data.get("max_replays", MAX_REPLAYS)), bool(data.get("auto_pause")))
 
 
 def default_rules(sla: timedelta | None, checkpoint: timedelta | None) -> dict[Sli, Rule]:

@@ -92,8 +92,9 @@ def backfill_lines(row: Operation) -> list[str]:
 def job_lines(row: Operation) -> list[str]:
     """A pause or a resume: what it does, where it stands."""
     flink = row.plan["flink"]
+    reason = [f":robot_face: Paused automatically: {escape(row.plan['reason'])}. Resume is on the alert."] if row.plan.get("reason") else []
     if row.kind == OpKind.PAUSE.value:
-        lines = [f"Stops *{escape(flink['job'])}* (job {escape(flink['job_id'])}) with a savepoint in `{escape(flink['savepoint_dir'])}`, not "
+        lines = reason + [f"Stops *{escape(flink['job'])}* (job {escape(flink['job_id'])}) with a savepoint in `{escape(flink['savepoint_dir'])}`, not "
                  "drained (no window fires early). Nothing reads for it until it is resumed: its lag grows meanwhile."]
     else:
         lines = [f"Starts *{escape(flink['job'])}* again from the savepoint `{escape(flink['savepoint'])}` ({escape(flink['savepoint_from'])}) "
