@@ -108,7 +108,8 @@ class Bot:
         self.health = HealthService(self.db, self.lineage, self.sli, self.census, self.outbox, bool(config.schema_registry_url),
                                     bool(config.kafka_bootstrap_servers), config.changes_channel, clock)
         health = HealthSlack(self.connections.client(retries=False), self.health)
-        self.releases = Releases(self.db, self.lineage, self.registry, self.calendar, self.outbox, self.planner, config.flink_version, clock)
+        self.releases = Releases(self.db, self.lineage, self.registry, self.calendar, self.outbox, self.planner, config.flink_version, clock,
+                                 self.flink)
         self.pagers = ReceiverDelivery(self.sli, config)
         self.dispatcher = Dispatcher(self.db, self.outbox, {**delivery.handlers(), **alerts.handlers(), **operations.handlers(), **self.pagers.handlers(),
                                                             **out_of_band.handlers(), **health.handlers(), **ReleaseReports(self.releases).handlers(),

@@ -91,8 +91,8 @@ taskmanager.bind-host: 127.0.0.1
 taskmanager.host: 127.0.0.1
 taskmanager.rpc.port: $(free_port)
 taskmanager.data.port: $(free_port)
-taskmanager.numberOfTaskSlots: 8
-taskmanager.memory.process.size: 1600m
+taskmanager.numberOfTaskSlots: 16
+taskmanager.memory.process.size: 2048m
 blob.server.port: $(free_port)
 rest.address: 127.0.0.1
 rest.bind-address: 127.0.0.1

@@ -434,6 +434,22 @@ async def test_a_flink_jobs_backfill_through_slack_with_the_sql_its_passed_relea
     try:
         assert await until(counted(50))
         assert await until(lambda: asyncio.to_thread(lambda: sum(committed(kafka_bootstrap, group, orders).values()) == 200 or None))
+        # The release gate restores a new release from a fresh savepoint in a dry run that never touches the running job
+        async def gate(text: str) -> dict[str, Any]:
+            async with aiohttp.ClientSession() as http, http.post(f"{slack.bot.url}/api/v1/jobs/{name}/check", data=json.dumps({"sql": text}),
+                                                                  headers={"Authorization": f"Bearer {API_TOKEN}"}) as response:
+                return dict(await response.json())
+
+        unmappable = sql.split("INSERT INTO")[0] + ("CREATE TABLE audit (customer STRING, amount INT) WITH ('connector' = 'blackhole');\n"
+                                                    "INSERT INTO audit SELECT customer, amount FROM orders;\n")
+        blocked = await gate(unmappable)
+        state = next(c for c in blocked["checks"] if c["check"] == "state")
+        assert blocked["verdict"] == "blocked" and not state["ok"], blocked
+        assert "Cannot map checkpoint/savepoint state for operator" in state["findings"][0]["message"]
+        assert (await gate("-- the same job, checked again\n" + sql))["verdict"] == "pass"
+        assert [j["jid"] for j in (await rest.get("/jobs/overview"))["jobs"] if j["state"] == "RUNNING" and j["name"].startswith(name)] == jobs
+        assert latest_counts(kafka_bootstrap, counts) == {f"c{i}": 50 for i in range(4)}  # the dry runs read and wrote nothing
+
         assert "is posted" in await answer(slack, f"/backfill {group} {orders} --to-earliest", ALICE)
         row = await latest(slack)
         plan = await op_message(slack, int(row.id or 0), lambda t: "The Flink way" in t)

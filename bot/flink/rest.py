@@ -127,6 +127,24 @@ class FlinkRest:
         await self.wait_for(jid, ("FINISHED",), timeout)
         return str(operation["location"])
 
+    async def savepoint(self, jid: str, directory: str, timeout: float = 300.0) -> str:
+        """Take a savepoint of the running job without stopping it; its location. FlinkError with Flink's reason."""
+        trigger = await self.post(f"/jobs/{jid}/savepoints", {"target-directory": directory, "cancel-job": False})
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            answer = await self.get(f"/jobs/{jid}/savepoints/{trigger['request-id']}")
+            if (answer.get("status") or {}).get("id") == "COMPLETED":
+                break
+            if asyncio.get_running_loop().time() > deadline:
+                raise FlinkError(f"the savepoint of job {jid} did not complete in {timeout:.0f} s")
+            await asyncio.sleep(0.5)
+        operation = answer.get("operation") or {}
+        if operation.get("failure-cause") or not operation.get("location"):
+            cause = operation.get("failure-cause") or {}
+            raise FlinkError(f"Flink could not take a savepoint of job {jid}: "
+                             f"{str(cause.get('stack-trace') or cause.get('class') or 'no location given').splitlines()[0][:400]}")
+        return str(operation["location"])
+
     async def failure(self, jid: str) -> str:
         """The job's newest exception, its deepest cause."""
         return root_cause(await self.get(f"/jobs/{jid}/exceptions?maxExceptions=1", missing_ok=True)) or "Flink recorded no exception"

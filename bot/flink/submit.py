@@ -17,10 +17,10 @@ SUBMIT_SECONDS = 300.0
 
 
 async def submit(root: str, version: str, rest_url: str, name: str, statements: list[Statement], config: dict[str, str],
-                 starts: dict[str, dict[str, str]] | None = None) -> str:
+                 starts: dict[str, dict[str, str]] | None = None, overrides: dict[str, str] | None = None) -> str:
     """Submit ``statements`` as the job ``name`` (restored from ``config["execution.state-recovery.path"]`` when given); its
     job id. ``starts`` gives the Kafka sources of some topics new start options (a source without state starts there);
-    each must be found (else nothing is started). FlinkError with Flink's own words when Flink refuses the job; FlinkUnavailable when no runtime
+    each must be found (else nothing is started). ``overrides`` are set after the job's own ``SET`` statements. FlinkError with Flink's own words when Flink refuses the job; FlinkUnavailable when no runtime
     can submit."""
     home = Path(root) / f"flink-{version}"
     python = home / "venv" / "bin" / "python"
@@ -28,7 +28,8 @@ async def submit(root: str, version: str, rest_url: str, name: str, statements: 
         raise FlinkUnavailable(f"the Flink {version} runtime is not installed under {root}: run scripts/flink.sh install {version}")
     jars = sorted(str(p) for p in (home / "jars").glob("*.jar"))
     request: dict[str, Any] = {"rest_url": rest_url, "name": name, "config": config, "jars": jars,
-                               "statements": [{"sql": s.sql, "kind": s.kind} for s in statements], "starts": starts or {}}
+                               "statements": [{"sql": s.sql, "kind": s.kind} for s in statements], "starts": starts or {},
+                               "overrides": overrides or {}}
     process = await asyncio.create_subprocess_exec(str(python), str(WORKER), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                                                    stderr=asyncio.subprocess.PIPE, preexec_fn=die_with_parent)
     try:

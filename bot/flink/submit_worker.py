@@ -59,6 +59,8 @@ def submit(request: dict[str, Any]) -> tuple[str, dict[str, str]]:
             env.execute_sql(statement["sql"])
     if not inserts:
         raise ValueError("the SQL has no INSERT: there is no job to run")
+    for key, value in (request.get("overrides") or {}).items():  # after the job's own SETs: what the bot must decide
+        env.get_config().set(key, str(value))
     moved = _move_sources(env, request.get("starts") or {})
     missing = sorted(set(request.get("starts") or {}) - set(moved.values()))
     if missing:  # before the job runs: a source left where it was would not re-read

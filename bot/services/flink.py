@@ -16,7 +16,7 @@ from sqlmodel import col, select
 
 from bot.domain.flink.backfill import kafka_tables, source_vertices, starts
 from bot.domain.flink.statements import StatementError, split
-from bot.domain.flink.status import FlinkError, FlinkUnavailable, JobStatus
+from bot.domain.flink.status import FlinkError, FlinkUnavailable, JobStatus, pick
 from bot.domain.lineage.model import Job
 from bot.flink.planner import Planner, PlannerUnavailable
 from bot.flink.rest import FlinkRest, savepoint_on_disk
@@ -121,6 +121,44 @@ class FlinkService:
             raise FlinkError(f"the running job {running['jid']} has no single source operator for {', '.join(lost)}: is it the job of this SQL?")
         return {"job": job.id.name, "job_id": running["jid"], "version": version, "sql": sql, "sql_from": origin, "tables": tables,
                 "vertices": vertices, "savepoint_dir": self.savepoint_dir}
+
+    # --- recoverability -------------------------------------------------------------------------
+
+    async def restore_check(self, job: Job, sql: str) -> tuple[str | None, str]:
+        """Restore ``sql`` (a new release of ``job``) from a fresh savepoint of the running job, as a throwaway job that is never
+        scheduled: it asks for one slot more than the cluster has, so Flink maps the state when it creates the job (where
+        "Cannot map checkpoint/savepoint state" fails) and no task ever reads or writes; then it is cancelled. The running
+        job is not touched (NO_CLAIM). ``(Flink's reason it cannot be restored, or None; the savepoint used)``."""
+        rest = self._rest()
+        if not self.savepoint_dir:
+            raise FlinkError("FLINK_SAVEPOINT_DIR is not set, so the bot has nowhere to put the savepoint it restores from")
+        running = await rest.find(job.id.name)
+        if running.get("state") != "RUNNING":
+            raise FlinkError(f"{job.id.name} is {running.get('state')} on Flink, not running: there is no state to restore from")
+        savepoint = await rest.savepoint(str(running["jid"]), self.savepoint_dir)
+        slots = int((await rest.get("/overview")).get("slots-total") or 0)
+        statements = await off_loop(split, sql)
+        name = f"{job.id.name} (changeops restore check {savepoint.rstrip('/').rsplit('/', 1)[-1]})"
+        try:
+            check = await submit(self.root, job.flink or "", rest.url, name, statements,
+                                 {"execution.state-recovery.path": savepoint, "execution.state-recovery.claim-mode": "NO_CLAIM"},
+                                 overrides={"parallelism.default": str(slots + 1)})
+        except FlinkError as err:  # a job Flink could not even create says why in its exceptions ("Cannot map ... state ...")
+            failed = pick(await rest.get("/jobs/overview"), name)
+            return (await rest.failure(str(failed["jid"])) if failed and failed.get("state") == "FAILED" else str(err)), savepoint
+        try:
+            for _ in range(240):
+                state = await rest.state(check)
+                if state == "FAILED":  # the state could not be mapped, unless it failed waiting for the slots it never gets
+                    reason = await rest.failure(check)
+                    return (None if "NoResourceAvailable" in reason else reason), savepoint
+                if state != "INITIALIZING":  # created, so the state was mapped; it waits for slots (or retries for them)
+                    return None, savepoint
+                await asyncio.sleep(0.5)
+            raise FlinkError(f"the restore check job {check} is still initializing after 120 s")
+        finally:
+            if await rest.state(check) not in ("FAILED", "CANCELED", "FINISHED"):
+                await rest.cancel(check)
 
     # --- pause and resume ------------------------------------------------------------------------
 

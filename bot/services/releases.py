@@ -15,11 +15,13 @@ from sqlmodel import col, select
 
 from bot.domain.avro.parse import SchemaError, parse
 from bot.domain.calendar import CalendarError, Scope
-from bot.domain.flink.checks import Report, avro_sources, data_tables, field_lineage, read_planner, registered, source_schemas, states
+from bot.domain.flink.checks import Finding, Report, avro_sources, data_tables, field_lineage, read_planner, registered, source_schemas, states
 from bot.domain.flink.statements import Statement, StatementError, split
+from bot.domain.flink.status import FlinkError
 from bot.flink.planner import Planner, PlannerUnavailable
 from bot.services.audit import record as audit
 from bot.services.calendar import CalendarService
+from bot.services.flink import FlinkService
 from bot.services.lineage import LineageService, bump_revision
 from bot.services.outbox import Outbox
 from bot.services.registry import Registry
@@ -45,9 +47,9 @@ class Releases:
     """Checks Flink job releases."""
 
     def __init__(self, db: Database, lineage: LineageService, registry: Registry, calendar: CalendarService, outbox: Outbox,
-                 planner: Planner, flink_version: str, clock: Callable[[], datetime] = utcnow) -> None:
+                 planner: Planner, flink_version: str, clock: Callable[[], datetime] = utcnow, flink: FlinkService | None = None) -> None:
         self.db, self.lineage, self.registry, self.calendar, self.outbox, self.planner = db, lineage, registry, calendar, outbox, planner
-        self.flink_version, self.clock = flink_version, clock
+        self.flink_version, self.clock, self.flink = flink_version, clock, flink
 
     async def check(self, job: str, sql: str, state: dict[str, str], *, author: str | None, checked_by: str) -> dict[str, Any]:
         """The gate's answer: ``{"job", "verdict", "checks", "flink", "release"}``; ReleaseError for bad input."""
@@ -82,7 +84,25 @@ class Releases:
                                        .order_by(col(FlinkRelease.id).desc()))).first()
         report = await off_loop(_with_states, report, state, dict(last.states) if last is not None else None)
         datasets = await self._registered(report)
+        if report.passed:
+            report = await self._restorable(report, sql)
         return await self._record(report, state, sql, answer, author, checked_by, field_lineage(report, datasets) if report.passed else [])
+
+    async def _restorable(self, report: Report, sql: str) -> Report:
+        """Recoverability (seed 000 §7): the release restored from a fresh savepoint of the running job in a dry run that never
+        touches it; Flink's own words block when the state cannot be mapped. Without a Flink to ask, a warning says so."""
+        if self.flink is None or self.flink.rest is None:
+            return report
+        try:
+            job = await self.flink.job(report.job)
+            reason, savepoint = await self.flink.restore_check(job, sql)
+        except FlinkError as err:
+            report.checks["state"].append(Finding(f"no restore dry run: {err}", level="warning"))
+            return report
+        if reason is not None:
+            report.checks["state"].append(Finding(f"this release cannot restore the job's state from its savepoint {savepoint} (a dry run that "
+                                                  f"never touched the running job): {reason}"))
+        return report
 
     async def _sources(self, report: Report) -> Report:
         subjects: dict[str, str] = {}

@@ -176,7 +176,7 @@ def root_cause(exceptions: dict[str, Any] | None) -> str | None:
     newest = max(entries, key=lambda e: int(e.get("timestamp") or 0))
     text = str(newest.get("stacktrace") or newest.get("exceptionName") or "")
     causes = [line.strip() for line in text.splitlines() if line.startswith("Caused by:")]
-    return (causes[-1] if causes else text.splitlines()[0] if text else str(newest.get("exceptionName")))[:300]
+    return (causes[-1] if causes else text.splitlines()[0] if text else str(newest.get("exceptionName")))[:600]
 
 
 def _when(millis: Any) -> datetime | None:
