@@ -450,6 +450,17 @@ async def test_a_flink_jobs_backfill_through_slack_with_the_sql_its_passed_relea
         assert [j["jid"] for j in (await rest.get("/jobs/overview"))["jobs"] if j["state"] == "RUNNING" and j["name"].startswith(name)] == jobs
         assert latest_counts(kafka_bootstrap, counts) == {f"c{i}": 50 for i in range(4)}  # the dry runs read and wrote nothing
 
+        # A restore drill with the release's SQL, recorded: the monthly report no longer names the job as undrilled
+        month = datetime.now(UTC).date().replace(day=1)
+        assert name in (await slack.bot.health.compute(month))["overall"]["jobs_without_drill"]
+        env = {**os.environ, "DATABASE_URL": migrated_url, "FLINK_REST_URL": flink_rest_url, "FLINK_SAVEPOINT_DIR": os.environ["TEST_FLINK_SAVEPOINT_DIR"]}
+        drilled = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "flink", "drill", name, "--format", "json"], env=env,
+                                          capture_output=True, text=True, timeout=300)
+        assert drilled.returncode == 0, drilled.stderr
+        assert json.loads(drilled.stdout)["ok"] is True and savepoint_on_disk(json.loads(drilled.stdout)["savepoint"])
+        assert name not in (await slack.bot.health.compute(month))["overall"]["jobs_without_drill"]
+        assert [j["jid"] for j in (await rest.get("/jobs/overview"))["jobs"] if j["state"] == "RUNNING" and j["name"].startswith(name)] == jobs
+
         assert "is posted" in await answer(slack, f"/backfill {group} {orders} --to-earliest", ALICE)
         row = await latest(slack)
         plan = await op_message(slack, int(row.id or 0), lambda t: "The Flink way" in t)

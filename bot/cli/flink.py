@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import getpass
 import json
 import os
 import sys
@@ -31,7 +32,8 @@ def add_parsers(sub: Any) -> None:
     """Register ``flink``."""
     flink = sub.add_parser("flink", help="Flink jobs of the catalog, from Flink's REST API (FLINK_REST_URL)",
                            description="Exit codes: 0 answered; 1 Flink runs no job of that name; 2 bad input (not a catalog job "
-                                       "with flink:, FLINK_REST_URL unset); 3 Flink did not answer.").add_subparsers(metavar="ACTION")
+                                       "with flink:, FLINK_REST_URL unset); 3 Flink did not answer. A drill exits 1 when the state cannot "
+                                       "be restored.").add_subparsers(metavar="ACTION")
     status = flink.add_parser("status", help="state, job id, last checkpoint (age, duration against the interval), failures, restarts, "
                                              "backpressure, the newest savepoint")
     status.add_argument("job", help="the catalog job's name (Flink's pipeline.name)")
@@ -42,6 +44,12 @@ def add_parsers(sub: Any) -> None:
     pause.add_argument("--yes", action="store_true", help="stop it now")
     pause.add_argument("--format", choices=("text", "json"), default="text")
     pause.set_defaults(run=command(run_pause))
+    drill = flink.add_parser("drill", help="a restore drill: the job's state, from a fresh savepoint, restored into a throwaway job that "
+                                           "never runs (the running job untouched); recorded for the monthly report")
+    drill.add_argument("job")
+    drill.add_argument("--sql", metavar="FILE", help="the job's SQL (default: its last passed release's)")
+    drill.add_argument("--format", choices=("text", "json"), default="text")
+    drill.set_defaults(run=command(run_drill))
     resume = flink.add_parser("resume", help="start a job again from its savepoint with its SQL (a plan first; --yes does it)")
     resume.add_argument("job")
     resume.add_argument("--sql", metavar="FILE", help="the job's SQL (default: its last passed release's)")
@@ -56,7 +64,7 @@ def _flink(work: Any) -> Any:
 
     async def run(db: Database) -> Any:
         try:
-            return await work(FlinkService(db, LineageService(db), config.flink_rest_url))
+            return await work(FlinkService(db, LineageService(db), config.flink_rest_url, config.flink_savepoint_dir, config.flink_root))
         except FlinkUnavailable as err:
             raise CommandError(str(err), FLINK_AWAY) from None
         except FlinkJobMissing as err:
@@ -112,3 +120,21 @@ def run_resume(args: argparse.Namespace) -> int:
     except OpsError as err:
         raise CommandError(str(err), USAGE_ERROR) from None
     return _operate(args, OpKind.RESUME, lambda ops: ops.plan_resume(args.job, actor(), None, dry_run=not args.yes, sql=sql, savepoint=args.savepoint))
+
+
+def run_drill(args: argparse.Namespace) -> int:
+    """``bot flink drill JOB``: ``{"job", "ok", "savepoint", "reason", "at"}``; exit 1 when the state cannot be restored."""
+    try:
+        sql = read_file(args.sql) if args.sql else None
+    except OpsError as err:
+        raise CommandError(str(err), USAGE_ERROR) from None
+    drilled = _flink(lambda flink: flink.drill(args.job, sql, f"{getpass.getuser()} (terminal)"))
+    answer = {"job": drilled.job, "ok": drilled.ok, "savepoint": drilled.savepoint, "reason": drilled.reason or None,
+              "at": drilled.created_at.isoformat()}
+    if args.format == "json":
+        print(json.dumps(answer, indent=2))
+    elif drilled.ok:
+        print(f"{drilled.job}: restored from {drilled.savepoint} in a throwaway job (never scheduled, then cancelled): its state maps")
+    else:
+        print(f"{drilled.job}: cannot be restored from {drilled.savepoint}: {drilled.reason}")
+    return 0 if drilled.ok else JOB_MISSING

@@ -10,6 +10,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 STALE_AFTER = timedelta(days=183)  # no change for about six months: a candidate to retire
+DRILL_EVERY = timedelta(days=90)  # a Flink job's state must have been restored in a drill this recently (seed 000 §8: quarterly)
 OVERALL = "overall"
 
 
@@ -61,6 +62,7 @@ class Facts:
     pipelines_missing: list[tuple[str, str]] = field(default_factory=list)  # (team, pipeline) missing a mandatory SLI
     episodes: list[EpisodeFacts] = field(default_factory=list)
     releases: list[tuple[str | None, tuple[str, ...]]] = field(default_factory=list)  # (team, checks that blocked) per Flink release
+    drills: list[tuple[str | None, str, datetime | None]] = field(default_factory=list)  # (team, Flink job, its last completed drill)
     teams: list[str] = field(default_factory=list)
     unmeasured: list[str] = field(default_factory=list)  # what could not be measured, and why
     previous: dict[str, Any] | None = None  # last month's report, for trends
@@ -131,6 +133,7 @@ def _figures(facts: Facts, team: str | None) -> dict[str, Any]:
         "pipelines_missing_sli": sorted(name for owner, name in facts.pipelines_missing if mine(owner)),
         "sli_episodes": len(episodes),
         "median_minutes_to_acknowledge_sli": round(statistics.median(acked), 2) if acked else None,
+        "jobs_without_drill": sorted(job for owner, job, last in facts.drills if mine(owner) and (last is None or end - last > DRILL_EVERY)),
         "releases_passed": sum(1 for failed in releases if not failed),
         "releases_blocked": {check: sum(1 for failed in releases if check in failed)
                              for check in sorted({c for failed in releases for c in failed})},
@@ -173,6 +176,8 @@ def describe(figures: dict[str, Any]) -> list[tuple[str, str]]:
                         f"Registry did not take: {figures.get('registrations_failed', 0)}"),
         (":bar_chart:", "Pipelines missing a mandatory SLI: " + (", ".join(figures["pipelines_missing_sli"]) or "none")),
         (":rotating_light:", f"SLI episodes: {figures['sli_episodes']}; median time to acknowledge: " + (f"{minutes:g} min" if minutes is not None else "n/a")),
+        (":fire_extinguisher:", "Flink jobs without a completed restore drill in 90 days (`bot flink drill JOB`): "
+                                + (", ".join(f"`{job}`" for job in figures.get("jobs_without_drill", [])[:20]) or "none")),
         (":rocket:", f"Flink releases through the gate: {figures.get('releases_passed', 0)} passed; blocked by "
                      + (", ".join(f"{check} {count}" for check, count in (figures.get("releases_blocked") or {}).items()) or "none")),
     ]

@@ -24,7 +24,7 @@ from bot.flink.savepoints import without_operators
 from bot.flink.submit import submit
 from bot.services.lineage import LineageService
 from bot.store.database import Database
-from bot.store.models import FlinkRelease, aware
+from bot.store.models import FlinkDrill, FlinkRelease, aware, utcnow
 from bot.workers import off_loop
 
 Save = Callable[[dict[str, Any]], Awaitable[None]]
@@ -159,6 +159,23 @@ class FlinkService:
         finally:
             if await rest.state(check) not in ("FAILED", "CANCELED", "FINISHED"):
                 await rest.cancel(check)
+
+    async def drill(self, name: str, sql: str | None, by: str) -> FlinkDrill:
+        """A restore drill (seed 000 §8): the job's state, from a fresh savepoint, restored into a throwaway job with its last
+        passed release's SQL (or ``sql``); recorded, so the monthly report can name the jobs without one in 90 days."""
+        job = await self.job(name)
+        if sql is None:
+            recorded = await self.release_sql(name)
+            if recorded is None:
+                raise FlinkError(f"no passed release of {name} recorded its SQL (the release gate records it): give it with --sql FILE")
+            sql = recorded[0]
+        reason, savepoint = await self.restore_check(job, sql)
+        async with self.db.session() as session:
+            row = FlinkDrill(job=name, ok=reason is None, savepoint=savepoint, reason=reason or "", drilled_by=by, created_at=utcnow())
+            session.add(row)
+            await session.commit()
+            await session.refresh(row)
+        return row
 
     # --- pause and resume ------------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from bot.store.models import (
     Acknowledgement,
     CatalogSetting,
     CensusRun,
+    FlinkDrill,
     FlinkRelease,
     HealthReport,
     ObservedSchema,
@@ -78,6 +79,7 @@ class HealthService:
                      if r.value.get("down")]
             previous = await session.get(HealthReport, previous_month(month).strftime("%Y-%m"))
             releases = list((await session.exec(select(FlinkRelease).where(col(FlinkRelease.created_at) >= start, col(FlinkRelease.created_at) < end))).all())
+            drills = list((await session.exec(select(FlinkDrill).where(col(FlinkDrill.ok), col(FlinkDrill.created_at) < end))).all())
         owner = {s.id: s.owner_team for s in subjects}
         censuses = await self.census.censuses([topic_of(s) for s in subjects]) if self.kafka_configured else {}
         for subject in subjects:
@@ -107,6 +109,10 @@ class HealthService:
                                        aware(e.acked_at) if e.acked_at else None) for e in episodes]
         facts.previous = previous.figures if previous else None
         facts.releases = [(r.team, tuple(r.failed_checks)) for r in releases]
+        last: dict[str, datetime] = {}
+        for drill in drills:
+            last[drill.job] = max(last.get(drill.job, aware(drill.created_at)), aware(drill.created_at))
+        facts.drills = [(job.owners[0] if job.owners else None, job.id.name, last.get(job.id.name)) for job in graph.jobs.values() if job.flink]
         if not self.registry_configured:
             facts.unmeasured.append("the share of topics with a registered schema: no Schema Registry is configured (SCHEMA_REGISTRY_URL)")
         if not self.kafka_configured:

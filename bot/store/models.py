@@ -508,3 +508,17 @@ class FlinkRelease(SQLModel, table=True):
     report: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False, default=dict))  # the gate's answer
     lineage: list[list[str]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False, default=list))  # field mappings of the plan
     created_at: datetime = _when(nullable=False, default=utcnow, index=True)
+
+
+class FlinkDrill(SQLModel, table=True):
+    """One restore drill of a Flink job: its newest state restored into a throwaway job (never scheduled), and whether it could be."""
+
+    __tablename__ = "flink_drills"
+
+    id: int | None = Field(default=None, primary_key=True)
+    job: str = Field(index=True, max_length=255)
+    ok: bool = False
+    savepoint: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    reason: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))  # Flink's words when it could not
+    drilled_by: str = Field(default="", max_length=255)
+    created_at: datetime = _when(nullable=False, default=utcnow, index=True)
