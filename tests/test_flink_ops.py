@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -139,12 +140,6 @@ def produce_orders(bootstrap: str, topic: str, count: int, first: int = 0) -> No
     assert producer.flush(30) == 0
 
 
-async def flink_job(rest: str, name: str) -> dict[str, Any]:
-    async with aiohttp.ClientSession() as session, session.get(f"{rest}/jobs/overview") as answer:
-        jobs = [j for j in (await answer.json())["jobs"] if j["name"] == name]
-    return max(jobs, key=lambda j: j["start-time"]) if jobs else {}
-
-
 async def until(predicate: Any, timeout: float = 120.0) -> Any:
     """Poll ``predicate`` (a coroutine function) until it returns something true."""
     deadline = asyncio.get_running_loop().time() + timeout
@@ -153,6 +148,64 @@ async def until(predicate: Any, timeout: float = 120.0) -> Any:
         if value or asyncio.get_running_loop().time() > deadline:
             return value
         await asyncio.sleep(0.5)
+
+
+@dataclass
+class Counting:
+    """A job counting orders per customer into an upsert-kafka topic on the real cluster: its topics, names and SQL."""
+
+    bootstrap: str
+    rest: FlinkRest
+    orders: str
+    counts: str
+    name: str
+    group: str
+
+    @classmethod
+    def new(cls, bootstrap: str, rest_url: str) -> Counting:
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        return cls(bootstrap, FlinkRest(rest_url), new_topic(admin, "orders"), new_topic(admin, "counts", partitions=1),
+                   f"count-orders-{uuid.uuid4().hex[:6]}", f"count-orders-g-{uuid.uuid4().hex[:6]}")
+
+    @property
+    def sql(self) -> str:
+        return "SET 'execution.checkpointing.interval' = '1s';\n" + COUNT_SQL.format(orders=self.orders, counts=self.counts, group=self.group,
+                                                                                      bootstrap=self.bootstrap)
+
+    async def start(self) -> str:
+        return await submit(os.environ["CHANGEOPS_FLINK_ROOT"], "2.3.0", self.rest.url, self.name, split(self.sql), {})
+
+    def counted(self, n: int) -> Any:
+        """For ``until``: every customer's newest count is ``n``."""
+        return lambda: asyncio.to_thread(lambda: latest_counts(self.bootstrap, self.counts) == {f"c{i}": n for i in range(4)} or None)
+
+    def committed(self, total: int) -> Any:
+        """For ``until``: the job has committed ``total`` offsets to its group (it commits as it checkpoints)."""
+        return lambda: asyncio.to_thread(lambda: sum(committed(self.bootstrap, self.group, self.orders).values()) == total or None)
+
+    async def running(self) -> list[str]:
+        return [j["jid"] for j in (await self.rest.get("/jobs/overview"))["jobs"] if j["name"] == self.name and j["state"] == "RUNNING"]
+
+    async def cancel(self) -> None:
+        for jid in await self.running():
+            await self.rest.cancel(jid)
+
+
+def terminal(job: Counting, database_url: str, folder: Path) -> tuple[Any, dict[str, str]]:
+    """The job's SQL and a catalog naming it in ``folder``, loaded; the ``bot`` command in a process, as oncall runs it, and
+    its environment."""
+    (folder / "job.sql").write_text(job.sql)
+    (folder / "catalog.yaml").write_text(json.dumps({
+        "teams": {"orders-team": {"members": [ALICE], "oncall": [ALICE]}},
+        "jobs": [{"name": job.name, "owner": "orders-team", "flink": "2.3.0", "consumer_groups": [job.group]}]}))
+    env = {**os.environ, "DATABASE_URL": database_url, "KAFKA_BOOTSTRAP_SERVERS": job.bootstrap, "FLINK_REST_URL": job.rest.url,
+           "FLINK_SAVEPOINT_DIR": os.environ["TEST_FLINK_SAVEPOINT_DIR"], "OPS_LEASE_SECONDS": "3"}
+
+    def bot(*args: str, **more: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "bot", *args], env={**env, **more}, capture_output=True, text=True, timeout=600)
+
+    assert bot("catalog", "load", str(folder / "catalog.yaml")).returncode == 0
+    return bot, env
 
 
 async def test_a_running_flink_job_as_flink_sees_it_and_its_group_never_reset(slack: SlackHarness, migrated_url: str, kafka_bootstrap: str,
@@ -236,13 +289,11 @@ def latest_counts(bootstrap: str, topic: str) -> dict[str, int]:
 
 async def test_a_job_stopped_with_a_savepoint_reads_nothing_and_restored_from_it_loses_and_doubles_nothing(
         kafka_bootstrap: str, flink_rest_url: str) -> None:
-    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
-    orders, counts = new_topic(admin, "orders"), new_topic(admin, "counts", partitions=1)
-    name, group = f"count-orders-{uuid.uuid4().hex[:6]}", f"count-orders-g-{uuid.uuid4().hex[:6]}"
+    case = Counting.new(kafka_bootstrap, flink_rest_url)
+    name, group, orders, counts, rest, root = case.name, case.group, case.orders, case.counts, case.rest, os.environ["CHANGEOPS_FLINK_ROOT"]
     await asyncio.to_thread(produce_orders, kafka_bootstrap, orders, 200)
-    statements = split(COUNT_SQL.format(orders=orders, counts=counts, group=group, bootstrap=kafka_bootstrap))
-    rest, root = FlinkRest(flink_rest_url), os.environ["CHANGEOPS_FLINK_ROOT"]
-    job = await submit(root, "2.3.0", flink_rest_url, name, statements, {"execution.checkpointing.interval": "1s"})
+    statements = split(case.sql)
+    job = await case.start()
     jobs = [job]
     try:
         assert await until(lambda: asyncio.to_thread(lambda: latest_counts(kafka_bootstrap, counts) == {f"c{i}": 50 for i in range(4)} or None))
@@ -276,13 +327,11 @@ async def test_a_job_stopped_with_a_savepoint_reads_nothing_and_restored_from_it
 
 async def test_a_savepoint_copied_without_the_source_re_reads_from_where_it_is_told_and_keeps_every_other_state(
         kafka_bootstrap: str, flink_rest_url: str) -> None:
-    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
-    orders, counts = new_topic(admin, "orders"), new_topic(admin, "counts", partitions=1)
-    name, group = f"count-orders-{uuid.uuid4().hex[:6]}", f"count-orders-g-{uuid.uuid4().hex[:6]}"
+    case = Counting.new(kafka_bootstrap, flink_rest_url)
+    name, orders, counts, rest, root = case.name, case.orders, case.counts, case.rest, os.environ["CHANGEOPS_FLINK_ROOT"]
     await asyncio.to_thread(produce_orders, kafka_bootstrap, orders, 200)
-    statements = split(COUNT_SQL.format(orders=orders, counts=counts, group=group, bootstrap=kafka_bootstrap))
-    rest, root, every = FlinkRest(flink_rest_url), os.environ["CHANGEOPS_FLINK_ROOT"], {"execution.checkpointing.interval": "1s"}
-    jobs = [await submit(root, "2.3.0", flink_rest_url, name, statements, every)]
+    statements, every = split(case.sql), {"execution.checkpointing.interval": "1s"}
+    jobs = [await case.start()]
     try:
         assert await until(lambda: asyncio.to_thread(lambda: latest_counts(kafka_bootstrap, counts) == {f"c{i}": 50 for i in range(4)} or None))
         vertices = (await rest.get(f"/jobs/{jobs[0]}"))["vertices"]
@@ -322,35 +371,14 @@ def produce_timed(bootstrap: str, topic: str, count: int, at: datetime, first: i
 
 async def test_a_flink_jobs_backfill_from_the_terminal_re_reads_keeps_the_rest_undoes_and_survives_a_killed_bot(
         migrated_url: str, kafka_bootstrap: str, flink_rest_url: str, tmp_path: Path) -> None:
-    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
-    orders, counts = new_topic(admin, "orders"), new_topic(admin, "counts", partitions=1)
-    name, group = f"count-orders-{uuid.uuid4().hex[:6]}", f"count-orders-g-{uuid.uuid4().hex[:6]}"
+    job = Counting.new(kafka_bootstrap, flink_rest_url)
+    name, group, orders, rest, counted, running = job.name, job.group, job.orders, job.rest, job.counted, job.running
     await asyncio.to_thread(produce_timed, kafka_bootstrap, orders, 100, datetime.now(UTC) - timedelta(hours=3))
     await asyncio.to_thread(produce_timed, kafka_bootstrap, orders, 100, datetime.now(UTC) - timedelta(minutes=10), first=100)
-    sql = "SET 'execution.checkpointing.interval' = '1s';\n" + COUNT_SQL.format(orders=orders, counts=counts, group=group, bootstrap=kafka_bootstrap)
-    (tmp_path / "job.sql").write_text(sql)
-    (tmp_path / "catalog.yaml").write_text(json.dumps({
-        "teams": {"orders-team": {"members": [ALICE], "oncall": [ALICE]}},
-        "jobs": [{"name": name, "owner": "orders-team", "flink": "2.3.0", "consumer_groups": [group]}]}))
-    env = {**os.environ, "DATABASE_URL": migrated_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap, "FLINK_REST_URL": flink_rest_url,
-           "FLINK_SAVEPOINT_DIR": os.environ["TEST_FLINK_SAVEPOINT_DIR"], "OPS_LEASE_SECONDS": "3"}
-
-    def bot(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "bot", *args], env=env, capture_output=True, text=True, timeout=600)
-
-    assert (await asyncio.to_thread(bot, "catalog", "load", str(tmp_path / "catalog.yaml"))).returncode == 0
-    rest, root = FlinkRest(flink_rest_url), os.environ["CHANGEOPS_FLINK_ROOT"]
-    first = await submit(root, "2.3.0", flink_rest_url, name, split(sql), {})
-
-    def counted(n: int) -> Any:
-        return lambda: asyncio.to_thread(lambda: latest_counts(kafka_bootstrap, counts) == {f"c{i}": n for i in range(4)} or None)
-
-    async def running() -> list[str]:
-        return [j["jid"] for j in (await rest.get("/jobs/overview"))["jobs"] if j["name"] == name and j["state"] == "RUNNING"]
-
+    bot, env = await asyncio.to_thread(terminal, job, migrated_url, tmp_path)
+    first = await job.start()
     try:
-        assert await until(counted(50))
-        assert await until(lambda: asyncio.to_thread(lambda: sum(committed(kafka_bootstrap, group, orders).values()) == 200 or None))
+        assert await until(counted(50)) and await until(job.committed(200))
 
         nosql = await asyncio.to_thread(bot, "backfill", group, orders, "--to-earliest")  # no release recorded its SQL
         assert nosql.returncode == 1 and "no passed release of" in nosql.stderr and "--sql FILE" in nosql.stderr
@@ -393,8 +421,7 @@ async def test_a_flink_jobs_backfill_from_the_terminal_re_reads_keeps_the_rest_u
         assert await until(counted(51 + 26))  # the 104 orders of the last hour again (and not the 100 older ones)
         assert len(await running()) == 1
     finally:
-        for jid in await running():
-            await rest.cancel(jid)
+        await job.cancel()
 
 
 async def test_a_flink_jobs_backfill_through_slack_with_the_sql_its_passed_release_recorded(
@@ -544,34 +571,13 @@ async def test_a_flink_jobs_backfill_through_slack_with_the_sql_its_passed_relea
 
 async def test_pause_and_resume_from_the_terminal_lose_and_double_nothing_and_a_pause_killed_midway_finishes(
         migrated_url: str, kafka_bootstrap: str, flink_rest_url: str, tmp_path: Path) -> None:
-    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
-    orders, counts = new_topic(admin, "orders"), new_topic(admin, "counts", partitions=1)
-    name, group = f"count-orders-{uuid.uuid4().hex[:6]}", f"count-orders-g-{uuid.uuid4().hex[:6]}"
+    job = Counting.new(kafka_bootstrap, flink_rest_url)
+    name, group, orders, counts, counted, running = job.name, job.group, job.orders, job.counts, job.counted, job.running
     await asyncio.to_thread(produce_orders, kafka_bootstrap, orders, 200)
-    sql = "SET 'execution.checkpointing.interval' = '1s';\n" + COUNT_SQL.format(orders=orders, counts=counts, group=group, bootstrap=kafka_bootstrap)
-    (tmp_path / "job.sql").write_text(sql)
-    (tmp_path / "catalog.yaml").write_text(json.dumps({
-        "teams": {"orders-team": {"members": [ALICE], "oncall": [ALICE]}},
-        "jobs": [{"name": name, "owner": "orders-team", "flink": "2.3.0", "consumer_groups": [group]}]}))
-    env = {**os.environ, "DATABASE_URL": migrated_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap, "FLINK_REST_URL": flink_rest_url,
-           "FLINK_SAVEPOINT_DIR": os.environ["TEST_FLINK_SAVEPOINT_DIR"], "OPS_LEASE_SECONDS": "3"}
-
-    def bot(*args: str, **more: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "bot", *args], env={**env, **more}, capture_output=True, text=True, timeout=600)
-
-    assert (await asyncio.to_thread(bot, "catalog", "load", str(tmp_path / "catalog.yaml"))).returncode == 0
-    rest = FlinkRest(flink_rest_url)
-    await submit(os.environ["CHANGEOPS_FLINK_ROOT"], "2.3.0", flink_rest_url, name, split(sql), {})
-
-    def counted(n: int) -> Any:
-        return lambda: asyncio.to_thread(lambda: latest_counts(kafka_bootstrap, counts) == {f"c{i}": n for i in range(4)} or None)
-
-    async def running() -> list[str]:
-        return [j["jid"] for j in (await rest.get("/jobs/overview"))["jobs"] if j["name"] == name and j["state"] == "RUNNING"]
-
+    bot, env = await asyncio.to_thread(terminal, job, migrated_url, tmp_path)
+    await job.start()
     try:
-        assert await until(counted(50))
-        assert await until(lambda: asyncio.to_thread(lambda: sum(committed(kafka_bootstrap, group, orders).values()) == 200 or None))
+        assert await until(counted(50)) and await until(job.committed(200))
         planned = await asyncio.to_thread(bot, "flink", "pause", name)
         assert planned.returncode == 0 and "dry-run" in planned.stdout and len(await running()) == 1
         away = await asyncio.to_thread(bot, "flink", "pause", name, "--yes", FLINK_REST_URL="http://127.0.0.1:9")
@@ -609,5 +615,4 @@ async def test_pause_and_resume_from_the_terminal_lose_and_double_nothing_and_a_
         assert "resuming it" in finished.stderr and json.loads(finished.stdout)["state"] == "applied"
         assert savepoint_on_disk(json.loads(finished.stdout)["savepoint"])
     finally:
-        for jid in await running():
-            await rest.cancel(jid)
+        await job.cancel()

@@ -1,7 +1,7 @@
 """The planner worker: Flink's SQL planner answering checks, one JSON line in and one out.
 
 Runs under the Python of a Flink runtime (``scripts/flink.sh install``), never in the bot's process: it imports
-the standard library and PyFlink only. One ``TableEnvironment`` is kept warm; each check runs in a database of
+the standard library, PyFlink and ``bot.flink.worker_common`` only. One ``TableEnvironment`` is kept warm; each check runs in a database of
 its own that is dropped afterwards, and the configuration its ``SET`` statements changed is put back. It ends at the end of its input, which is
 also how it ends when the bot that started it dies (the JVM ends with it: PyFlink's gateway exits when its
 own input closes)."""
@@ -9,12 +9,15 @@ own input closes)."""
 from __future__ import annotations
 
 import json
-import re
 import sys
+from pathlib import Path
 from typing import Any
 
-SET = re.compile(r"(?is)SET\s+'([^']+)'\s*=\s*'([^']*)'")
-RESET = re.compile(r"(?is)RESET\s+'([^']+)'")
+if __package__:
+    from bot.flink.worker_common import RESET, SET, chain
+else:  # a script under the Flink runtime's own Python (its own packages): this folder alone on the path, not the bot's
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from worker_common import RESET, SET, chain  # type: ignore[import-not-found,no-redef]
 
 
 def main(argv: list[str]) -> int:
@@ -83,7 +86,7 @@ def _statement(env: Any, statement: dict[str, Any], saved: dict[str, str | None]
             return {"ok": True}
         return {"ok": True, **_insert(env, sql)}
     except Exception as err:
-        return {"ok": False, "error": _chain(err)}
+        return {"ok": False, "error": chain(err)}
 
 
 def _configure(env: Any, sql: str, saved: dict[str, str | None]) -> None:
@@ -112,7 +115,7 @@ def _insert(env: Any, sql: str) -> dict[str, Any]:
         answer["plan"] = json.loads(j_env.compilePlanSql(sql).asJsonString())
     except Exception as err:
         env.explain_sql(sql)  # raises what the planner refuses; if it passes, only the compiled plan was unavailable
-        answer["plan_error"] = _chain(err)[-1][1]
+        answer["plan_error"] = chain(err)[-1][1]
     operation = j_env.getParser().parse(sql).get(0)
     answer["target"] = str(operation.getContextResolvedTable().getIdentifier().getObjectName())
     answer["query"] = [[c.getName(), c.getDataType().getLogicalType().asSerializableString()]
@@ -135,18 +138,6 @@ def _table(env: Any, catalog: str, database: str, name: str) -> dict[str, Any]:
                for c in getattr(j_env, "from")(f"`{name}`").getResolvedSchema().getColumns()]
     options = dict(base.getOptions()) if kind == "TABLE" else {}
     return {"kind": kind.lower(), "options": {str(k): str(v) for k, v in options.items()}, "columns": columns}
-
-
-def _chain(err: Exception) -> list[list[str]]:
-    """The Java exception and its causes, outermost first, as ``[class, message]``."""
-    cause = getattr(err, "java_exception", None)
-    if cause is None:
-        return [[type(err).__name__, str(err)]]
-    chain: list[list[str]] = []
-    while cause is not None and len(chain) < 20:
-        chain.append([str(cause.getClass().getName()), str(cause.getMessage())])
-        cause = cause.getCause()
-    return chain
 
 
 if __name__ == "__main__":

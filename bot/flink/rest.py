@@ -111,38 +111,28 @@ class FlinkRest:
         """Stop the job with a savepoint in ``directory`` (never draining: that fires every window) and wait until it has
         finished; the savepoint's location. FlinkError with Flink's reason when the savepoint failed (the job then runs on)."""
         trigger = await self.post(f"/jobs/{jid}/stop", {"targetDirectory": directory, "drain": False})
-        deadline = asyncio.get_running_loop().time() + timeout
-        while True:
-            answer = await self.get(f"/jobs/{jid}/savepoints/{trigger['request-id']}")
-            if (answer.get("status") or {}).get("id") == "COMPLETED":
-                break
-            if asyncio.get_running_loop().time() > deadline:
-                raise FlinkError(f"the savepoint of job {jid} did not complete in {timeout:.0f} s")
-            await asyncio.sleep(0.5)
-        operation = answer.get("operation") or {}
-        if operation.get("failure-cause") or not operation.get("location"):  # a failed savepoint also says COMPLETED
-            cause = operation.get("failure-cause") or {}
-            said = str(cause.get("stack-trace") or cause.get("class") or "no location given").splitlines()[0][:400]
-            raise FlinkError(f"Flink could not take the savepoint of job {jid}, so it was not stopped: {said}")
+        location = await self._savepoint_of(jid, str(trigger["request-id"]), timeout, "so it was not stopped")
         await self.wait_for(jid, ("FINISHED",), timeout)
-        return str(operation["location"])
+        return location
 
     async def savepoint(self, jid: str, directory: str, timeout: float = 300.0) -> str:
         """Take a savepoint of the running job without stopping it; its location. FlinkError with Flink's reason."""
         trigger = await self.post(f"/jobs/{jid}/savepoints", {"target-directory": directory, "cancel-job": False})
+        return await self._savepoint_of(jid, str(trigger["request-id"]), timeout, "and the job runs on")
+
+    async def _savepoint_of(self, jid: str, trigger: str, timeout: float, then: str) -> str:
+        """Wait for a savepoint trigger to complete; its location, or FlinkError with Flink's reason (a failed savepoint also
+        says COMPLETED, with a failure cause)."""
         deadline = asyncio.get_running_loop().time() + timeout
-        while True:
-            answer = await self.get(f"/jobs/{jid}/savepoints/{trigger['request-id']}")
-            if (answer.get("status") or {}).get("id") == "COMPLETED":
-                break
+        while (answer := await self.get(f"/jobs/{jid}/savepoints/{trigger}")).get("status", {}).get("id") != "COMPLETED":
             if asyncio.get_running_loop().time() > deadline:
                 raise FlinkError(f"the savepoint of job {jid} did not complete in {timeout:.0f} s")
             await asyncio.sleep(0.5)
         operation = answer.get("operation") or {}
         if operation.get("failure-cause") or not operation.get("location"):
             cause = operation.get("failure-cause") or {}
-            raise FlinkError(f"Flink could not take a savepoint of job {jid}: "
-                             f"{str(cause.get('stack-trace') or cause.get('class') or 'no location given').splitlines()[0][:400]}")
+            said = str(cause.get("stack-trace") or cause.get("class") or "no location given").splitlines()[0][:400]
+            raise FlinkError(f"Flink could not take the savepoint of job {jid}, {then}: {said}")
         return str(operation["location"])
 
     async def failure(self, jid: str) -> str:

@@ -2,7 +2,7 @@
 one JSON answer on stdout (``{"job_id"}`` or ``{"failure": [[class, message], ...]}``).
 
 Runs under the Python of a Flink runtime (``scripts/flink.sh install``), never in the bot's process: it imports
-the standard library and PyFlink only. Every non-INSERT statement runs as written (DDL, ``SET``); the INSERTs
+the standard library, PyFlink and ``bot.flink.worker_common`` only. Every non-INSERT statement runs as written (DDL, ``SET``); the INSERTs
 (an ``EXECUTE STATEMENT SET`` block counts as given) run as one job, submitted with ``execution.target: remote``
 to the cluster's REST address, named by ``pipeline.name`` and restored from ``execution.state-recovery.path``
 when asked. ``starts`` moves Kafka sources: each table of the ``kafka`` connector reading a topic it names gets those
@@ -11,12 +11,16 @@ options (``scan.startup.mode`` ...) by ``ALTER TABLE ... SET`` before the job is
 from __future__ import annotations
 
 import json
-import re
 import sys
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-SET = re.compile(r"(?is)SET\s+'([^']+)'\s*=\s*'([^']*)'")
+if __package__:
+    from bot.flink.worker_common import SET, chain
+else:  # a script under the Flink runtime's own Python (its own packages): this folder alone on the path, not the bot's
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from worker_common import SET, chain  # type: ignore[import-not-found,no-redef]
 
 
 def main() -> int:
@@ -28,7 +32,7 @@ def main() -> int:
         job_id, moved = submit(request)
         answer: dict[str, Any] = {"job_id": job_id, "moved": moved}
     except Exception as err:  # what Flink refused: its own words, causes first to last
-        answer = {"failure": _chain(err)}
+        answer = {"failure": chain(err)}
     out.write(json.dumps(answer) + "\n")
     out.flush()
     return 0
@@ -99,17 +103,6 @@ def _job_id(result: Any) -> str:
     if client is None:
         raise ValueError("Flink started no job for the INSERT")
     return str(client.get_job_id())
-
-
-def _chain(err: Exception) -> list[list[str]]:
-    cause = getattr(err, "java_exception", None)
-    if cause is None:
-        return [[type(err).__name__, str(err)]]
-    chain: list[list[str]] = []
-    while cause is not None and len(chain) < 20:
-        chain.append([str(cause.getClass().getName()), str(cause.getMessage())])
-        cause = cause.getCause()
-    return chain
 
 
 if __name__ == "__main__":

@@ -69,6 +69,16 @@ class FlinkService:
             return "no Flink runtime is installed for the bot (scripts/flink.sh install)"
         return None
 
+    async def _sql(self, job: str, given: str | None) -> tuple[str, str]:
+        """The SQL to start ``job`` with, and where it comes from: ``given``, else its last passed release's."""
+        if given is not None:
+            return given, "given with --sql"
+        recorded = await self.release_sql(job)
+        if recorded is None:
+            raise FlinkError(f"no passed release of {job} recorded its SQL (the release gate records it), so the bot cannot start it: "
+                             "give the SQL with --sql FILE (from a terminal)")
+        return recorded
+
     async def release_sql(self, job: str) -> tuple[str, str] | None:
         """The SQL of the job's newest passed release that recorded it, and where it came from."""
         async with self.db.session() as session:
@@ -92,14 +102,7 @@ class FlinkService:
         if running.get("state") != "RUNNING":
             raise FlinkError(f"{job.id.name} is {running.get('state')} on Flink (job {running.get('jid')}), not running: start it first, "
                              "or resume it from its savepoint")
-        if sql is None:
-            recorded = await self.release_sql(job.id.name)
-            if recorded is None:
-                raise FlinkError(f"no passed release of {job.id.name} recorded its SQL (the release gate records it), so the bot cannot "
-                                 "start it again: give the SQL with --sql FILE (from a terminal)")
-            sql, origin = recorded
-        else:
-            origin = "given with --sql"
+        sql, origin = await self._sql(job.id.name, sql)
         try:
             statements = await off_loop(split, sql)
         except StatementError as err:
@@ -164,11 +167,7 @@ class FlinkService:
         """A restore drill (seed 000 §8): the job's state, from a fresh savepoint, restored into a throwaway job with its last
         passed release's SQL (or ``sql``); recorded, so the monthly report can name the jobs without one in 90 days."""
         job = await self.job(name)
-        if sql is None:
-            recorded = await self.release_sql(name)
-            if recorded is None:
-                raise FlinkError(f"no passed release of {name} recorded its SQL (the release gate records it): give it with --sql FILE")
-            sql = recorded[0]
+        sql, _ = await self._sql(name, sql)
         reason, savepoint = await self.restore_check(job, sql)
         async with self.db.session() as session:
             row = FlinkDrill(job=name, ok=reason is None, savepoint=savepoint, reason=reason or "", drilled_by=by, created_at=utcnow())
@@ -210,14 +209,7 @@ class FlinkService:
                              "give it with --savepoint PATH (from a terminal)")
         if savepoint_on_disk(savepoint) is False:
             raise FlinkError(f"the savepoint {savepoint} ({origin}) is not there (no _metadata)")
-        if sql is None:
-            recorded = await self.release_sql(job.id.name)
-            if recorded is None:
-                raise FlinkError(f"no passed release of {job.id.name} recorded its SQL (the release gate records it): give it with "
-                                 "--sql FILE (from a terminal)")
-            sql, sql_from = recorded
-        else:
-            sql_from = "given with --sql"
+        sql, sql_from = await self._sql(job.id.name, sql)
         try:
             await off_loop(split, sql)
         except StatementError as err:
