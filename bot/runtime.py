@@ -139,13 +139,17 @@ class Bot:
         if config.kafka_bootstrap_servers:
             self.scheduler.add_job(self.inflight.track(self.poll), "interval", seconds=config.poll_seconds, id="poll-kafka",
                                    coalesce=True, max_instances=1)
-            self.scheduler.add_job(self.inflight.track(self.ops.resume_orphans), "interval", seconds=OPS_SWEEP_SECONDS, id="resume-replays",
-                                   coalesce=True, max_instances=1)
             self.scheduler.add_job(self.inflight.track(self.ops.follow), "interval", seconds=config.poll_seconds, id="follow-backfills",
                                    coalesce=True, max_instances=1)
             self.scheduler.add_job(self.inflight.track(self.census.scheduled), "interval", seconds=config.census_seconds, id="census",
                                    kwargs={"every": timedelta(seconds=config.census_seconds)}, coalesce=True, max_instances=1,
                                    next_run_time=datetime.now(UTC))
+        if config.kafka_bootstrap_servers or config.flink_rest_url:  # replays, and operations on Flink jobs, whose owner went quiet
+            self.scheduler.add_job(self.inflight.track(self.ops.resume_orphans), "interval", seconds=OPS_SWEEP_SECONDS, id="resume-operations",
+                                   coalesce=True, max_instances=1)
+        if config.flink_rest_url:
+            self.scheduler.add_job(self.inflight.track(self.poll_flink), "interval", seconds=config.poll_seconds, id="poll-flink",
+                                   coalesce=True, max_instances=1)
         if config.schema_registry_url or config.kafka_bootstrap_servers:
             self.scheduler.add_job(self.inflight.track(self.watcher.scheduled), "interval", seconds=config.watch_seconds, id="out-of-band",
                                    kwargs={"every": timedelta(seconds=config.watch_seconds)}, coalesce=True, max_instances=1)
@@ -227,6 +231,14 @@ class Bot:
         pipelines = list((await self.sli.pipelines()).values())
         samples = await asyncio.to_thread(self.pollers.measure, pipelines, self.sli.clock())
         return await self.sli.ingest(samples)
+
+    async def poll_flink(self) -> int:
+        """Read every Flink pipeline's job from Flink (one replica at a time) and evaluate its samples; how many samples."""
+        ttl = timedelta(seconds=max(3 * self.config.poll_seconds, 30))
+        if not await leases.hold(self.db, "flink-pollers", self.owner, ttl, self.sli.clock()):
+            return 0
+        jobs = {name: job for name in (await self.sli.pipelines()) if (job := await self.sli.flink_job(name)) is not None}
+        return await self.sli.ingest(await self.flink.samples(jobs))
 
     async def _dead_letters(self, topic: str) -> list[str]:
         assert self.config.kafka_bootstrap_servers

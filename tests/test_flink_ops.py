@@ -616,3 +616,52 @@ async def test_pause_and_resume_from_the_terminal_lose_and_double_nothing_and_a_
         assert savepoint_on_disk(json.loads(finished.stdout)["savepoint"])
     finally:
         await job.cancel()
+
+
+async def test_slis_read_from_flink_itself_a_restart_loop_pages_with_its_exception_and_checkpoints_are_judged(
+        slack: SlackHarness, migrated_url: str, kafka_bootstrap: str, flink_rest_url: str) -> None:
+    job = Counting.new(kafka_bootstrap, flink_rest_url)
+    broken = Counting(kafka_bootstrap, job.rest, f"no-such-topic-{uuid.uuid4().hex[:6]}", job.counts, f"broken-{uuid.uuid4().hex[:6]}",
+                      job.group + "-b")  # its source topic does not exist: it fails and restarts, again and again
+    await slack.bot.stop()
+    slack.bot = Bot(bot_config(slack.emulator, migrated_url, FLINK_REST_URL=flink_rest_url, SLI_POLL_SECONDS="600"))
+    await slack.bot.start(0)
+    slack.driver.request_url = f"{slack.bot.url}/slack/events"
+    usergroup = next(g["id"] for g in slack.ws.usergroups.values() if g["handle"] == "orders-team")
+    data = {"teams": {"orders-team": {"usergroup": usergroup, "members": [ALICE], "oncall": [ALICE], "channel": "#orders-pipeline"}},
+            "jobs": [{"name": j.name, "owner": "orders-team", "flink": "2.3.0"} for j in (job, broken)],
+            "pipelines": [{"name": f"p-{j.name}", "owner": "orders-team", "channel": "#orders-pipeline", "jobs": [j.name],
+                           "checkpoint_interval": "1s", "slis": {"checkpoint_duration": {"warn": 0.0001, "for": "0s"}}} for j in (job, broken)]}
+    parsed, problems = read_catalog(data, lambda _: None)  # type: ignore[arg-type, return-value]
+    assert problems == []
+    await slack.bot.lineage.load_catalog(parsed)
+    await asyncio.to_thread(produce_orders, kafka_bootstrap, job.orders, 20)
+    await job.start()
+    await broken.start()
+    try:
+        def alert(title: str, pipeline: str) -> Any:
+            return next((m for m in slack.ws.channel_messages("orders-pipeline") if any(b.get("block_id", "").startswith("sli:") for b in m.blocks)
+                         and title in as_text(m.text, m.blocks) and pipeline in as_text(m.text, m.blocks)), None)
+
+        async def paged() -> Any:
+            await slack.bot.poll_flink()  # what the scheduler does every SLI_POLL_SECONDS
+            await slack.bot.idle()
+            found = alert("Job restarts", f"p-{broken.name}")
+            return found if found is not None and "PAGE" in as_text(found.text, found.blocks) else None
+
+        loop = await until(paged, timeout=180)
+        assert loop, "no page for a job restarting again and again"
+        text = as_text(loop.text, loop.blocks)
+        assert "UnknownTopicOrPartition" in text or broken.orders in text  # the exception, as Flink gives it
+        assert f"Pause {broken.name}" in text  # its runbook: pause it rather than let it cycle
+
+        slow = alert("Checkpoint duration", f"p-{job.name}")  # every checkpoint is slower than the (absurd) threshold
+        assert slow is not None and "WARN" in as_text(slow.text, slow.blocks)
+        assert alert("Job restarts", f"p-{job.name}") is None  # the healthy job restarts not
+        rows = {row["sli"]: row for row in await slack.bot.sli.status(f"p-{job.name}")}
+        assert rows["restarts"]["value"] == 0 and rows["checkpoint_duration"]["value"] is not None
+    finally:
+        await job.cancel()
+        for jid in [j["jid"] for j in (await job.rest.get("/jobs/overview"))["jobs"] if j["name"] == broken.name
+                    and j["state"] not in ("FINISHED", "CANCELED", "FAILED")]:
+            await job.rest.cancel(jid)

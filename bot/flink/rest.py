@@ -65,7 +65,7 @@ class FlinkRest:
         job, checkpoints, config, metrics, exceptions = await asyncio.gather(
             self.get(f"/jobs/{jid}"), self.get(f"/jobs/{jid}/checkpoints", missing_ok=True),
             self.get(f"/jobs/{jid}/checkpoints/config", missing_ok=True), self.get(f"/jobs/{jid}/metrics?get=numRestarts", missing_ok=True),
-            self.get(f"/jobs/{jid}/exceptions?maxExceptions=1", missing_ok=True))
+            self.get(f"/jobs/{jid}/exceptions?maxExceptions=20", missing_ok=True))
         vertices = job.get("vertices") or []
         live = job.get("state") == "RUNNING"
         pressure = await asyncio.gather(*(self.get(f"/jobs/{jid}/vertices/{v['id']}/backpressure", missing_ok=True) for v in vertices)) \

@@ -6,6 +6,7 @@ stops midway (a bot killed) resumes after its last step instead of doing one twi
 from __future__ import annotations
 
 import asyncio
+import logging
 import shutil
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -16,8 +17,11 @@ from sqlmodel import col, select
 
 from bot.domain.flink.backfill import kafka_tables, source_vertices, starts
 from bot.domain.flink.statements import StatementError, split
-from bot.domain.flink.status import FlinkError, FlinkUnavailable, JobStatus, pick
+from bot.domain.flink.status import FlinkError, FlinkJobMissing, FlinkUnavailable, JobStatus, pick
+from bot.domain.flink.status import samples as flink_samples
 from bot.domain.lineage.model import Job
+from bot.domain.sli.pipeline import Sli
+from bot.domain.sli.samples import Sample
 from bot.flink.planner import Planner, PlannerUnavailable
 from bot.flink.rest import FlinkRest, savepoint_on_disk
 from bot.flink.savepoints import without_operators
@@ -27,6 +31,7 @@ from bot.store.database import Database
 from bot.store.models import FlinkDrill, FlinkRelease, aware, utcnow
 from bot.workers import off_loop
 
+log = logging.getLogger(__name__)
 Save = Callable[[dict[str, Any]], Awaitable[None]]
 RESTORE_SECONDS = 120.0
 
@@ -38,6 +43,8 @@ class FlinkService:
                  root: str = "", planner: Planner | None = None) -> None:
         self.db, self.lineage, self.savepoint_dir, self.root, self.planner = db, lineage, savepoint_dir, root, planner
         self.rest = FlinkRest(rest_url) if rest_url else None
+        self._checkpoints: dict[str, int] = {}  # pipeline -> the newest checkpoint whose duration was sampled
+        self._failing = False
 
     async def job(self, name: str) -> Job:
         """The catalog job ``name``, which must run on Flink; FlinkError naming the Flink jobs the catalog has otherwise."""
@@ -124,6 +131,28 @@ class FlinkService:
             raise FlinkError(f"the running job {running['jid']} has no single source operator for {', '.join(lost)}: is it the job of this SQL?")
         return {"job": job.id.name, "job_id": running["jid"], "version": version, "sql": sql, "sql_from": origin, "tables": tables,
                 "vertices": vertices, "savepoint_dir": self.savepoint_dir}
+
+    async def samples(self, jobs: dict[str, str]) -> list[Sample]:
+        """SLI samples from Flink itself for each pipeline's job (pipeline -> job): checkpoint duration (once per checkpoint) and
+        restarts in the last ten minutes. A job Flink does not run now gives none (its pipeline's own SLIs say so); a Flink
+        that does not answer is logged once until it does."""
+        found: list[Sample] = []
+        for pipeline, name in sorted(jobs.items()):
+            try:
+                status = await self._rest().status(name)
+            except FlinkJobMissing:
+                continue
+            except FlinkError as err:
+                if not self._failing:
+                    log.warning("Flink SLIs: %s", err)
+                self._failing = True
+                return found
+            self._failing = False
+            for sli, value, at, labels in flink_samples(pipeline, status, self._checkpoints.get(pipeline)):
+                found.append(Sample(pipeline, Sli(sli), value, at, labels))
+            if status.last is not None:
+                self._checkpoints[pipeline] = status.last.id
+        return found
 
     # --- recoverability -------------------------------------------------------------------------
 

@@ -57,6 +57,7 @@ class JobStatus:
     backpressure: dict[str, str] = field(default_factory=dict)  # vertex name -> ok | low | high
     pending_records: int | None = None  # what the sources have still to read (Kafka: the lag), summed
     exception: str | None = None  # the newest root exception, its first line
+    failures: tuple[datetime, ...] = ()  # when the job failed (each a restart), newest first, as far as Flink's history goes
     at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
     @property
@@ -148,7 +149,9 @@ def job_status(job: dict[str, Any], checkpoints: dict[str, Any], config: dict[st
         last_failure=str(failure.get("failure_message") or "failed")[:300] if isinstance(failure, dict) and failure.get("failure_message") else None,
         savepoint=_checkpoint(latest.get("savepoint")),
         restored_from=str((latest.get("restored") or {}).get("external_path")) if latest.get("restored") else None,
-        backpressure=backpressure, pending_records=pending, exception=root_cause(exceptions), at=now)
+        backpressure=backpressure, pending_records=pending, exception=root_cause(exceptions), at=now,
+        failures=tuple(sorted((t for e in ((exceptions or {}).get("exceptionHistory") or {}).get("entries") or []
+                               if (t := _when(e.get("timestamp"))) is not None), reverse=True)))
 
 
 def _start_trigger_failed(history: list[dict[str, Any]]) -> bool:
@@ -200,3 +203,19 @@ def _span(delta: timedelta) -> str:
 def _ago(delta: timedelta) -> str:
     seconds = max(0.0, delta.total_seconds())
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
+
+
+RESTART_WINDOW = timedelta(minutes=10)
+
+
+def samples(pipeline: str, status: JobStatus, checkpoint_seen: int | None) -> list[tuple[str, float, datetime, dict[str, str]]]:
+    """The SLI samples a Flink job gives its pipeline, as ``(sli, value, time, labels)``: its newest checkpoint's duration (once
+    per checkpoint, at the time it was taken: ``checkpoint_seen`` is the last one sent), and its failures in the last ten
+    minutes with the newest exception."""
+    found: list[tuple[str, float, datetime, dict[str, str]]] = []
+    if status.last is not None and status.last.id != checkpoint_seen:
+        labels = {"job": status.name, **({"interval": f"{status.interval.total_seconds():g}"} if status.interval else {})}
+        found.append(("checkpoint_duration", status.last.duration.total_seconds(), status.last.at, labels))
+    recent = sum(1 for t in status.failures if status.at - t <= RESTART_WINDOW)
+    found.append(("restarts", float(recent), status.at, {"job": status.name, **({"exception": status.exception} if recent and status.exception else {})}))
+    return found

@@ -200,6 +200,9 @@ class _Reader:
                                 raw.get("sink"), times.get("sla"), times.get("checkpoint_interval"),
                                 times.get("interval") or timedelta(minutes=1), tuple(names["jobs"]), tuple(Sli(s) for s in reports), {},
                                 dlq_header, max_replays, raw.get("auto_pause") is True)
+            if times.get("checkpoint_interval") is None and any(j.flink for j in self.catalog.jobs if j.id.name in names["jobs"]):
+                self.catalog.warnings.append(Problem(f"{place}.checkpoint_interval", "a Flink pipeline's checkpoint duration (read from Flink) "
+                                                     "is judged against it: give the job's execution.checkpointing.interval"))
             if raw.get("auto_pause") not in (None, True, False):
                 self.problem(f"{place}.auto_pause", "expected true or false")
             elif raw.get("auto_pause") and not any(j.flink for j in self.catalog.jobs if j.id.name in names["jobs"]):

@@ -23,7 +23,7 @@ from bot.domain.sli.retention import duration_text
 
 
 class Sli(StrEnum):
-    """The eight pipeline SLIs of the seed, and the retention headroom the bot forecasts."""
+    """The eight pipeline SLIs of the seed, the retention headroom the bot forecasts, and a Flink job's restarts."""
 
     SOURCE_LAG = "source_lag"
     FRESHNESS = "freshness"
@@ -34,6 +34,7 @@ class Sli(StrEnum):
     CHECKPOINT_DURATION = "checkpoint_duration"
     SINK_COMMIT_LATENCY = "sink_commit_latency"
     RETENTION_HEADROOM = "retention_headroom"
+    RESTARTS = "restarts"  # a Flink job's failures (restarts) in the last ten minutes, read from Flink itself
 
 
 MANDATORY = (Sli.SOURCE_LAG, Sli.COMMIT_SUCCESS_RATE, Sli.SCHEMA_ERROR_RATE, Sli.DLQ_VOLUME)  # not production-ready without them
@@ -42,11 +43,11 @@ TITLES = {
     Sli.SOURCE_LAG: "Source lag", Sli.FRESHNESS: "End-to-end freshness", Sli.COMMIT_SUCCESS_RATE: "Commit success rate",
     Sli.SCHEMA_ERROR_RATE: "Schema error rate", Sli.DLQ_VOLUME: "DLQ volume", Sli.BACKLOG: "Backfill/replay backlog",
     Sli.CHECKPOINT_DURATION: "Checkpoint duration", Sli.SINK_COMMIT_LATENCY: "Sink commit latency (p99)",
-    Sli.RETENTION_HEADROOM: "Retention headroom",
+    Sli.RETENTION_HEADROOM: "Retention headroom", Sli.RESTARTS: "Job restarts (10 min)",
 }
 UNITS = {Sli.SOURCE_LAG: "s", Sli.FRESHNESS: "s", Sli.COMMIT_SUCCESS_RATE: "ratio", Sli.SCHEMA_ERROR_RATE: "ratio",
          Sli.DLQ_VOLUME: "messages", Sli.BACKLOG: "messages", Sli.CHECKPOINT_DURATION: "s", Sli.SINK_COMMIT_LATENCY: "s",
-         Sli.RETENTION_HEADROOM: "s"}
+         Sli.RETENTION_HEADROOM: "s", Sli.RESTARTS: "restarts"}
 
 
 class PipelineError(ValueError):
@@ -199,6 +200,7 @@ def default_rules(sla: timedelta | None, checkpoint: timedelta | None) -> dict[S
         Sli.BACKLOG: Rule(Sli.BACKLOG, Mode.NEVER),
         Sli.CHECKPOINT_DURATION: Rule(Sli.CHECKPOINT_DURATION, Mode.ABOVE, cp_s, 5 * cp_s if cp_s else None, clear=0.8 * cp_s if cp_s else None),
         Sli.SINK_COMMIT_LATENCY: Rule(Sli.SINK_COMMIT_LATENCY, Mode.ABOVE, 60, 300, clear=45),
+        Sli.RESTARTS: Rule(Sli.RESTARTS, Mode.ABOVE, 0, 2, clear=0),  # a restart warns; three in ten minutes are a loop: a page
         Sli.RETENTION_HEADROOM: Rule(Sli.RETENTION_HEADROOM, Mode.BELOW, 86400, 10800, clear=108000, clear_for=timedelta(minutes=5)),
     }
 

@@ -33,6 +33,8 @@ RUNBOOK = {  # seed 004, section 7: the response to each breach
                              "catalog contention.",
     Sli.RETENTION_HEADROOM: "Retention will delete records the group has not read: scale the consumer out, or pause the producer, "
                             "before it does; once data is lost, backfill the gap from the sink or the source of record, not from Kafka.",
+    Sli.RESTARTS: "The Flink job keeps failing and restarting (a poison record, a broken dependency): read its exception, pause it by "
+                  "savepoint rather than let it cycle, fix the cause (or route the record to the DLQ), then resume it.",
 }
 MARK = {Level.PAGE: ":red_circle:", Level.WARN: ":large_orange_circle:"}
 BARS = "▁▂▃▄▅▆▇█"
@@ -48,6 +50,8 @@ def value_text(sli: str, value: float | None) -> str:
             return "none: unread data is being deleted"
         return f"beyond {duration_text(HORIZON.total_seconds())}" if value >= HORIZON.total_seconds() else duration_text(value)
     unit = UNITS[Sli(sli)]
+    if unit == "restarts":
+        return f"{value:.0f} restart{'s' if value != 1 else ''}"
     if unit == "ratio":
         return f"{value * 100:.3g}%"
     if unit == "messages":
@@ -113,6 +117,8 @@ def episode_message(episode: SliEpisode, state: State, rule: Rule, now: datetime
     notes = []
     if sli is Sli.RETENTION_HEADROOM and open_:
         notes += retention_notes(episode.pipeline, state)
+    if sli is Sli.RESTARTS and state.labels.get("exception"):
+        notes.append(f":boom: Job {escape(state.labels.get('job', '?'))}, latest exception: `{escape(state.labels['exception'][:500])}`")
     if cause is not None:
         notes.append(f":arrow_up: *Caused upstream by {escape(cause.pipeline)}* ({TITLES[Sli(cause.sli)] if not cause.no_data else 'no data'}, "
                      f"{cause.level} since {when(cause.started_at)}): not paged on its own while that fires")
