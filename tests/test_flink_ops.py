@@ -658,8 +658,14 @@ async def test_slis_read_from_flink_itself_a_restart_loop_pages_with_its_excepti
         slow = alert("Checkpoint duration", f"p-{job.name}")  # every checkpoint is slower than the (absurd) threshold
         assert slow is not None and "WARN" in as_text(slow.text, slow.blocks)
         assert alert("Job restarts", f"p-{job.name}") is None  # the healthy job restarts not
-        rows = {row["sli"]: row for row in await slack.bot.sli.status(f"p-{job.name}")}
-        assert rows["restarts"]["value"] == 0 and rows["checkpoint_duration"]["value"] is not None
+        async def measured() -> dict[str, Any] | None:
+            await slack.bot.poll_flink()
+            rows = {row["sli"]: row for row in await slack.bot.sli.status(f"p-{job.name}")}
+            return rows if "backpressure" in rows and "pending_records" in rows else None  # Flink samples backpressure when first asked
+
+        rows = await until(measured, timeout=60)
+        assert rows and rows["restarts"]["value"] == 0 and rows["checkpoint_duration"]["value"] is not None
+        assert rows["backpressure"]["value"] == 0 and rows["pending_records"]["value"] == 0  # it has read all 20 and idles
     finally:
         await job.cancel()
         for jid in [j["jid"] for j in (await job.rest.get("/jobs/overview"))["jobs"] if j["name"] == broken.name

@@ -210,12 +210,16 @@ RESTART_WINDOW = timedelta(minutes=10)
 
 def samples(pipeline: str, status: JobStatus, checkpoint_seen: int | None) -> list[tuple[str, float, datetime, dict[str, str]]]:
     """The SLI samples a Flink job gives its pipeline, as ``(sli, value, time, labels)``: its newest checkpoint's duration (once
-    per checkpoint, at the time it was taken: ``checkpoint_seen`` is the last one sent), and its failures in the last ten
-    minutes with the newest exception."""
+    per checkpoint, at the time it was taken: ``checkpoint_seen`` is the last one sent), its worst backpressure and its
+    sources' pending records while it runs, and its failures in the last ten minutes with the newest exception."""
     found: list[tuple[str, float, datetime, dict[str, str]]] = []
     if status.last is not None and status.last.id != checkpoint_seen:
         labels = {"job": status.name, **({"interval": f"{status.interval.total_seconds():g}"} if status.interval else {})}
         found.append(("checkpoint_duration", status.last.duration.total_seconds(), status.last.at, labels))
+    if status.state == "RUNNING" and status.worst_backpressure is not None:
+        found.append(("backpressure", {"ok": 0.0, "low": 0.5, "high": 1.0}[status.worst_backpressure], status.at, {"job": status.name}))
+    if status.state == "RUNNING" and status.pending_records is not None:
+        found.append(("pending_records", float(status.pending_records), status.at, {"job": status.name}))
     recent = sum(1 for t in status.failures if status.at - t <= RESTART_WINDOW)
     found.append(("restarts", float(recent), status.at, {"job": status.name, **({"exception": status.exception} if recent and status.exception else {})}))
     return found

@@ -23,7 +23,8 @@ from bot.domain.sli.retention import duration_text
 
 
 class Sli(StrEnum):
-    """The eight pipeline SLIs of the seed, the retention headroom the bot forecasts, and a Flink job's restarts."""
+    """The eight pipeline SLIs of the seed, the retention headroom the bot forecasts, and what Flink says of a job: restarts,
+    backpressure, pending records."""
 
     SOURCE_LAG = "source_lag"
     FRESHNESS = "freshness"
@@ -35,6 +36,8 @@ class Sli(StrEnum):
     SINK_COMMIT_LATENCY = "sink_commit_latency"
     RETENTION_HEADROOM = "retention_headroom"
     RESTARTS = "restarts"  # a Flink job's failures (restarts) in the last ten minutes, read from Flink itself
+    BACKPRESSURE = "backpressure"  # a Flink job's worst vertex: 0 ok, 0.5 low, 1 high
+    PENDING_RECORDS = "pending_records"  # what a Flink job's sources have still to read (shown, never alerted on)
 
 
 MANDATORY = (Sli.SOURCE_LAG, Sli.COMMIT_SUCCESS_RATE, Sli.SCHEMA_ERROR_RATE, Sli.DLQ_VOLUME)  # not production-ready without them
@@ -44,10 +47,12 @@ TITLES = {
     Sli.SCHEMA_ERROR_RATE: "Schema error rate", Sli.DLQ_VOLUME: "DLQ volume", Sli.BACKLOG: "Backfill/replay backlog",
     Sli.CHECKPOINT_DURATION: "Checkpoint duration", Sli.SINK_COMMIT_LATENCY: "Sink commit latency (p99)",
     Sli.RETENTION_HEADROOM: "Retention headroom", Sli.RESTARTS: "Job restarts (10 min)",
+    Sli.BACKPRESSURE: "Backpressure", Sli.PENDING_RECORDS: "Pending records (sources)",
 }
 UNITS = {Sli.SOURCE_LAG: "s", Sli.FRESHNESS: "s", Sli.COMMIT_SUCCESS_RATE: "ratio", Sli.SCHEMA_ERROR_RATE: "ratio",
          Sli.DLQ_VOLUME: "messages", Sli.BACKLOG: "messages", Sli.CHECKPOINT_DURATION: "s", Sli.SINK_COMMIT_LATENCY: "s",
-         Sli.RETENTION_HEADROOM: "s", Sli.RESTARTS: "restarts"}
+         Sli.RETENTION_HEADROOM: "s", Sli.RESTARTS: "restarts", Sli.BACKPRESSURE: "level",
+         Sli.PENDING_RECORDS: "messages"}
 
 
 class PipelineError(ValueError):
@@ -201,6 +206,8 @@ def default_rules(sla: timedelta | None, checkpoint: timedelta | None) -> dict[S
         Sli.CHECKPOINT_DURATION: Rule(Sli.CHECKPOINT_DURATION, Mode.ABOVE, cp_s, 5 * cp_s if cp_s else None, clear=0.8 * cp_s if cp_s else None),
         Sli.SINK_COMMIT_LATENCY: Rule(Sli.SINK_COMMIT_LATENCY, Mode.ABOVE, 60, 300, clear=45),
         Sli.RESTARTS: Rule(Sli.RESTARTS, Mode.ABOVE, 0, 2, clear=0),  # a restart warns; three in ten minutes are a loop: a page
+        Sli.BACKPRESSURE: Rule(Sli.BACKPRESSURE, Mode.ABOVE, 0.5, None, timedelta(minutes=5), clear=0.5),  # high for five minutes warns
+        Sli.PENDING_RECORDS: Rule(Sli.PENDING_RECORDS, Mode.NEVER),
         Sli.RETENTION_HEADROOM: Rule(Sli.RETENTION_HEADROOM, Mode.BELOW, 86400, 10800, clear=108000, clear_for=timedelta(minutes=5)),
     }
 

@@ -33,6 +33,9 @@ RUNBOOK = {  # seed 004, section 7: the response to each breach
                              "catalog contention.",
     Sli.RETENTION_HEADROOM: "Retention will delete records the group has not read: scale the consumer out, or pause the producer, "
                             "before it does; once data is lost, backfill the gap from the sink or the source of record, not from Kafka.",
+    Sli.BACKPRESSURE: "The job cannot keep up: find the first vertex that is ok again downstream of the busy ones; the one before it "
+                      "is the bottleneck (often the sink): scale it, batch its commits, or slow the source.",
+    Sli.PENDING_RECORDS: "What the job's sources have still to read: its lag, in records.",
     Sli.RESTARTS: "The Flink job keeps failing and restarting (a poison record, a broken dependency): read its exception, pause it by "
                   "savepoint rather than let it cycle, fix the cause (or route the record to the DLQ), then resume it.",
 }
@@ -50,6 +53,8 @@ def value_text(sli: str, value: float | None) -> str:
             return "none: unread data is being deleted"
         return f"beyond {duration_text(HORIZON.total_seconds())}" if value >= HORIZON.total_seconds() else duration_text(value)
     unit = UNITS[Sli(sli)]
+    if unit == "level":
+        return "high" if value >= 1 else "low" if value > 0 else "ok"
     if unit == "restarts":
         return f"{value:.0f} restart{'s' if value != 1 else ''}"
     if unit == "ratio":
