@@ -160,13 +160,17 @@ class FlinkService:
         """Restore ``sql`` (a new release of ``job``) from a fresh savepoint of the running job, as a throwaway job that is never
         scheduled: it asks for one slot more than the cluster has, so Flink maps the state when it creates the job (where
         "Cannot map checkpoint/savepoint state" fails) and no task ever reads or writes; then it is cancelled. The running
-        job is not touched (NO_CLAIM). ``(Flink's reason it cannot be restored, or None; the savepoint used)``."""
+        job is not touched (NO_CLAIM). Refused on a cluster whose adaptive scheduler would run it with fewer slots. ``(Flink's reason it cannot be restored, or None; the savepoint used)``."""
         rest = self._rest()
         if not self.savepoint_dir:
             raise FlinkError("FLINK_SAVEPOINT_DIR is not set, so the bot has nowhere to put the savepoint it restores from")
         running = await rest.find(job.id.name)
         if running.get("state") != "RUNNING":
             raise FlinkError(f"{job.id.name} is {running.get('state')} on Flink, not running: there is no state to restore from")
+        config = {str(e.get("key")): str(e.get("value")) for e in await rest.get("/jobmanager/config") if isinstance(e, dict)}
+        if config.get("jobmanager.scheduler", "default").lower() == "adaptive" or config.get("scheduler-mode", "").lower() == "reactive":
+            raise FlinkError("the cluster's adaptive scheduler would run the check job with the slots it has, reading and writing: no dry "
+                             "run on it (restore the release on a cluster of its own)")
         savepoint = await rest.savepoint(str(running["jid"]), self.savepoint_dir)
         slots = int((await rest.get("/overview")).get("slots-total") or 0)
         statements = await off_loop(split, sql)
