@@ -666,6 +666,7 @@ async def test_slis_read_from_flink_itself_a_restart_loop_pages_with_its_excepti
         rows = await until(measured, timeout=60)
         assert rows and rows["restarts"]["value"] == 0 and rows["checkpoint_duration"]["value"] is not None
         assert rows["backpressure"]["value"] == 0 and rows["pending_records"]["value"] == 0  # it has read all 20 and idles
+        assert rows["checkpoint_failures"]["value"] == 0
     finally:
         await job.cancel()
         for jid in [j["jid"] for j in (await job.rest.get("/jobs/overview"))["jobs"] if j["name"] == broken.name

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from bot.domain.flink.status import job_status, names, pick
+from bot.domain.flink.status import job_status, names, pick, samples
 
 NOW = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
 MS = int(NOW.timestamp() * 1000)
@@ -47,3 +47,21 @@ def test_a_running_job_is_picked_over_finished_ones_of_the_same_name() -> None:
                          {"jid": "b", "name": "b", "state": "CANCELED", "start-time": 9}]}
     assert (pick(overview, "a") or {})["jid"] == "live" and (pick(overview, "b") or {})["jid"] == "b" and pick(overview, "c") is None
     assert names(overview) == ["a"]
+
+
+def test_samples_leave_out_checkpoints_that_fail_while_the_tasks_deploy_and_count_restarts_of_the_last_ten_minutes() -> None:
+    job = {"jid": "j3", "name": "n", "state": "RUNNING", "start-time": MS - 900_000, "timestamps": {"RUNNING": MS - 300_000}}
+    history = [{"id": 7, "status": "FAILED", "trigger_timestamp": MS - 298_000},  # while the tasks deployed after the restart
+               {"id": 9, "status": "FAILED", "trigger_timestamp": MS - 60_000},
+               {"id": 10, "status": "COMPLETED", "trigger_timestamp": MS - 5_000}]
+    checkpoints = {"counts": {"completed": 8, "failed": 2}, "history": history,
+                   "latest": {"completed": {"id": 10, "trigger_timestamp": MS - 5_000, "end_to_end_duration": 40},
+                              "failed": {"id": 9, "failure_message": "Checkpoint expired before completing."}}}
+    exceptions = {"exceptionHistory": {"entries": [{"timestamp": MS - 310_000, "stacktrace": "java.io.IOException: broker down"},
+                                                   {"timestamp": MS - 700_000, "stacktrace": "java.io.IOException: older"}]}}
+    status = job_status(job, checkpoints, {"interval": 1000}, {"numRestarts": "2"}, {"Source": "high"}, 42, exceptions, NOW)
+    found = {sli: (value, labels) for sli, value, _, labels in samples("p", status, checkpoint_seen=None)}
+    assert found["checkpoint_failures"] == (1.0, {"job": "n", "reason": "Checkpoint expired before completing."})
+    assert found["restarts"] == (1.0, {"job": "n", "exception": "java.io.IOException: broker down"})
+    assert found["checkpoint_duration"][0] == 0.04 and found["backpressure"][0] == 1.0 and found["pending_records"][0] == 42
+    assert "checkpoint_duration" not in {sli for sli, *_ in samples("p", status, checkpoint_seen=10)}  # once per checkpoint

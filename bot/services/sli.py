@@ -594,7 +594,7 @@ class SliService:
             for sli in Sli:
                 if sli is Sli.RETENTION_HEADROOM and (name, sli.value) not in stored and sli not in catalog.pipelines[name].sources():
                     continue  # nothing forecasts it: the pipeline names no source topics and group
-                if sli in (Sli.RESTARTS, Sli.BACKPRESSURE, Sli.PENDING_RECORDS) and (name, sli.value) not in stored:
+                if sli in (Sli.RESTARTS, Sli.CHECKPOINT_FAILURES, Sli.BACKPRESSURE, Sli.PENDING_RECORDS) and (name, sli.value) not in stored:
                     continue  # only a pipeline whose Flink job the bot reads has it
                 rule = catalog.rules[name][sli]
                 state = stored.get((name, sli.value), State())

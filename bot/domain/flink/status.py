@@ -58,6 +58,7 @@ class JobStatus:
     pending_records: int | None = None  # what the sources have still to read (Kafka: the lag), summed
     exception: str | None = None  # the newest root exception, its first line
     failures: tuple[datetime, ...] = ()  # when the job failed (each a restart), newest first, as far as Flink's history goes
+    failed_checkpoints: tuple[datetime, ...] = ()  # when the checkpoints that failed were triggered (not while its tasks deployed)
     at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
     @property
@@ -141,6 +142,7 @@ def job_status(job: dict[str, Any], checkpoints: dict[str, Any], config: dict[st
     if failed and _start_trigger_failed(history):
         failed -= 1  # every start records one failed trigger while the tasks deploy: not a failure of the job
     failure = latest.get("failed")
+    running = _when((job.get("timestamps") or {}).get("RUNNING"))  # triggers while its tasks deploy fail at every (re)start
     return JobStatus(
         name=str(job.get("name")), job_id=str(job.get("jid")), state=str(job.get("state")), started=_when(job.get("start-time")),
         interval=timedelta(milliseconds=interval) if isinstance(interval, int) and 0 < interval < 2**62 else None,
@@ -150,6 +152,8 @@ def job_status(job: dict[str, Any], checkpoints: dict[str, Any], config: dict[st
         savepoint=_checkpoint(latest.get("savepoint")),
         restored_from=str((latest.get("restored") or {}).get("external_path")) if latest.get("restored") else None,
         backpressure=backpressure, pending_records=pending, exception=root_cause(exceptions), at=now,
+        failed_checkpoints=tuple(sorted((t for c in history if c.get("status") == "FAILED" and (t := _when(c.get("trigger_timestamp"))) is not None
+                                         and (running is None or t > running + DEPLOYING)), reverse=True)),
         failures=tuple(sorted((t for e in ((exceptions or {}).get("exceptionHistory") or {}).get("entries") or []
                                if (t := _when(e.get("timestamp"))) is not None), reverse=True)))
 
@@ -206,12 +210,15 @@ def _ago(delta: timedelta) -> str:
 
 
 RESTART_WINDOW = timedelta(minutes=10)
+DEPLOYING = timedelta(seconds=10)  # after a job (re)starts running, how long its checkpoint triggers may fail while tasks deploy
 
 
 def samples(pipeline: str, status: JobStatus, checkpoint_seen: int | None) -> list[tuple[str, float, datetime, dict[str, str]]]:
     """The SLI samples a Flink job gives its pipeline, as ``(sli, value, time, labels)``: its newest checkpoint's duration (once
     per checkpoint, at the time it was taken: ``checkpoint_seen`` is the last one sent), its worst backpressure and its
-    sources' pending records while it runs, and its failures in the last ten minutes with the newest exception."""
+    sources' pending records while it runs, its failed checkpoints in the last ten minutes (from the recent history Flink
+    keeps; those triggered while its tasks deployed left out) with the latest reason, and its failures in the last ten minutes with the
+    newest exception."""
     found: list[tuple[str, float, datetime, dict[str, str]]] = []
     if status.last is not None and status.last.id != checkpoint_seen:
         labels = {"job": status.name, **({"interval": f"{status.interval.total_seconds():g}"} if status.interval else {})}
@@ -220,6 +227,9 @@ def samples(pipeline: str, status: JobStatus, checkpoint_seen: int | None) -> li
         found.append(("backpressure", {"ok": 0.0, "low": 0.5, "high": 1.0}[status.worst_backpressure], status.at, {"job": status.name}))
     if status.state == "RUNNING" and status.pending_records is not None:
         found.append(("pending_records", float(status.pending_records), status.at, {"job": status.name}))
+    failed = sum(1 for t in status.failed_checkpoints if status.at - t <= RESTART_WINDOW)
+    found.append(("checkpoint_failures", float(failed), status.at,
+                  {"job": status.name, **({"reason": status.last_failure} if failed and status.last_failure else {})}))
     recent = sum(1 for t in status.failures if status.at - t <= RESTART_WINDOW)
     found.append(("restarts", float(recent), status.at, {"job": status.name, **({"exception": status.exception} if recent and status.exception else {})}))
     return found

@@ -24,7 +24,7 @@ from bot.domain.sli.retention import duration_text
 
 class Sli(StrEnum):
     """The eight pipeline SLIs of the seed, the retention headroom the bot forecasts, and what Flink says of a job: restarts,
-    backpressure, pending records."""
+    checkpoint failures, backpressure, pending records."""
 
     SOURCE_LAG = "source_lag"
     FRESHNESS = "freshness"
@@ -36,6 +36,7 @@ class Sli(StrEnum):
     SINK_COMMIT_LATENCY = "sink_commit_latency"
     RETENTION_HEADROOM = "retention_headroom"
     RESTARTS = "restarts"  # a Flink job's failures (restarts) in the last ten minutes, read from Flink itself
+    CHECKPOINT_FAILURES = "checkpoint_failures"  # a Flink job's failed checkpoints in the last ten minutes (not while it deploys)
     BACKPRESSURE = "backpressure"  # a Flink job's worst vertex: 0 ok, 0.5 low, 1 high
     PENDING_RECORDS = "pending_records"  # what a Flink job's sources have still to read (shown, never alerted on)
 
@@ -47,11 +48,11 @@ TITLES = {
     Sli.SCHEMA_ERROR_RATE: "Schema error rate", Sli.DLQ_VOLUME: "DLQ volume", Sli.BACKLOG: "Backfill/replay backlog",
     Sli.CHECKPOINT_DURATION: "Checkpoint duration", Sli.SINK_COMMIT_LATENCY: "Sink commit latency (p99)",
     Sli.RETENTION_HEADROOM: "Retention headroom", Sli.RESTARTS: "Job restarts (10 min)",
-    Sli.BACKPRESSURE: "Backpressure", Sli.PENDING_RECORDS: "Pending records (sources)",
+    Sli.BACKPRESSURE: "Backpressure", Sli.PENDING_RECORDS: "Pending records (sources)", Sli.CHECKPOINT_FAILURES: "Checkpoint failures (10 min)",
 }
 UNITS = {Sli.SOURCE_LAG: "s", Sli.FRESHNESS: "s", Sli.COMMIT_SUCCESS_RATE: "ratio", Sli.SCHEMA_ERROR_RATE: "ratio",
          Sli.DLQ_VOLUME: "messages", Sli.BACKLOG: "messages", Sli.CHECKPOINT_DURATION: "s", Sli.SINK_COMMIT_LATENCY: "s",
-         Sli.RETENTION_HEADROOM: "s", Sli.RESTARTS: "restarts", Sli.BACKPRESSURE: "level",
+         Sli.RETENTION_HEADROOM: "s", Sli.RESTARTS: "restarts", Sli.BACKPRESSURE: "level", Sli.CHECKPOINT_FAILURES: "failures",
          Sli.PENDING_RECORDS: "messages"}
 
 
@@ -206,6 +207,7 @@ def default_rules(sla: timedelta | None, checkpoint: timedelta | None) -> dict[S
         Sli.CHECKPOINT_DURATION: Rule(Sli.CHECKPOINT_DURATION, Mode.ABOVE, cp_s, 5 * cp_s if cp_s else None, clear=0.8 * cp_s if cp_s else None),
         Sli.SINK_COMMIT_LATENCY: Rule(Sli.SINK_COMMIT_LATENCY, Mode.ABOVE, 60, 300, clear=45),
         Sli.RESTARTS: Rule(Sli.RESTARTS, Mode.ABOVE, 0, 2, clear=0),  # a restart warns; three in ten minutes are a loop: a page
+        Sli.CHECKPOINT_FAILURES: Rule(Sli.CHECKPOINT_FAILURES, Mode.ABOVE, 0, 2, clear=0),  # one warns; three in ten minutes page
         Sli.BACKPRESSURE: Rule(Sli.BACKPRESSURE, Mode.ABOVE, 0.5, None, timedelta(minutes=5), clear=0.5),  # high for five minutes warns
         Sli.PENDING_RECORDS: Rule(Sli.PENDING_RECORDS, Mode.NEVER),
         Sli.RETENTION_HEADROOM: Rule(Sli.RETENTION_HEADROOM, Mode.BELOW, 86400, 10800, clear=108000, clear_for=timedelta(minutes=5)),

@@ -35,6 +35,9 @@ RUNBOOK = {  # seed 004, section 7: the response to each breach
                             "before it does; once data is lost, backfill the gap from the sink or the source of record, not from Kafka.",
     Sli.BACKPRESSURE: "The job cannot keep up: find the first vertex that is ok again downstream of the busy ones; the one before it "
                       "is the bottleneck (often the sink): scale it, batch its commits, or slow the source.",
+    Sli.CHECKPOINT_FAILURES: "Checkpoints fail: the job cannot restart from where it is (a full restart would re-read since the last "
+                             "good one). Read the failure (below); a timeout means state bloat or a blocked sink, an I/O error the "
+                             "checkpoint storage.",
     Sli.PENDING_RECORDS: "What the job's sources have still to read: its lag, in records.",
     Sli.RESTARTS: "The Flink job keeps failing and restarting (a poison record, a broken dependency): read its exception, pause it by "
                   "savepoint rather than let it cycle, fix the cause (or route the record to the DLQ), then resume it.",
@@ -55,8 +58,8 @@ def value_text(sli: str, value: float | None) -> str:
     unit = UNITS[Sli(sli)]
     if unit == "level":
         return "high" if value >= 1 else "low" if value > 0 else "ok"
-    if unit == "restarts":
-        return f"{value:.0f} restart{'s' if value != 1 else ''}"
+    if unit in ("restarts", "failures"):
+        return f"{value:.0f} {unit if value != 1 else unit[:-1]}"
     if unit == "ratio":
         return f"{value * 100:.3g}%"
     if unit == "messages":
@@ -122,6 +125,8 @@ def episode_message(episode: SliEpisode, state: State, rule: Rule, now: datetime
     notes = []
     if sli is Sli.RETENTION_HEADROOM and open_:
         notes += retention_notes(episode.pipeline, state)
+    if sli is Sli.CHECKPOINT_FAILURES and state.labels.get("reason"):
+        notes.append(f":boom: Job {escape(state.labels.get('job', '?'))}, latest checkpoint failure: `{escape(state.labels['reason'][:500])}`")
     if sli is Sli.RESTARTS and state.labels.get("exception"):
         notes.append(f":boom: Job {escape(state.labels.get('job', '?'))}, latest exception: `{escape(state.labels['exception'][:500])}`")
     if cause is not None:
