@@ -241,9 +241,11 @@ async def test_earliest_latest_and_shifts_each_checked_by_the_committed_offsets_
         assert committed(kafka_bootstrap, names["group"], names["source"]) == where
 
     row, message = await planned("--to-earliest", "180 messages will be read again")
+    assert row.plan["skipped"] == {"total": 0, "partitions": []}
     await applied_then_undone(row, message, {0: 0, 1: 0, 2: 0})
 
     row, message = await planned("--to-latest", "120 messages will be skipped")
+    assert row.plan["skipped"] == {"total": 120, "partitions": [{"topic": names["source"], "partition": p, "messages": 40} for p in range(3)]}
     confirm = next(e for b in message.blocks if b.get("type") == "actions" for e in b["elements"] if e["action_id"] == ids.OPS_CONFIRM)
     assert "skipping 120 messages it has not read" in confirm["confirm"]["text"]["text"]  # the dialog names the loss
     await asyncio.to_thread(produce, kafka_bootstrap, names["source"], 30, NOW, timedelta(seconds=1))  # the topic goes on meanwhile
@@ -254,6 +256,7 @@ async def test_earliest_latest_and_shifts_each_checked_by_the_committed_offsets_
     await applied_then_undone(row, message, {0: 0, 1: 0, 2: 60})
 
     row, message = await planned("--shift-by 15", "45 messages will be skipped")
+    assert row.plan["skipped"]["total"] == 45 and [x["messages"] for x in row.plan["skipped"]["partitions"]] == [15, 15, 15]
     await applied_then_undone(row, message, {0: 75, 1: 75, 2: 75})
 
     for options, said in (("--shift-by 0", "other than zero"), ("--to-offsets 0:-5", "is not PARTITION:OFFSET"),

@@ -229,3 +229,20 @@ def test_an_idle_group_older_than_the_topic_keeps_data_is_stale_and_active_reade
     census = Census("orders", judged)
     assert [r.reading.group for r in census.undeclared] == ["live", "quiet"]
     assert judge(readings[:1], {}, set(), None, now)[0].activity.value == "idle"  # kept forever: never stale
+
+
+def test_an_answer_that_is_not_live_states_no_reader_as_live_but_a_retirement() -> None:
+    now = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
+    seen = now - timedelta(minutes=2)
+    readings = [Reading("fraud-scorer", "orders", "STABLE", (Member("fraud-7", "/10.0.0.7"),), 5, seen, seen, seen),
+                Reading("old-reports", "orders", "EMPTY", (), None, seen, seen, seen)]
+    readers = judge(readings, {"fraud-scorer": Declared("fraud", "risk", "catalog")}, {"old-reports"}, None, now, fresh_since=seen)
+    assert all(r.live for r in readers)  # as the census that saw them said
+    failed = Census("orders", readers, taken_at=seen, failed="the cluster did not answer", age=timedelta(minutes=2)).as_json()
+    rows = {r["group"]: r for r in failed["readers"]}
+    assert failed["live"] is False
+    assert (rows["fraud-scorer"]["live"], rows["fraud-scorer"]["state"]) == (False, "last seen active")
+    assert (rows["old-reports"]["live"], rows["old-reports"]["state"]) == (True, "retired")  # people's word holds
+    stale = Census("orders", readers, taken_at=seen, stale=True).as_json()
+    assert [r["live"] for r in stale["readers"] if r["group"] == "fraud-scorer"] == [False]
+    assert all(r["live"] for r in Census("orders", readers, taken_at=seen).as_json()["readers"])

@@ -231,7 +231,7 @@ def run_impact(args: argparse.Namespace) -> int:
     if args.format == "json":
         answer = impact.as_json(teams)
         if census is not None:
-            answer["consumer_groups"] = [r.as_json() for r in census.readers]
+            answer["consumer_groups"] = [r.as_json() for r in census.shown()]
         print(json.dumps(answer, indent=2, ensure_ascii=False))
     else:
         print(impact_text(impact, teams) + ("\nConsumer groups (the reader census):\n" + "\n".join(census_lines(census)) if census else ""))
@@ -276,7 +276,7 @@ def census_lines(census: Census) -> list[str]:
     age = (f"census of {census.taken_at:%Y-%m-%d %H:%M} UTC, {_age(census)} old" if census.taken_at
            else "no census has answered yet (bot consumers --refresh)")
     lines = [f"{census.topic}: {len(census.reading)} group(s) read it ({age})"] + [f"  ! {note}" for note in census.notes()]
-    for reader in census.readers:
+    for reader in census.shown():
         r, declared = reader.reading, reader.declared
         who = f"job {declared.job}" if declared and declared.job else "attributed" if declared else "NOT DECLARED"
         team = f" ({declared.team})" if declared and declared.team else ""

@@ -409,6 +409,12 @@ def skipped(moves: list[dict[str, Any]]) -> int:
     return sum(max(0, -m["reread"]) for m in moves)
 
 
+def skipped_json(moves: list[dict[str, Any]]) -> dict[str, Any]:
+    """A plan's data loss for scripts: ``{"total", "partitions": [{"topic", "partition", "messages"}]}`` (none: 0 and [])."""
+    lost = [{"topic": m["topic"], "partition": m["partition"], "messages": -m["reread"]} for m in moves if m["reread"] < 0]
+    return {"total": sum(x["messages"] for x in lost), "partitions": lost}
+
+
 def chosen_partitions(request: BackfillRequest, topic: str, partitions: list[int]) -> list[int]:
     """The partitions of ``topic`` the backfill moves: those it names, else all; OpsError for one the topic lacks."""
     chosen = list(request.partitions) or sorted(request.to_offsets.get(topic, {})) or partitions

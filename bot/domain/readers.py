@@ -4,7 +4,7 @@ Pure: the census comes in as data."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
@@ -125,7 +125,14 @@ class Census:
         return {"topic": self.topic, "taken_at": self.taken_at.isoformat() if self.taken_at else None,
                 "age_seconds": round(self.age.total_seconds()) if self.age is not None else None, "partial": bool(self.partial),
                 "unanswered": self.partial, "partial_reason": self.partial_reason, "failed": self.failed, "live": self.live,
-                "notes": self.notes(), "readers": [r.as_json() for r in self.readers]}
+                "notes": self.notes(), "readers": [r.as_json() for r in self.shown()]}
+
+    def shown(self) -> list[Reader]:
+        """The readers as this answer may state them: none is live when the census itself is not (it failed, or is older than
+        its interval) — each says its state as last seen — except a retirement, which is people's word."""
+        if self.live:
+            return list(self.readers)
+        return [r if r.activity is Activity.RETIRED else replace(r, live=False) for r in self.readers]
 
 
 def judge(readings: list[Reading], declared: dict[str, Declared], retired: set[str], retention: timedelta | None, now: datetime,

@@ -40,6 +40,7 @@ from bot.domain.ops import (
     progress_text,
     refuse_flink,
     refuse_hidden_reader,
+    skipped_json,
 )
 from bot.domain.sli.pipeline import Pipeline
 from bot.kafka import dead_letters
@@ -192,6 +193,7 @@ class Operations:
                          if unready else None)
         moves, state = await self._ask(lambda cluster: cluster.plan_backfill(request))
         plan: dict[str, Any] = {"moves": [m.as_json() for m in moves], "group_state": state, "freeze": await self._freeze_now(request)}
+        plan["skipped"] = skipped_json(plan["moves"])
         if readers:
             assert self.flink is not None
             try:
@@ -487,6 +489,7 @@ class Operations:
         if [(m.topic, m.partition, m.committed) + ((m.target,) if exact else ()) for m in moves] != \
                 [(m.topic, m.partition, m.committed) + ((m.target,) if exact else ()) for m in planned]:
             plan = {**row.plan, "moves": [m.as_json() for m in moves], "group_state": state}
+            plan["skipped"] = skipped_json(plan["moves"])
             plan["booked"] = await self._booked_now(OpKind.BACKFILL, row.request, plan)
             await self._move(row, (OpState.PLANNED.value,), actor, "replanned", {}, ":warning: The group's offsets moved since the plan; "
                              "the plan above is redone with the cluster as it is now. Check it and confirm again.", plan=plan)

@@ -101,7 +101,7 @@ def census_reply(census: Census) -> Reply:
     title = f"*Kafka says {len(census.reading)} group{'s' if len(census.reading) != 1 else ''} read `{escape(census.topic)}`*"
     age = f"census of {census.taken_at:%Y-%m-%d %H:%M} UTC" if census.taken_at else "no census has answered yet"
     lines = [f"_{age}_" + "".join(f" · :warning: {escape(note[:300])}" for note in census.notes())]
-    for reader in census.readers[:MAX_LINES]:
+    for reader in census.shown()[:MAX_LINES]:
         r = reader.reading
         who = (f"job `{escape(reader.declared.job)}`" if reader.declared and reader.declared.job else "attributed" if reader.declared else
                "*not declared*")
