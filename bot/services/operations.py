@@ -221,11 +221,14 @@ class Operations:
         """Refuse when the census saw the group without members at other committed offsets than now (a census taken before
         a backfill of ours moved the group says nothing)."""
         async with self.db.session() as session:
-            rows = (await session.exec(select(TopicReader).where(TopicReader.group_id == group))).all()
-            ours = (await session.exec(select(Operation).where(Operation.kind == OpKind.BACKFILL.value,
-                                                               col(Operation.state).in_((OpState.APPLIED.value, OpState.UNDONE.value))))).all()
+            rows = [r for r in (await session.exec(select(TopicReader).where(TopicReader.group_id == group))).all() if not r.members]
+            if not rows:
+                return
+            ours = (await session.exec(select(Operation).where(  # only backfills since the oldest of those censuses can matter
+                Operation.kind == OpKind.BACKFILL.value, col(Operation.state).in_((OpState.APPLIED.value, OpState.UNDONE.value)),
+                col(Operation.updated_at) >= min(r.seen_at for r in rows)))).all()
         moved = max((aware(op.updated_at) for op in ours if op.request.get("group") == group), default=None)
-        rows = [row for row in rows if not row.members and (moved is None or aware(row.seen_at) > moved)]
+        rows = [row for row in rows if moved is None or aware(row.seen_at) > moved]
         seen = {(row.topic, int(p)): int(o) for row in rows for p, o in row.committed.items()}
         since = min((aware(row.seen_at) for row in rows), default=None)
         if since is not None:
