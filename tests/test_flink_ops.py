@@ -614,6 +614,15 @@ async def test_pause_and_resume_from_the_terminal_lose_and_double_nothing_and_a_
         assert finished.returncode == 0, finished.stderr
         assert "resuming it" in finished.stderr and json.loads(finished.stdout)["state"] == "applied"
         assert savepoint_on_disk(json.loads(finished.stdout)["savepoint"])
+
+        # Resumed, then cancelled by hand (no savepoint): the old pause's savepoint is older state than the job had, so a
+        # resume without --savepoint is refused rather than re-reading (and counting twice) what came since
+        again = await asyncio.to_thread(bot, "flink", "resume", name, "--sql", str(tmp_path / "job.sql"), "--yes")
+        assert again.returncode == 0, again.stderr
+        await job.cancel()
+        stale = await asyncio.to_thread(bot, "flink", "resume", name, "--sql", str(tmp_path / "job.sql"), "--yes")
+        assert stale.returncode == 1 and "no savepoint of" in stale.stderr and "--savepoint PATH" in stale.stderr
+        assert await running() == []
     finally:
         await job.cancel()
 

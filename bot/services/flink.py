@@ -221,8 +221,8 @@ class FlinkService:
         return {"job": job.id.name, "job_id": running["jid"], "version": job.flink or "", "savepoint_dir": self.savepoint_dir}
 
     async def plan_resume(self, job: Job, sql: str | None, savepoint: str | None, paused: str | None) -> dict[str, Any]:
-        """What resuming ``job`` will do: start it from ``savepoint`` (default: ``paused``, the savepoint of its last pause, else
-        the one Flink kept of its newest stopped run) with its SQL. FlinkError when it cannot."""
+        """What resuming ``job`` will do: start it from ``savepoint`` (default: ``paused``, the savepoint of its last pause when
+        nothing resumed it since, else the one its newest run stopped with) with its SQL. FlinkError when it cannot."""
         if (why := self.unready()) is not None:
             raise FlinkError(why)
         assert self.planner is not None
@@ -238,8 +238,8 @@ class FlinkService:
             savepoint, origin = await self._kept_savepoint(job.id.name), "the newest stopped run Flink remembers"
         savepoint = savepoint or paused
         if not savepoint:
-            raise FlinkError(f"no savepoint of {job.id.name} is known (no pause by the bot; Flink remembers no stopped run with one): "
-                             "give it with --savepoint PATH (from a terminal)")
+            raise FlinkError(f"no savepoint of {job.id.name} is known that holds its newest state (no pause by the bot since it last "
+                             "ran; its newest run did not stop with one): give it with --savepoint PATH (from a terminal)")
         if savepoint_on_disk(savepoint) is False:
             raise FlinkError(f"the savepoint {savepoint} ({origin}) is not there (no _metadata)")
         sql, sql_from = await self._sql(job.id.name, sql)
@@ -250,14 +250,14 @@ class FlinkService:
         return {"job": job.id.name, "version": version, "sql": sql, "sql_from": sql_from, "savepoint": savepoint, "savepoint_from": origin}
 
     async def _kept_savepoint(self, name: str) -> str | None:
-        """The savepoint of the newest stopped run of ``name`` that Flink still remembers."""
-        stopped = sorted((j for j in (await self._rest().get("/jobs/overview")).get("jobs", []) if j.get("name") == name
-                          and j.get("state") == "FINISHED"), key=lambda j: -int(j.get("start-time") or 0))
-        for job in stopped:
-            taken = ((await self._rest().get(f"/jobs/{job['jid']}/checkpoints", missing_ok=True) or {}).get("latest") or {}).get("savepoint")
-            if taken and taken.get("external_path"):
-                return str(taken["external_path"])
-        return None
+        """The savepoint the newest run of ``name`` that Flink remembers stopped with; None when that run ended otherwise
+        (cancelled, failed): an older savepoint would be older state than the job had."""
+        runs = [j for j in (await self._rest().get("/jobs/overview")).get("jobs", []) if j.get("name") == name]
+        newest = max(runs, key=lambda j: int(j.get("start-time") or 0), default=None)
+        if newest is None or newest.get("state") != "FINISHED":
+            return None
+        taken = ((await self._rest().get(f"/jobs/{newest['jid']}/checkpoints", missing_ok=True) or {}).get("latest") or {}).get("savepoint")
+        return str(taken["external_path"]) if taken and taken.get("external_path") else None
 
     async def pause(self, flink: dict[str, Any], progress: dict[str, Any], save: Save) -> dict[str, Any]:
         """Stop the job with a savepoint (a run that stopped it already gives the savepoint it took)."""

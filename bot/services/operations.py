@@ -270,9 +270,13 @@ class Operations:
         found, team = await self._flink_job(job, actor)
         assert self.flink is not None
         async with self.db.session() as session:
-            pauses = (await session.exec(select(Operation).where(Operation.kind == OpKind.PAUSE.value, Operation.state == OpState.APPLIED.value)
-                                         .order_by(col(Operation.id).desc()))).all()
-        paused = next((str(p.progress["savepoint"]) for p in pauses if p.request.get("job") == job and p.progress.get("savepoint")), None)
+            ours = (await session.exec(select(Operation).where(  # the job's pauses and resumes, newest first
+                col(Operation.kind).in_((OpKind.PAUSE.value, OpKind.RESUME.value)),
+                col(Operation.state).in_((OpState.APPLIED.value, OpState.DONE.value))).order_by(col(Operation.id).desc()))).all()
+        last = next((op for op in ours if op.request.get("job") == job), None)
+        # the last pause's savepoint only while nothing resumed the job since: after a resume it ran on, and that state is old
+        paused = str(last.progress["savepoint"]) if last is not None and last.kind == OpKind.PAUSE.value and last.progress.get("savepoint") \
+            else None
         try:
             plan = {"flink": await self.flink.plan_resume(found, sql, savepoint, paused)}
         except FlinkError as err:
