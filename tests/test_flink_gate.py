@@ -17,7 +17,10 @@ import aiohttp
 import pytest
 
 from bot.domain.avro.parse import parse
+from bot.domain.flink.checks import Report, read_planner
+from bot.domain.flink.statements import split
 from bot.domain.lineage.catalog import read_catalog
+from bot.flink.planner import Planner
 from tests.conftest import API_TOKEN, SlackHarness
 from tests.test_proposals_slack import ALICE, BOB
 
@@ -58,7 +61,9 @@ async def setup(slack: SlackHarness, flink: str | None = None) -> None:
         "teams": {"orders-team": {"usergroup": groups["orders-team"], "members": [ALICE], "oncall": [ALICE]},
                   "analytics-team": {"usergroup": groups["analytics-team"], "members": [BOB], "oncall": [BOB], "channel": "#orders-pipeline"}},
         "subjects": {"orders-value": {"owner": "orders-team"}, "refunds-value": {"owner": "orders-team"}},
-        "datasets": [{"name": "dwd_orders", "namespace": "kafka://kafka:9092", "owner": "analytics-team", "fields": ["order_id", "country", "total"]}],
+        "datasets": [{"name": "dwd_orders", "namespace": "kafka://kafka:9092", "owner": "analytics-team", "fields": ["order_id", "country", "total"]},
+                     {"name": "customers", "namespace": "postgres://crm:5432", "owner": "orders-team", "fields": ["customer_id", "segment"]},
+                     {"name": "order_totals", "namespace": "postgres://dw:5432", "owner": "analytics-team", "fields": ["segment", "country", "total"]}],
         "jobs": [{"name": "enrich-orders", "owner": "analytics-team", "inputs": ["orders-value"], "outputs": ["dwd_orders"],
                   **({"flink": flink} if flink else {})}],
     }
@@ -123,6 +128,81 @@ async def test_a_valid_job_passes_and_each_bad_release_is_blocked_by_the_right_c
     unregistered = blocked((await gate(slack, job_sql(), job="nobody-knows"))[1])
     assert list(unregistered) == ["lineage"] and "not registered" in unregistered["lineage"][0]["message"]
     assert slack.bot.planner.started == 1  # eleven checks, one warm worker
+
+
+JDBC_JOB = SOURCE.format(extra=",\n  proc AS PROCTIME()") + """CREATE TABLE customers (customer_id BIGINT, segment STRING, PRIMARY KEY (customer_id) NOT ENFORCED)
+WITH ('connector' = 'jdbc', 'url' = 'jdbc:postgresql://crm:5432/crm', 'table-name' = 'customers');
+CREATE TABLE order_totals (country STRING, segment {segment}, total DECIMAL(38, 2), PRIMARY KEY (country) NOT ENFORCED)
+WITH ('connector' = 'jdbc', 'url' = 'jdbc:postgresql://dw:5432/dw', 'table-name' = 'order_totals', 'sink.buffer-flush.interval' = '1s');
+INSERT INTO order_totals
+SELECT o.shipping.country AS country, MAX(c.segment) AS segment, SUM(o.price) AS total
+FROM orders AS o JOIN customers FOR SYSTEM_TIME AS OF o.proc AS c ON o.customer_id = c.customer_id
+GROUP BY o.shipping.country;
+"""
+
+
+async def test_a_sink_the_checker_has_no_connector_for_is_checked_by_its_types(slack: SlackHarness) -> None:
+    """JDBC (a dimension table joined by lookup, an upserting sink of an aggregate) is not in the checker's runtime:
+    the job passes with a warning per table, and a type that cannot go into the JDBC sink still blocks, naming it."""
+    await setup(slack)
+    status, answer = await gate(slack, JDBC_JOB.format(segment="STRING"))
+    assert status == 200 and answer["verdict"] == "pass", json.dumps(answer["checks"], indent=1)
+    warnings = [f for c in answer["checks"] for f in c["findings"] if f["level"] == "warning"]
+    assert sorted((f["table"] or "", f["line"], f["message"]) for f in warnings) == [
+        (table, line, "connector 'jdbc' is not installed in the checker: its options were not checked (scripts/flink.sh install --connector jdbc)")
+        for table, line in (("customers", 9), ("order_totals", 11))]
+    graph = await slack.bot.lineage.graph()
+    [job] = [j for j in graph.jobs.values() if j.id.name == "enrich-orders"]
+    assert "Flink release #1" in job.learned  # the plan compiled, the dimension table's lookup followed: its column lineage learned
+    for dataset, field, written in (("customers", "segment", "order_totals.segment"), ("orders-value", "price", "order_totals.total")):
+        reached = {f"{f.dataset}.{f.field}" for f in graph.impact(graph.find_dataset(dataset), [field]).impacted}
+        assert {r for r in reached if r.startswith("order_totals.")} == {written}  # (dwd_orders, declared, stays a black box)
+
+    mismatch = blocked((await gate(slack, JDBC_JOB.format(segment="INT")))[1])
+    assert list(mismatch) == ["sink"]
+    [finding] = mismatch["sink"]
+    assert finding["table"] == "order_totals" and finding["column"] == "segment" and finding["line"] == 13
+
+
+async def test_a_connector_installed_into_the_checker_has_its_options_checked(tmp_path: Path, database_url: str) -> None:
+    """`scripts/flink.sh install --connector jdbc` (the official jars, from Maven Central) into a runtime: the JDBC
+    tables are checked by the real connector, whose missing option then blocks; a name it does not know is refused."""
+    real = Path(os.environ.get("CHANGEOPS_FLINK_ROOT", Path.home() / ".cache/changeops/flink")) / "flink-2.3.0"
+    home = tmp_path / "flink-2.3.0"
+    home.mkdir()
+    for part in ("venv", "jars", "gate", "tools", ".complete"):  # the installed runtime, shared; its connectors its own
+        (home / part).symlink_to(real / part)
+    script = Path(__file__).resolve().parents[1] / "scripts" / "flink.sh"
+    env = {**os.environ, "CHANGEOPS_FLINK_ROOT": str(tmp_path)}
+    planner = Planner(str(tmp_path))
+
+    async def check(sql: str) -> Report:
+        statements, report = split(sql), Report("enrich-orders")
+        read_planner(report, statements, await planner.check("2.3.0", [{"sql": s.sql, "kind": s.kind} for s in statements]))
+        return report
+
+    def unchecked(report: Report) -> list[str]:
+        return sorted(f.table or "" for f in report.checks["sql"] if "not installed in the checker" in f.message)
+
+    no_url = JDBC_JOB.format(segment="STRING").replace("'url' = 'jdbc:postgresql://dw:5432/dw', ", "")
+    try:
+        before = await check(no_url)
+        assert before.passed and unchecked(before) == ["customers", "order_totals"]  # a warm worker without the connector
+        unknown = await asyncio.to_thread(subprocess.run, ["bash", str(script), "install", "--connector", "nosuch"], env=env, capture_output=True, text=True)
+        assert unknown.returncode == 2 and "unknown connector 'nosuch'" in unknown.stderr and not (home / "connectors").exists()
+        installed = await asyncio.to_thread(subprocess.run, ["bash", str(script), "install", "--connector", "jdbc"], env=env, capture_output=True, text=True)
+        assert installed.returncode == 0, installed.stderr
+        assert any(j.name.startswith("flink-connector-jdbc-core-") for j in (home / "connectors" / "jdbc").glob("*.jar"))
+
+        good = await check(JDBC_JOB.format(segment="STRING"))  # the worker restarted with the connector's jars
+        assert good.passed and unchecked(good) == [] and planner.started == 2, good.as_json()
+        refused = await check(no_url)
+        assert not refused.passed and unchecked(refused) == []
+        [missing] = refused.checks["sql"]
+        assert missing.message.startswith("Unable to create a sink for writing table 'order_totals': ") and missing.table == "order_totals"
+        assert "Missing required options are:  url" in missing.message, missing.message
+    finally:
+        await planner.close()
 
 
 async def test_the_same_release_checked_again_is_answered_the_same_and_recorded_once(slack: SlackHarness) -> None:

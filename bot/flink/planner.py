@@ -24,8 +24,8 @@ class PlannerUnavailable(Exception):
 
 
 class _Worker:
-    def __init__(self, process: asyncio.subprocess.Process, flink: str, errors: deque[str], drain: asyncio.Task[None]) -> None:
-        self.process, self.flink, self.errors, self.drain, self.checks = process, flink, errors, drain, 0
+    def __init__(self, process: asyncio.subprocess.Process, flink: str, errors: deque[str], drain: asyncio.Task[None], jars: list[str]) -> None:
+        self.process, self.flink, self.errors, self.drain, self.checks, self.jars = process, flink, errors, drain, 0, jars
 
 
 class Planner:
@@ -65,22 +65,25 @@ class Planner:
         raise AssertionError("unreachable")
 
     async def _worker(self, version: str) -> _Worker:
+        home = self.root / f"flink-{version}"
+        # the Kafka connector and Avro formats, the gate's type-only stand-in, the connectors added with --connector
+        jars = sorted(str(j) for pattern in ("jars/*.jar", "gate/*.jar", "connectors/*/*.jar") for j in home.glob(pattern))
         worker = self._workers.get(version)
         if worker is not None and worker.process.returncode is None:
-            return worker
-        home = self.root / f"flink-{version}"
+            if worker.jars == jars:
+                return worker
+            await self._end(version)  # a connector installed since it started: a worker that loads it
         python = home / "venv" / "bin" / "python"
         if not (home / ".complete").exists() or not python.exists():
             installed = ", ".join(self.versions()) or "none"
             raise PlannerUnavailable(f"the Flink {version} planner is not installed here (installed: {installed}); "
                                      f"install it with `scripts/flink.sh install {version}` or point CHANGEOPS_FLINK_ROOT at a folder that has it")
-        jars = sorted(str(j) for j in (home / "jars").glob("*.jar"))
         process = await asyncio.create_subprocess_exec(str(python), "-I", str(WORKER), *jars, stdin=asyncio.subprocess.PIPE,
                                                        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, limit=2**26)
         self.started += 1
         errors: deque[str] = deque(maxlen=30)
         assert process.stderr is not None
-        worker = _Worker(process, version, errors, asyncio.create_task(_drain(process.stderr, errors)))
+        worker = _Worker(process, version, errors, asyncio.create_task(_drain(process.stderr, errors)), jars)
         try:
             assert process.stdout is not None
             ready = json.loads(await asyncio.wait_for(process.stdout.readline(), START_SECONDS) or b"{}")

@@ -4,7 +4,11 @@ Runs under the Python of a Flink runtime (``scripts/flink.sh install``), never i
 the standard library, PyFlink and ``bot.flink.worker_common`` only. One ``TableEnvironment`` is kept warm; each check runs in a database of
 its own that is dropped afterwards, and the configuration its ``SET`` statements changed is put back. It ends at the end of its input, which is
 also how it ends when the bot that started it dies (the JVM ends with it: PyFlink's gateway exits when its
-own input closes)."""
+own input closes).
+
+A table whose connector this runtime lacks (JDBC, Doris, a CDC source...) is checked through the type-only stand-in
+``scripts/flink.sh install`` builds (``changeops-type-only``): the planner validates its columns and types, not its
+options, and the answer names it under ``unchecked``."""
 
 from __future__ import annotations
 
@@ -12,6 +16,9 @@ import json
 import sys
 from pathlib import Path
 from typing import Any
+
+STAND_IN = "changeops-type-only"
+REAL = "changeops.unchecked-connector"  # the stand-in's option holding the table's own connector
 
 if __package__:
     from bot.flink.worker_common import RESET, SET, chain
@@ -30,12 +37,13 @@ def main(argv: list[str]) -> int:
     out.write(json.dumps({"ready": True, "flink": pyflink.version.__version__}) + "\n")
     out.flush()
     checks = 0
+    known: dict[str, bool] = {}  # connector -> whether this runtime has it
     for line in sys.stdin:
         if not line.strip():
             continue
         checks += 1
         try:
-            answer = check(env, json.loads(line), f"check_{checks}")
+            answer = check(env, json.loads(line), f"check_{checks}", known)
         except Exception as err:  # the check itself failed, not the job: say so and stay up
             answer = {"failure": f"{type(err).__name__}: {err}"}
         out.write(json.dumps(answer) + "\n")
@@ -53,7 +61,7 @@ def environment(jars: list[str]) -> Any:
     return env
 
 
-def check(env: Any, request: dict[str, Any], database: str) -> dict[str, Any]:
+def check(env: Any, request: dict[str, Any], database: str, known: dict[str, bool]) -> dict[str, Any]:
     """Run one job's statements in a fresh database: every statement's outcome and every table it created."""
     j_env = env._j_tenv
     catalog = j_env.getCurrentCatalog()
@@ -61,9 +69,14 @@ def check(env: Any, request: dict[str, Any], database: str) -> dict[str, Any]:
     env.execute_sql(f"USE `{database}`")
     saved: dict[str, str | None] = {}  # keys the job SET, with their values before it
     try:
-        results = [_statement(env, statement, saved) for statement in request["statements"]]
+        results = []
+        for statement in request["statements"]:
+            if statement["kind"] == "insert":
+                _stand_in(env, catalog, database, known)
+            results.append(_statement(env, statement, saved))
         tables = {name: _table(env, catalog, database, name) for name in env.list_tables()}
-        return {"results": results, "tables": tables}
+        unchecked = {name: table["options"]["connector"] for name, table in tables.items() if table.pop("unchecked", False)}
+        return {"results": results, "tables": tables, "unchecked": unchecked}
     finally:
         env.execute_sql("USE `default_database`")
         env.execute_sql(f"DROP DATABASE IF EXISTS `{database}` CASCADE")
@@ -126,6 +139,31 @@ def _insert(env: Any, sql: str) -> dict[str, Any]:
     return answer
 
 
+def _stand_in(env: Any, catalog: str, database: str, known: dict[str, bool]) -> None:
+    """Point every table whose connector this runtime lacks at the type-only stand-in, keeping its own connector."""
+    from pyflink.java_gateway import get_gateway
+
+    jvm = get_gateway().jvm
+    for name in env.list_tables():
+        base = env._j_tenv.getCatalog(catalog).get().getTable(jvm.org.apache.flink.table.catalog.ObjectPath(database, name))
+        if str(base.getTableKind().name()) != "TABLE":
+            continue
+        connector = str(base.getOptions().get("connector") or "")
+        if not connector or connector == STAND_IN:
+            continue
+        if connector not in known:
+            factory = jvm.java.lang.Class.forName("org.apache.flink.table.factories.DynamicTableFactory")
+            try:
+                jvm.org.apache.flink.table.factories.FactoryUtil.discoverFactory(
+                    jvm.java.lang.Thread.currentThread().getContextClassLoader(), factory, connector)
+                known[connector] = True
+            except Exception:
+                known[connector] = False
+        if not known[connector]:
+            quoted = connector.replace("'", "''")
+            env.execute_sql(f"ALTER TABLE `{name}` SET ('connector' = '{STAND_IN}', '{REAL}' = '{quoted}')")
+
+
 def _table(env: Any, catalog: str, database: str, name: str) -> dict[str, Any]:
     from pyflink.java_gateway import get_gateway
 
@@ -136,8 +174,11 @@ def _table(env: Any, catalog: str, database: str, name: str) -> dict[str, Any]:
     columns = [{"name": c.getName(), "type": c.getDataType().getLogicalType().asSerializableString(),
                 "kind": c.getClass().getSimpleName().removesuffix("Column").lower()}
                for c in getattr(j_env, "from")(f"`{name}`").getResolvedSchema().getColumns()]
-    options = dict(base.getOptions()) if kind == "TABLE" else {}
-    return {"kind": kind.lower(), "options": {str(k): str(v) for k, v in options.items()}, "columns": columns}
+    options = {str(k): str(v) for k, v in dict(base.getOptions()).items()} if kind == "TABLE" else {}
+    unchecked = options.get("connector") == STAND_IN and REAL in options
+    if unchecked:
+        options["connector"] = options.pop(REAL)
+    return {"kind": kind.lower(), "options": options, "columns": columns, "unchecked": unchecked}
 
 
 if __name__ == "__main__":

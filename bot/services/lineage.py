@@ -334,9 +334,9 @@ def _learn_release(job: Job, release: FlinkRelease) -> None:
     """Fill a black box's unmapped outputs with the field lineage of its newest passed release (Flink's compiled
     plan): what the catalog or an OpenLineage event maps stays as they say."""
     learned = [(FieldRef(DatasetId(m[0], m[1]), m[2]), FieldRef(DatasetId(m[3], m[4]), m[5])) for m in release.lineage]
-    open_outputs = set(job.unmapped_outputs)
+    open_outputs = set(job.unmapped_outputs) | {target.dataset for _, target in learned if target.dataset not in job.outputs}
     for source, target in learned:
-        if target.dataset in open_outputs or target.dataset not in job.outputs:
+        if target.dataset in open_outputs:
             job.mappings.append((source, target))
             if source.dataset not in job.inputs:
                 job.inputs.append(source.dataset)

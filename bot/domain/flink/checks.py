@@ -18,9 +18,11 @@ CHECKS = ("source_schema", "sql", "sink", "state", "lineage")
 AVRO_FORMATS = ("avro-confluent", "avro", "debezium-avro-confluent")
 KAFKA = ("kafka", "upsert-kafka")
 NOT_DATA = ("datagen", "print", "blackhole")  # test connectors: nothing flows to or from a dataset
+INSTALLABLE = ("jdbc",)  # connectors `scripts/flink.sh install --connector NAME` knows by name
 SINK_MISMATCH = ("Column types of query result and sink", "Different number of columns")
 SINK_COLUMN = re.compile(r"sink column '([^']+)' at position (\d+)")
 CREATE_TABLE = re.compile(r"(?is)CREATE\s+(?:TEMPORARY\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?([`\w.]+)")
+CHECK_DATABASE = re.compile(r"default_catalog\.check_\d+\.")  # the planner's scratch database for a check: not the user's
 INSERT_TARGET = re.compile(r"(?is)INSERT\s+(?:INTO|OVERWRITE)\s+([`\w.]+)")
 
 
@@ -101,6 +103,12 @@ def read_planner(report: Report, statements: list[Statement], answer: dict[str, 
         found = CREATE_TABLE.match(statement.sql)
         if found and _bare(found.group(1)) in report.tables:
             report.tables[_bare(found.group(1))].line = statement.line
+    for name, connector in sorted(answer.get("unchecked", {}).items()):
+        how = connector if connector in INSTALLABLE else "GROUP:ARTIFACT:VERSION of its jar"
+        table = report.tables.get(name)
+        report.checks["sql"].append(Finding(
+            f"connector '{connector}' is not installed in the checker: its options were not checked (scripts/flink.sh install --connector {how})",
+            name, None, table.line if table else None, 1, "warning"))
     merged = PlanLineage()
     for statement, result in zip(statements, answer.get("results", []), strict=False):
         if not result.get("ok"):
@@ -130,6 +138,10 @@ def _planner_error(report: Report, statement: Statement, chain: list[list[str]])
     messages = [_clean(m) for _, m in chain if m and m != "None"]
     positioned = [m for m in messages if "line " in m and ", column " in m]
     message = (positioned[-1] if positioned else messages[0] if messages else "the planner refused this statement").split("\n\nQuery schema")[0]
+    if message.startswith("Unable to create a") and len(messages) > 1:  # the connector's factory refused: its reason is the cause's
+        head = message.split("\n")[0].rstrip(".")
+        message = f"{head}: {messages[-1]}"
+    message = CHECK_DATABASE.sub("", message)
     line, column = statement.position(message)
     if line is None:
         line, column = statement.line, statement.column

@@ -30,8 +30,8 @@ class Cast:
 
 @dataclass
 class PlanLineage:
-    """Per sink table, per sink column, the source columns it comes from; the casts; whether it is exact (a lookup
-    join reads a table that is no input of the plan's graph: its columns' origins are unknown, ``coarse``)."""
+    """Per sink table, per sink column, the source columns it comes from (a lookup join's dimension table counts as a
+    source); the casts; the node kinds taken conservatively (``coarse``: the lineage is not exact)."""
 
     sinks: dict[str, dict[str, Origin]] = field(default_factory=dict)
     sources: set[str] = field(default_factory=set)
@@ -98,6 +98,10 @@ def _node(node: dict[str, Any], ins: list[list[Origin]], found: PlanLineage) -> 
         return [frozenset().union(*(i[k] for i in ins if k < len(i))) for k in range(width)]
     if kind in JOINS:
         return [o for i in ins for o in i]
+    if kind == "lookup-join":
+        looked_up = _lookup(node, found)
+        if looked_up is not None:
+            return list(first) + looked_up
     if kind in AGGREGATES:
         out = [first[g] for g in node.get("grouping", []) if g < len(first)]
         for call in node.get("aggCalls", []):
@@ -106,6 +110,21 @@ def _node(node: dict[str, Any], ins: list[list[Origin]], found: PlanLineage) -> 
     found.coarse.append(kind)
     everything = frozenset().union(*(o for i in ins for o in i))
     return [everything] * len(names)
+
+
+def _lookup(node: dict[str, Any], found: PlanLineage) -> list[Origin] | None:
+    """The columns a lookup join adds: its dimension table's (after the projection the planner pushed onto it)."""
+    temporal = node.get("temporalTable") or {}
+    identifier = (temporal.get("lookupTableSource") or {}).get("table", {}).get("identifier")
+    if not identifier:
+        return None  # a legacy lookup source: no table to name
+    name = table_name(identifier)
+    found.sources.add(name)
+    columns = [frozenset({(name, column)}) for column in _names(temporal.get("outputType"))]
+    projection = node.get("projectionOnTemporalTable")
+    if projection:
+        columns = [_expression(e, columns, found, f"${i}") for i, e in enumerate(projection)]
+    return columns
 
 
 def _expression(expr: dict[str, Any], ins: list[Origin], found: PlanLineage, column: str) -> Origin:
