@@ -10,7 +10,7 @@ REDACTED = "[redacted]"
 CAPPED_LOGGERS = ("slack_bolt", "slack_sdk", "bot.slack.bolt")  # they log request and response bodies
 CAP = 300
 ROUTINE_LOGGERS = ("apscheduler",)  # "Running job ...", "executed successfully": every few seconds, worth nothing to a reader
-ROUTINE_LINES = ("Context impl ", "Will assume ")  # Alembic's preamble before each migration check (its "Running upgrade" lines stay)
+ROUTINE_LINES = ("Context impl ", "Will assume ", "Running upgrade ")  # Alembic's: `bot migrate` says where it went, in one line
 
 
 class SafeFormatter(logging.Formatter):
@@ -50,10 +50,10 @@ def install_redaction(secrets: Iterable[str], handler: logging.Handler) -> None:
 
 
 def routine_at_debug(record: logging.LogRecord) -> bool:
-    """The scheduler's INFO lines (and Alembic's preamble) become DEBUG lines, shown only when the log level is DEBUG;
+    """The scheduler's INFO lines (and Alembic's step by step) become DEBUG lines, shown only when the log level is DEBUG;
     warnings and errors (a missed run, a job that raised) stay as they are."""
     if record.levelno == logging.INFO and (record.name.startswith(ROUTINE_LOGGERS)
-                                           or record.name.startswith("alembic") and str(record.msg).startswith(ROUTINE_LINES)):
+                                           or record.name.startswith("alembic") and record.getMessage().startswith(ROUTINE_LINES)):
         record.levelno, record.levelname = logging.DEBUG, "DEBUG"
         return logging.getLogger().isEnabledFor(logging.DEBUG)
     return True

@@ -6,11 +6,12 @@ closes; all within ``SHUTDOWN_GRACE_SECONDS``."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from aiohttp import web
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -87,7 +88,7 @@ class Bot:
         membership = SlackMembership(self.slack.client)
         self.schema_registry = SchemaRegistry(config.schema_registry_url) if config.schema_registry_url else None
         self.calendar = CalendarService(self.db, self.lineage, clock)
-        self.owner = secrets.token_hex(8)
+        self.owner = leases.process_owner("bot")
         self.sli = SliService(self.db, self.lineage, self.outbox, clock, config.changes_channel)
         self.census = CensusService(self.db, self.lineage, self.sli, config.kafka_bootstrap_servers, self.owner, clock,
                                     timedelta(seconds=config.census_seconds))
@@ -125,33 +126,33 @@ class Bot:
         self.web = build_web_app(self.slack, self.db, migrate.head(), config, self.lineage, self.proposals, self.sli, self.releases,
                                  lambda: self.draining, self.figures, self.deliveries.claim)
         self.scheduler = AsyncIOScheduler(timezone="UTC")
-        self.scheduler.add_job(self.inflight.track(self.deliveries.prune), "interval", hours=1, kwargs={"older_than": timedelta(days=1)},
+        self.scheduler.add_job(self._scheduled(self.deliveries.prune), "interval", hours=1, kwargs={"older_than": timedelta(days=1)},
                                id="prune-slack-deliveries", coalesce=True, max_instances=1)
-        self.scheduler.add_job(self.inflight.track(self.proposals.sweep), "interval", seconds=SWEEP_SECONDS, id="sweep-proposals",
+        self.scheduler.add_job(self._scheduled(self.proposals.sweep), "interval", seconds=SWEEP_SECONDS, id="sweep-proposals",
                                coalesce=True, max_instances=1)
-        self.scheduler.add_job(self.inflight.track(self.proposals.release_held), "interval", seconds=SWEEP_SECONDS, id="release-held",
+        self.scheduler.add_job(self._scheduled(self.proposals.release_held), "interval", seconds=SWEEP_SECONDS, id="release-held",
                                coalesce=True, max_instances=1)
-        self.scheduler.add_job(self.inflight.track(self.sli.sweep), "interval", seconds=SLI_SWEEP_SECONDS, id="sweep-sli",
+        self.scheduler.add_job(self._scheduled(self.sli.sweep), "interval", seconds=SLI_SWEEP_SECONDS, id="sweep-sli",
                                coalesce=True, max_instances=1)
-        self.scheduler.add_job(self.inflight.track(self.health.monthly), "interval", hours=1, id="health-report", coalesce=True, max_instances=1)
+        self.scheduler.add_job(self._scheduled(self.health.monthly), "interval", hours=1, id="health-report", coalesce=True, max_instances=1)
         self.pollers: Pollers | None = None
         self.metrics: MetricsConsumer | None = None
         if config.kafka_bootstrap_servers:
-            self.scheduler.add_job(self.inflight.track(self.poll), "interval", seconds=config.poll_seconds, id="poll-kafka",
+            self.scheduler.add_job(self._scheduled(self.poll), "interval", seconds=config.poll_seconds, id="poll-kafka",
                                    coalesce=True, max_instances=1)
-            self.scheduler.add_job(self.inflight.track(self.ops.follow), "interval", seconds=config.poll_seconds, id="follow-backfills",
+            self.scheduler.add_job(self._scheduled(self.ops.follow), "interval", seconds=config.poll_seconds, id="follow-backfills",
                                    coalesce=True, max_instances=1)
-            self.scheduler.add_job(self.inflight.track(self.census.scheduled), "interval", seconds=config.census_seconds, id="census",
+            self.scheduler.add_job(self._scheduled(self.census.scheduled), "interval", seconds=config.census_seconds, id="census",
                                    kwargs={"every": timedelta(seconds=config.census_seconds)}, coalesce=True, max_instances=1,
                                    next_run_time=datetime.now(UTC))
         if config.kafka_bootstrap_servers or config.flink_rest_url:  # replays, and operations on Flink jobs, whose owner went quiet
-            self.scheduler.add_job(self.inflight.track(self.ops.resume_orphans), "interval", seconds=OPS_SWEEP_SECONDS, id="resume-operations",
+            self.scheduler.add_job(self._scheduled(self.ops.resume_orphans), "interval", seconds=OPS_SWEEP_SECONDS, id="resume-operations",
                                    coalesce=True, max_instances=1)
         if config.flink_rest_url:
-            self.scheduler.add_job(self.inflight.track(self.poll_flink), "interval", seconds=config.poll_seconds, id="poll-flink",
+            self.scheduler.add_job(self._scheduled(self.poll_flink), "interval", seconds=config.poll_seconds, id="poll-flink",
                                    coalesce=True, max_instances=1)
         if config.schema_registry_url or config.kafka_bootstrap_servers:
-            self.scheduler.add_job(self.inflight.track(self.watcher.scheduled), "interval", seconds=config.watch_seconds, id="out-of-band",
+            self.scheduler.add_job(self._scheduled(self.watcher.scheduled), "interval", seconds=config.watch_seconds, id="out-of-band",
                                    kwargs={"every": timedelta(seconds=config.watch_seconds)}, coalesce=True, max_instances=1)
         self._runner: web.AppRunner | None = None
         self._socket_mode: AsyncSocketModeHandler | None = None
@@ -185,6 +186,23 @@ class Bot:
         else:
             log.info("ChangeOps listening on %s (Slack request URL: %s/slack/events)", self.url, self.url)
 
+    def _scheduled(self, job: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+        """A scheduled job, counted while it runs; one cut short because the bot stops ends quietly (the scheduler
+        would log its cancellation as a failure, with a traceback, at every Ctrl-C)."""
+        tracked = self.inflight.track(job)
+
+        @functools.wraps(job)
+        async def run(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return await tracked(*args, **kwargs)
+            except asyncio.CancelledError:
+                if not self.draining:
+                    raise
+                log.debug("%s was cut short: the bot is stopping", getattr(job, "__name__", job))
+                return None
+
+        return run
+
     async def stop(self) -> None:
         """Stop in order, within the grace period: readiness 503, no new requests, in-flight work finished, what it
         owes delivered, the database closed."""
@@ -207,6 +225,7 @@ class Bot:
         if self.pollers is not None:
             await asyncio.to_thread(self.pollers.close)
             self.pollers = None
+        await asyncio.to_thread(self.census.close)
         await self.dispatcher.stop(timeout=max(0.0, deadline - time.monotonic()))
         await self.planner.close()
         await self.pagers.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -30,7 +31,9 @@ def pool() -> ProcessPoolExecutor:
 def _end_with_parent(parent: int) -> None:
     """In each worker: end at once when the bot that started it is gone, however it ended (SIGKILL too). An
     orphan is adopted by another process, so its parent pid changes; the pool's resource tracker then sees its
-    last writer close and ends by itself."""
+    last writer close and ends by itself. A Ctrl-C reaches every process of the terminal's group: the bot stops
+    its workers, so they ignore it (it would only print their tracebacks)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     def watch() -> None:
         while os.getppid() == parent:

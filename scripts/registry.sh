@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 source scripts/lib.sh
 ensure_command curl curl
 action=$1 run_dir=$2 count=${3:-1}
+run_dir=$(mkdir -p "$run_dir" && cd "$run_dir" && pwd)  # absolute: each registry starts in a folder of its own
 cache_root=${CHANGEOPS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/changeops}
 registry=$run_dir/registry
 

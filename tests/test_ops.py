@@ -374,6 +374,7 @@ async def test_an_export_or_an_import_against_a_cluster_that_does_not_answer_say
                                                     capture_output=True, text=True, timeout=120) for args in asked))  # each waits out Kafka
     for args, run in zip(asked, runs, strict=True):
         assert run.returncode == 1 and "Kafka did not answer as expected" in run.stderr, (args, run.stderr)
+        assert "FAIL" not in run.stderr and "%3|" not in run.stderr, run.stderr  # no librdkafka line: the bot says what failed
         assert run.stdout == ""  # no offsets printed as if they were the group's
     db = Database(migrated_url)
     async with db.session() as session:
@@ -524,9 +525,13 @@ async def test_a_replay_killed_mid_way_resumes_from_its_last_transaction_exactly
     admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
     dlq, target = new_topic(admin, "payments-dlq"), new_topic(admin, "payments.replay")
     await asyncio.to_thread(produce, kafka_bootstrap, dlq, 10_000, NOW - timedelta(hours=2), timedelta(milliseconds=100))
-    env = {"DATABASE_URL": migrated_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap, "OPS_LEASE_SECONDS": "2"}
+    # a lease far longer than the test: the dead run is known dead (its process is gone from this machine), not timed out
+    env = {"DATABASE_URL": migrated_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap, "OPS_LEASE_SECONDS": "600"}
     first = cli("replay", dlq, "--to", target, "--rate", "2500/s", "--yes", env=env)
     group = await replay_past(admin, kafka_bootstrap, dlq, 1_000)
+    twice = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "replay", dlq, "--to", target, "--yes"],
+                                    env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
+    assert twice.returncode == 1 and "is running in another process" in twice.stderr and "not run twice" in twice.stderr, twice.stderr
     below = descendants(first.pid)
     first.send_signal(signal.SIGKILL)
     _, said = await asyncio.to_thread(first.communicate)

@@ -111,8 +111,10 @@ def _migrate(args: argparse.Namespace) -> int:
 
     config = Config.from_env(os.environ, require_slack=False)
     configure(config.log_level, config.secrets)
+    before = migrate.current(config.database_url)
     migrate.upgrade(config.database_url, args.revision)
-    print(f"database at {migrate.current(config.database_url)}")
+    after = migrate.current(config.database_url)
+    print(f"database at {after}" + (" (up to date)" if after == before else f" (was {before or 'empty'}; LOG_LEVEL=DEBUG lists each step)"))
     return 0
 
 

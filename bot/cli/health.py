@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import csv
 import json
 import os
@@ -48,8 +49,11 @@ def run_report(args: argparse.Namespace) -> int:
         lineage = LineageService(db)
         sli = SliService(db, lineage, Outbox())
         census = CensusService(db, lineage, sli, config.kafka_bootstrap_servers, "cli")
-        return await HealthService(db, lineage, sli, census, Outbox(), bool(config.schema_registry_url), bool(config.kafka_bootstrap_servers),
-                                   config.changes_channel, utcnow).compute(month)
+        try:
+            return await HealthService(db, lineage, sli, census, Outbox(), bool(config.schema_registry_url), bool(config.kafka_bootstrap_servers),
+                                       config.changes_channel, utcnow).compute(month)
+        finally:
+            await asyncio.to_thread(census.close)
 
     try:
         figures = with_database(work)

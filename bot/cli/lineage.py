@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import sys
@@ -109,10 +110,13 @@ def run_export(args: argparse.Namespace) -> int:
 
     async def work(db: Database) -> dict[str, Any]:
         lineage = LineageService(db)
+        census = CensusService(db, lineage, SliService(db, lineage, Outbox()), config.kafka_bootstrap_servers, "cli")
         try:
-            return await CensusService(db, lineage, SliService(db, lineage, Outbox()), config.kafka_bootstrap_servers, "cli").exported()
+            return await census.exported()
         except CensusError as err:
             raise CommandError(str(err)) from None
+        finally:
+            await asyncio.to_thread(census.close)
 
     try:
         document = with_database(work)
@@ -251,17 +255,20 @@ def census_of(topic: str, refresh: bool = False, *, ask: bool = False) -> Census
         if refresh and not config.kafka_bootstrap_servers:
             raise CommandError("Kafka is not configured for this bot: set KAFKA_BOOTSTRAP_SERVERS", USAGE_ERROR)
         unreachable = None
-        if (ask or refresh) and config.kafka_bootstrap_servers:
-            try:
-                nearest = await census.topic_named(topic)
-            except CensusError as err:
-                nearest, unreachable = None, str(err)
-            if nearest is not None:
-                hint = f" (did you mean {', '.join(nearest)}?)" if nearest else ""
-                raise CommandError(f"no topic {topic} on the cluster{hint}", USAGE_ERROR)
-            if refresh and unreachable is None:
-                await census.refresh()
-        answer = await census.census(topic)
+        try:
+            if (ask or refresh) and config.kafka_bootstrap_servers:
+                try:
+                    nearest = await census.topic_named(topic)
+                except CensusError as err:
+                    nearest, unreachable = None, str(err)
+                if nearest is not None:
+                    hint = f" (did you mean {', '.join(nearest)}?)" if nearest else ""
+                    raise CommandError(f"no topic {topic} on the cluster{hint}", USAGE_ERROR)
+                if refresh and unreachable is None:
+                    await census.refresh()
+            answer = await census.census(topic)
+        finally:
+            await asyncio.to_thread(census.close)  # its admin client ends now, not with the interpreter (reconnecting until then)
         answer.failed = answer.failed or unreachable
         return answer
 

@@ -11,7 +11,6 @@ import asyncio
 import getpass
 import json
 import os
-import socket
 import sys
 from datetime import timedelta
 from typing import Any
@@ -39,6 +38,7 @@ from bot.domain.ops import (
 from bot.domain.ops import name as checked_name
 from bot.flink.planner import Planner
 from bot.kafka.avro import Registry
+from bot.services import leases
 from bot.services.calendar import CalendarService
 from bot.services.flink import FlinkService
 from bot.services.lineage import LineageService
@@ -126,7 +126,7 @@ def with_ops(work: Any) -> Any:
         planner = Planner(config.flink_root)
         flink = FlinkService(db, lineage, config.flink_rest_url, config.flink_savepoint_dir, config.flink_root, planner)
         ops = Operations(db, lineage, SliService(db, lineage, Outbox()), Outbox(), CalendarService(db, lineage), None,
-                         config.kafka_bootstrap_servers, registry, f"cli-{socket.gethostname()}-{os.getpid()}",
+                         config.kafka_bootstrap_servers, registry, leases.process_owner("cli"),
                          lease=timedelta(seconds=config.ops_lease_seconds), flink=flink)
         try:
             return await work(ops)
@@ -182,9 +182,8 @@ def run_backfill(args: argparse.Namespace) -> int:
         if left is not None:  # a Flink backfill of this group whose run stopped midway: on from its last step
             print(f"#{left.id} is a backfill of {request.group} left {left.state} by {left.lease_owner}: resuming it after its last step",
                   file=sys.stderr)
-            while await ops.claim(left) is None:
-                await asyncio.sleep(1.0)
-            return await ops.run_flink(int(left.id or 0), resumed=True)
+            claimed = await take_over(ops, left)
+            return await ops.run_flink(int(left.id or 0), resumed=True) if claimed is not None else await ops.get(int(left.id or 0))
         row = await ops.plan_backfill(request, actor(), None, dry_run=not args.yes, sql=sql)
         show(row, args.format, final=not args.yes)
         if not args.yes:
@@ -223,6 +222,25 @@ def run_export(args: argparse.Namespace) -> int:
     return 0
 
 
+async def take_over(ops: Operations, left: Operation) -> Operation | None:
+    """Take an unfinished operation over to resume it: at once when its holder is a process of this machine that ended,
+    when its lease runs out when its holder cannot be told; refused while a live process runs it (never two at once).
+    None when it ended meanwhile."""
+    first = left.lease_until
+    while (claimed := await ops.claim(left)) is None:
+        fresh = await ops.get(int(left.id or 0))
+        if fresh.state not in (OpState.RUNNING.value, OpState.CANCELLING.value):
+            return None
+        renewed = first is not None and fresh.lease_until is not None and fresh.lease_until > first
+        if leases.holder(fresh.lease_owner) is leases.Holder.ALIVE or renewed:
+            raise CommandError(f"#{left.id} is running in another process ({fresh.lease_owner}), which holds it: it is not run twice. "
+                               f"Follow it with `bot ops status`, or stop that process first", REFUSED)
+        if first is None:
+            first = fresh.lease_until
+        await asyncio.sleep(1.0)
+    return claimed
+
+
 def run_replay(args: argparse.Namespace) -> int:
     """``bot replay DLQ --to TOPIC ...``: the plan; with ``--yes`` run to the end (or an interrupted run of it resumed)."""
     _needs_kafka()
@@ -239,9 +257,8 @@ def run_replay(args: argparse.Namespace) -> int:
         if left is not None and args.yes:
             print(f"#{left.id} is this same replay, left {left.state} by {left.lease_owner}: resuming it from its last committed transaction",
                   file=sys.stderr)
-            while await ops.claim(left) is None:
-                await asyncio.sleep(1.0)
-            return await ops.run(int(left.id or 0), resumed=True)
+            claimed = await take_over(ops, left)
+            return await ops.run(int(left.id or 0), resumed=True) if claimed is not None else await ops.get(int(left.id or 0))
         row = await ops.plan_replay(request, dry_run or not args.yes, actor(), None)
         show(row, args.format, final=dry_run or not args.yes)
         if dry_run or not args.yes:

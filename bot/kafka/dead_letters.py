@@ -10,6 +10,7 @@ from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
 from bot.domain.dead_letters import Letter
 from bot.kafka.avro import DecodeError, Decoder, Registry, wire_schema_id
+from bot.kafka.clients import settings
 
 TIMEOUT = 10.0
 
@@ -32,8 +33,8 @@ def peek(bootstrap: str, topic: str, registry: Registry | None, count: int) -> t
 def _newest(bootstrap: str, topic: str, count: int) -> tuple[list[Message], int]:
     """The newest ``count`` messages over the topic's partitions, newest first, and how many it holds; ValueError for a
     topic the cluster does not know."""
-    probe = Consumer({"bootstrap.servers": bootstrap, "group.id": "changeops-dead-letters", "enable.auto.commit": False,
-                      "client.id": "changeops-dead-letters", "enable.partition.eof": True})  # the end, even past transaction markers
+    probe = Consumer(settings(bootstrap, {"group.id": "changeops-dead-letters", "enable.auto.commit": False,
+                      "client.id": "changeops-dead-letters", "enable.partition.eof": True}))  # the end, even past transaction markers
     held = 0
     try:
         metadata = probe.list_topics(topic, timeout=TIMEOUT).topics.get(topic)

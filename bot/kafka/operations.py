@@ -47,6 +47,7 @@ from bot.domain.ops import (
 )
 from bot.domain.readers import Member
 from bot.kafka.avro import Registry
+from bot.kafka.clients import settings
 from bot.kafka.dead_letters import describe
 
 TIMEOUT = 10.0
@@ -74,13 +75,14 @@ class Cluster:
 
     def __init__(self, bootstrap: str) -> None:
         self.bootstrap = bootstrap
-        self.admin = AdminClient({"bootstrap.servers": bootstrap, "client.id": "changeops-ops"})
-        self.probe = Consumer({"bootstrap.servers": bootstrap, "group.id": "changeops-ops-probe", "enable.auto.commit": False,
-                               "client.id": "changeops-ops", "allow.auto.create.topics": False})
+        self.admin = AdminClient(settings(bootstrap, {"client.id": "changeops-ops"}))
+        self.probe = Consumer(settings(bootstrap, {"group.id": "changeops-ops-probe", "enable.auto.commit": False,
+                               "client.id": "changeops-ops", "allow.auto.create.topics": False}))
 
     def close(self) -> None:
-        """Release the probe consumer."""
+        """Release the probe consumer and the admin client (librdkafka ends a client when the last reference goes)."""
         self.probe.close()
+        del self.admin
 
     def topics(self) -> dict[str, int]:
         """Every topic of the cluster and its number of partitions."""
@@ -252,8 +254,8 @@ def scan(cluster: Cluster, request: ReplayRequest, earlier: list[Copied], regist
     skipped = filtered = 0
     filtering, looking = request.header is not None, bool(earlier) and not request.again  # per message: asked once
     if ranges:
-        consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "changeops-ops-scan", "enable.auto.commit": False,
-                             "client.id": "changeops-ops-scan", "isolation.level": "read_committed", "enable.partition.eof": True})
+        consumer = Consumer(settings(cluster.bootstrap, {"group.id": "changeops-ops-scan", "enable.auto.commit": False,
+                             "client.id": "changeops-ops-scan", "isolation.level": "read_committed", "enable.partition.eof": True}))
         try:
             consumer.assign([TopicPartition(request.dlq, p, start) for p, (start, _) in ranges.items()])
             open_ = set(ranges)
@@ -332,13 +334,13 @@ class Replayer:
         group = self.group
         if self.plan.parked:
             self._parked_topic()
-        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": group, "enable.auto.commit": False,
+        consumer = Consumer(settings(self.bootstrap, {"group.id": group, "enable.auto.commit": False,
                              "isolation.level": "read_committed", "client.id": group, "enable.partition.eof": True,
-                             "auto.offset.reset": "earliest"})
+                             "auto.offset.reset": "earliest"}))
         # batches of up to 50 ms: fewer requests for the broker (a commit sends what waits); keyed messages without a partition
         # land where a Java producer (murmur2) puts them
-        producer = Producer({"bootstrap.servers": self.bootstrap, "transactional.id": group, "client.id": group, "linger.ms": 50,
-                             "batch.num.messages": 10_000, "transaction.timeout.ms": 60_000, "partitioner": "murmur2_random"})
+        producer = Producer(settings(self.bootstrap, {"transactional.id": group, "client.id": group, "linger.ms": 50,
+                             "batch.num.messages": 10_000, "transaction.timeout.ms": 60_000, "partitioner": "murmur2_random"}))
         try:
             # fetching starts from where the replay was last seen while the producer fences a previous owner (which also
             # settles what it left open); the offsets committed after that are the truth, and a partition elsewhere is moved
@@ -357,7 +359,7 @@ class Replayer:
         name = self.plan.route.parked
         if name in self.plan.partitions:
             return
-        admin = AdminClient({"bootstrap.servers": self.bootstrap, "client.id": "changeops-ops"})
+        admin = AdminClient(settings(self.bootstrap, {"client.id": "changeops-ops"}))
         dlq = admin.list_topics(timeout=TIMEOUT).topics.get(self.request.dlq)
         count = len(dlq.partitions) if dlq is not None and dlq.partitions else 1
         try:

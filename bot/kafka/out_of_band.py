@@ -12,6 +12,7 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 from confluent_kafka.schema_registry import SchemaRegistryClient
 
 from bot.kafka.avro import referenced, wire_schema_id
+from bot.kafka.clients import settings
 
 TIMEOUT = 10.0
 NEWEST = 50  # messages read from the end of each partition
@@ -56,8 +57,8 @@ def schema_text(client: SchemaRegistryClient, schema_id: int) -> Registered | No
 
 def schema_ids(bootstrap: str, topic: str, newest: int = NEWEST) -> set[int]:
     """The schema ids in the Confluent wire format of the newest messages of ``topic`` (an unknown topic: none)."""
-    probe = Consumer({"bootstrap.servers": bootstrap, "group.id": "changeops-out-of-band", "enable.auto.commit": False,
-                      "client.id": "changeops-out-of-band", "enable.partition.eof": True, "allow.auto.create.topics": False})
+    probe = Consumer(settings(bootstrap, {"group.id": "changeops-out-of-band", "enable.auto.commit": False,
+                      "client.id": "changeops-out-of-band", "enable.partition.eof": True, "allow.auto.create.topics": False}))
     try:
         metadata = probe.list_topics(timeout=TIMEOUT).topics.get(topic)
         if metadata is None or metadata.error is not None:

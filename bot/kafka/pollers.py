@@ -17,6 +17,7 @@ from bot.domain.sli.pipeline import Pipeline, Sli
 from bot.domain.sli.retention import Retention, Seen, Track, forecast
 from bot.domain.sli.samples import Sample
 from bot.kafka.census import CensusFailed, retentions
+from bot.kafka.clients import settings
 
 log = logging.getLogger(__name__)
 TIMEOUT = 10.0
@@ -26,9 +27,9 @@ class Pollers:
     """Measures lag and DLQ size (blocking: call from a worker thread)."""
 
     def __init__(self, bootstrap: str) -> None:
-        self.admin = AdminClient({"bootstrap.servers": bootstrap, "client.id": "changeops-poller"})
-        self.probe = Consumer({"bootstrap.servers": bootstrap, "group.id": "changeops-probe", "enable.auto.commit": False,
-                               "client.id": "changeops-poller", "enable.partition.eof": False})
+        self.admin = AdminClient(settings(bootstrap, {"client.id": "changeops-poller"}))
+        self.probe = Consumer(settings(bootstrap, {"group.id": "changeops-probe", "enable.auto.commit": False,
+                               "client.id": "changeops-poller", "enable.partition.eof": False}))
         self._failing: set[str] = set()
         self._tracks: dict[str, dict[tuple[str, int], Track]] = {}  # group -> partition -> what the polls saw
 
@@ -52,8 +53,9 @@ class Pollers:
         return samples
 
     def close(self) -> None:
-        """Release the probe consumer."""
+        """Release the probe consumer and the admin client (librdkafka ends a client when the last reference goes)."""
         self.probe.close()
+        del self.admin
 
     def _partitions(self, topic: str) -> list[int]:
         metadata = self.probe.list_topics(topic, timeout=TIMEOUT).topics.get(topic)

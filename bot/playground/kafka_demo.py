@@ -14,6 +14,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 
 from bot.domain.sli.pipeline import Sli
 from bot.domain.sli.samples import Sample
+from bot.kafka.clients import settings
 
 TOPIC, DLQ, GROUP, PARTITIONS = "orders", "orders.dlq", "enrich-orders", 3
 EVENTS, LAG, DEAD = 3_000, 600, 300
@@ -38,7 +39,7 @@ class Seeded:
 def seed(bootstrap: str, now: datetime | None = None, *, topic: str = TOPIC, dlq: str = DLQ, group: str = GROUP) -> Seeded:
     """Create the demo topics and fill them (a broker that already has them is left alone)."""
     now = now or datetime.now(UTC)
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient(settings(bootstrap))
     existing = admin.list_topics(timeout=TIMEOUT).topics
     if topic in existing and dlq in existing:
         return Seeded(0, 0, 0)
@@ -46,7 +47,7 @@ def seed(bootstrap: str, now: datetime | None = None, *, topic: str = TOPIC, dlq
                                    for name in (topic, dlq) if name not in existing])
     for future in futures.values():
         future.result(timeout=TIMEOUT)
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "log_level": 4})  # its info lines would bury the start-up summary
+    producer = Producer(settings(bootstrap, {"linger.ms": 20}))
     start = now - timedelta(hours=2)
     for i in range(EVENTS):
         key = f"o-{i:05d}"

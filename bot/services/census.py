@@ -24,6 +24,7 @@ from sqlmodel import col, select
 
 from bot.domain.readers import Census, Declared, Member, Reading, judge
 from bot.kafka.census import CensusFailed, Snapshot, cluster_topics, take
+from bot.kafka.clients import settings
 from bot.services import leases
 from bot.services.audit import record as audit
 from bot.services.lineage import DOCUMENT, RETIRED_GROUPS, LineageService
@@ -134,11 +135,11 @@ class CensusService:
     def _admin_client(self) -> AdminClient:
         if self._admin is None:
             assert self.bootstrap is not None
-            self._admin = AdminClient({"bootstrap.servers": self.bootstrap, "client.id": "changeops-census"})
+            self._admin = AdminClient(settings(self.bootstrap, {"client.id": "changeops-census"}))
         return self._admin
 
     def close(self) -> None:
-        """Release the admin client."""
+        """Release the admin client (librdkafka ends a client when the last reference goes: call from a thread)."""
         self._admin = None
 
     # --- answering ------------------------------------------------------------------------------

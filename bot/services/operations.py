@@ -46,6 +46,7 @@ from bot.domain.sli.pipeline import Pipeline
 from bot.kafka import dead_letters
 from bot.kafka.avro import Registry
 from bot.kafka.operations import Cluster, Progress, Replayer, ReplayPlan, group_of, is_retriable, replay_group, scan
+from bot.services import leases
 from bot.services.audit import record as audit
 from bot.services.calendar import CalendarService
 from bot.services.flink import FlinkService
@@ -595,12 +596,16 @@ class Operations:
     # --- running a replay -----------------------------------------------------------------------
 
     async def claim(self, row: Operation) -> Operation | None:
-        """Take the lease of a running replay (ours already, or its owner's ran out); None while another owner holds it."""
+        """Take the lease of a running operation (ours already, its owner's ran out, or its owner is a process of this machine
+        that ended); None while another owner holds it."""
         now = self.clock()
+        fresh = await self.get(int(row.id or 0))
+        gone = [fresh.lease_owner] if fresh.lease_owner and leases.holder(fresh.lease_owner) is leases.Holder.DEAD else []
         async with self.db.session() as session:
             moved = await session.exec(update(Operation).where(
                 col(Operation.id) == row.id, col(Operation.state).in_([OpState.RUNNING.value, OpState.CANCELLING.value]),
-                or_(col(Operation.lease_owner) == self.owner, col(Operation.lease_until).is_(None), col(Operation.lease_until) < now))
+                or_(col(Operation.lease_owner) == self.owner, col(Operation.lease_until).is_(None), col(Operation.lease_until) < now,
+                    col(Operation.lease_owner).in_(gone)))  # a holder known dead: at once, not when its lease runs out
                 .values(lease_owner=self.owner, lease_until=now + self.lease))
             await session.commit()
         return await self.get(int(row.id or 0)) if getattr(moved, "rowcount", 0) else None
@@ -826,12 +831,14 @@ class Operations:
             await session.commit()
 
     async def orphans(self) -> list[Operation]:
-        """Running replays and Flink backfills whose owner went quiet (their lease ran out), oldest first."""
+        """Running replays and Flink backfills whose owner went quiet (their lease ran out, or it is a process of this machine
+        that ended), oldest first."""
         now = self.clock()
         async with self.db.session() as session:
             rows = (await session.exec(select(Operation).where(
                 col(Operation.state).in_([OpState.RUNNING.value, OpState.CANCELLING.value])).order_by(col(Operation.id)))).all()
-        return [r for r in rows if r.lease_owner != self.owner and (r.lease_until is None or aware(r.lease_until) < now)]
+        return [r for r in rows if r.lease_owner != self.owner and (r.lease_until is None or aware(r.lease_until) < now
+                                                                     or leases.holder(r.lease_owner) is leases.Holder.DEAD)]
 
     # --- following a backfill -------------------------------------------------------------------
 
