@@ -12,6 +12,7 @@ state=${CHANGEOPS_VAR:-var}
 mkdir -p "$state"
 export DATABASE_URL=${DATABASE_URL:-sqlite:///$state/changeops.db}
 export CHANGEOPS_API_TOKEN=${CHANGEOPS_API_TOKEN:-playground-token-0123456789}
+export SLI_POLL_SECONDS=${SLI_POLL_SECONDS:-5}  # the demo's lag is measured often: its page comes within a minute or two
 .venv/bin/bot migrate
 .venv/bin/bot catalog load examples/catalog.yaml
 if ! .venv/bin/bot subject versions orders-value >/dev/null 2>&1; then  # the first start: two versions of the demo subject

@@ -41,7 +41,7 @@ def start_playground(folder: Path, *extra: str, kafka: str | None = None) -> Ite
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{folder / 'playground.db'}", "CHANGEOPS_API_TOKEN": API_TOKEN, "LOG_LEVEL": "WARNING"}
     env.pop("KAFKA_BOOTSTRAP_SERVERS", None)
     if kafka is not None:
-        env["KAFKA_BOOTSTRAP_SERVERS"] = kafka
+        env["KAFKA_BOOTSTRAP_SERVERS"], env["SLI_POLL_SECONDS"] = kafka, "5"  # as make run polls the demo's lag
     for args in (["migrate"], ["catalog", "load", "examples/catalog.yaml"], ["subject", "import", "orders-value", "examples/schemas/orders.avsc", "examples/schemas/orders-v2.avsc"]):
         subprocess.run([sys.executable, "-m", "bot", *args], env=env, cwd=ROOT, check=True, capture_output=True)
     page_port, bot_port = free_port(), free_port()
@@ -242,7 +242,7 @@ def test_an_alert_pages_is_acknowledged_by_the_oncall_refused_to_an_outsider_and
     press_on_alert("Acknowledge")  # dave is in no team
     refusal = wait(browser).until(lambda b: next((a for a in b.find_elements(By.CSS_SELECTOR, "#messages article.ephemeral")
                                                   if "enrich-orders" in a.text), None))
-    assert "Only members or oncall of orders-team can act on the alerts of enrich-orders" in refusal.text
+    assert "Only members or oncall of orders-team (or the global oncall) can act on the alerts of enrich-orders" in refusal.text
     assert "Acknowledged by" not in alert_text(browser)
     act_as(browser, "alice")  # orders-team's oncall
     open_channel(browser, "orders-pipeline")
@@ -291,3 +291,80 @@ def test_a_replay_is_planned_confirmed_and_copied_by_the_oncall_and_refused_to_a
     browser.find_element(By.ID, "command").send_keys("/replay orders.dlq --to orders\n")
     refusal = wait(browser).until(lambda b: next((a for a in b.find_elements(By.CSS_SELECTOR, "#messages article.ephemeral")), None))
     assert "oncall" in refusal.text.lower() and "Replay #2" not in browser.find_element(By.ID, "messages").text
+
+
+def welcome_button(browser: WebDriver, label: str) -> None:
+    """Press a button of the playground's welcome (the first message of #schema-changes)."""
+    open_channel(browser, "schema-changes")
+
+    def pressed(b: WebDriver) -> bool:
+        welcome = next((a for a in b.find_elements(By.CSS_SELECTOR, "#messages article") if "Welcome to the ChangeOps playground" in a.text), None)
+        button = next((x for x in welcome.find_elements(By.CSS_SELECTOR, "button") if x.text == label), None) if welcome else None
+        if button is None:
+            return False
+        button.click()
+        return True
+
+    wait(browser).until(pressed)
+
+
+def acting_as(browser: WebDriver) -> str:
+    return str(Select(browser.find_element(By.ID, "person")).first_selected_option.text.split(" — ")[0])
+
+
+def test_the_first_page_welcomes_and_each_button_starts_its_journey(kafka_playground: str, browser: WebDriver) -> None:
+    """A newcomer lands on the welcome, in the cards' channel, beside the alerts' channel; each button starts its journey
+    as its person: the form filled with a breaking change (you), the card to approve (carol), the lag page (bob)."""
+    browser.get(f"{kafka_playground}/")
+    browser.execute_script("localStorage.clear();")
+    browser.get(f"{kafka_playground}/")
+    wait(browser).until(ec.text_to_be_present_in_element((By.ID, "place-title"), "# schema-changes"))
+    welcome = wait(browser).until(lambda b: next((a for a in b.find_elements(By.CSS_SELECTOR, "#messages article")
+                                                  if "Welcome to the ChangeOps playground" in a.text), None))
+    assert [x.text for x in welcome.find_elements(By.CSS_SELECTOR, "button")] == ["Start as you", "Start as carol", "Start as bob"]
+    sidebar = [a.text for a in browser.find_elements(By.CSS_SELECTOR, "#channels a")]
+    assert any(t.startswith("# orders-pipeline") for t in sidebar) and not any(t.startswith("# changes") for t in sidebar)
+
+    welcome_button(browser, "Start as carol")  # nothing to approve yet: said, not pretended
+    wait(browser).until(lambda b: "No change waits for carol yet" in b.find_element(By.ID, "toast").text)
+    assert acting_as(browser) == "carol"
+
+    welcome_button(browser, "Start as you")
+    schema = wait(browser).until(ec.visibility_of_element_located((By.CSS_SELECTOR, "#modal-layer textarea[data-action-id=schema]")))
+    assert acting_as(browser) == "you" and json.loads(schema.get_attribute("value") or "{}")["fields"][1] == {"name": "quantity", "type": "string"}
+    browser.find_element(By.CSS_SELECTOR, "#modal-layer [data-testid=modal-submit]").click()
+    wait(browser).until(ec.invisibility_of_element_located((By.CSS_SELECTOR, "#modal-layer .modal")))
+    number = wait(browser).until(lambda b: max((int(m.group(1)) for a in b.find_elements(By.CSS_SELECTOR, "#messages article")
+                                                if "BREAKING" in a.text and (m := re.search(r"Schema change #(\d+) ", a.text))), default=0))
+
+    welcome_button(browser, "Start as carol")
+    focused = wait(browser).until(lambda b: next(iter(b.find_elements(By.CSS_SELECTOR, "#messages article.focus")), None))
+    assert acting_as(browser) == "carol" and f"Schema change #{number} " in focused.text
+    press(browser, number, "Approve")
+    wait(browser).until(lambda b: "growth-team: ✅ approved" in card(b, number).text)
+
+    welcome_button(browser, "Start as bob")
+    wait(browser).until(ec.text_to_be_present_in_element((By.ID, "place-title"), "# orders-pipeline"))
+    assert acting_as(browser) == "bob"
+    wait(browser, 150).until(lambda b: any("Source lag" in a.text and "PAGE" in a.text for a in b.find_elements(By.CSS_SELECTOR, "#messages article")))
+    welcome_button(browser, "Start as bob")
+    page = wait(browser).until(lambda b: next((a for a in b.find_elements(By.CSS_SELECTOR, "#messages article.focus") if "Source lag" in a.text), None))
+    assert "enrich-orders" in page.text
+
+    def on_page(label: str) -> bool:
+        button = next((x for a in browser.find_elements(By.CSS_SELECTOR, "#messages article.focus") for x in a.find_elements(By.CSS_SELECTOR, "button")
+                       if x.text == label), None)
+        if button is None:
+            return False
+        button.click()
+        return True
+
+    wait(browser).until(lambda b: on_page("Acknowledge"))
+    wait(browser).until(lambda b: any("Acknowledged by @bob" in a.text for a in b.find_elements(By.CSS_SELECTOR, "#messages article.focus")))
+    wait(browser).until(lambda b: on_page("Plan a backfill"))  # the form, filled from the alert: the group, its topic, an hour back
+    wait(browser).until(ec.visibility_of_element_located((By.CSS_SELECTOR, "#modal-layer .modal")))
+    browser.find_element(By.CSS_SELECTOR, "#modal-layer [data-testid=modal-submit]").click()
+    wait(browser).until(ec.invisibility_of_element_located((By.CSS_SELECTOR, "#modal-layer .modal")))
+    plan = wait(browser, 60).until(lambda b: next((a for a in b.find_elements(By.CSS_SELECTOR, "#messages article")
+                                                   if "Backfill #" in a.text and "Confirm" in a.text), None))
+    assert "enrich-orders" in plan.text

@@ -26,6 +26,7 @@ from bot.emulator import Emulator, SlackDriver, Workspace
 from bot.emulator.render import as_text
 from bot.playground import kafka_demo
 from bot.playground.demo import book_demo_calendar
+from bot.playground.journeys import ALERTS, CARDS, GUIDE, Journeys, post_welcome
 from bot.playground.page import PlaygroundPage
 from bot.runtime import Bot
 from bot.store import migrate
@@ -46,15 +47,18 @@ WATCH_SECONDS = 0.5
 
 
 def seed(ws: Workspace) -> None:
-    """The people, channels and user group of examples/catalog.yaml; you are in orders-team, dave in no team."""
+    """The people, channels and user group of examples/catalog.yaml (you are in orders-team, dave in no team), and the
+    welcome in the cards' channel."""
     for name, user in PEOPLE.items():
         ws.add_user(user, name, is_admin=name == "you")
     everyone = list(PEOPLE.values())
-    for channel in ("changes", "schema-changes", "orders-pipeline", "analytics"):
+    ws.add_user(GUIDE, "playground", is_bot=True)
+    for channel in (CARDS, ALERTS, "analytics"):  # cards (the bot's changes channel), alerts and oncall, a team's
         ws.add_channel(channel, everyone)
     ws.add_usergroup("orders-team", [DEMO_USER, PEOPLE["alice"]], group_id="S0ORDERS")
     for user in everyone:
         ws.open_dm(user)
+    post_welcome(ws)
 
 
 def people() -> list[dict[str, str]]:
@@ -99,14 +103,15 @@ class Playground:
         await self._runner.setup()
         await web.TCPSite(self._runner, "127.0.0.1", slack_port).start()
         self.emulator.base_url = f"http://127.0.0.1:{int(self._runner.addresses[0][1])}"
+        if self.seed_kafka and self.config.kafka_bootstrap_servers:  # before the bot polls: no topic is new to its pollers
+            print(await asyncio.to_thread(kafka_demo.seed, self.config.kafka_bootstrap_servers))
         self.bot = Bot(dataclasses.replace(self.config, slack_api_url=f"{self.emulator.base_url}/api/"))
         await self.bot.start(port)
         self.driver = SlackDriver(self.emulator, f"{self.bot.url}/slack/events", self.config.slack_signing_secret)
         self.page.driver = self.driver
+        self.page.journeys = Journeys(self.ws, self.driver, self.bot, PEOPLE)
         if await self.bot.lineage.teams():  # a catalog is loaded: book the demo calendar once
             await book_demo_calendar(self.bot.calendar, DEMO_USER)
-        if self.seed_kafka and self.config.kafka_bootstrap_servers:
-            print(await asyncio.to_thread(kafka_demo.seed, self.config.kafka_bootstrap_servers))
         if DEMO_PIPELINE in (await self.bot.sli.pipelines()):
             self._feeder = asyncio.create_task(self._feed(self.bot))
 
@@ -130,7 +135,7 @@ class Playground:
         if self._runner:
             await self._runner.cleanup()
 
-    async def send(self, text: str, user: str = DEMO_USER, channel: str = "changes") -> list[str]:
+    async def send(self, text: str, user: str = DEMO_USER, channel: str = CARDS) -> list[str]:
         """Send one slash command and return what appeared in Slack because of it."""
         assert self.driver is not None
         if not text.startswith("/"):
@@ -150,7 +155,7 @@ class Playground:
     async def _command(self, request: web.Request) -> web.Response:
         body: dict[str, Any] = await request.json()
         user = str(body.get("user", DEMO_USER))
-        replies = await self.send(str(body.get("text", "")), PEOPLE.get(user, user), str(body.get("channel", "changes")))
+        replies = await self.send(str(body.get("text", "")), PEOPLE.get(user, user), str(body.get("channel", CARDS)))
         return web.json_response({"replies": replies}, dumps=lambda o: json.dumps(o, ensure_ascii=False))
 
 

@@ -21,6 +21,7 @@ from aiohttp import web
 
 from bot.emulator import Emulator, SlackDriver
 from bot.emulator.workspace import BOT_USER_ID, Message
+from bot.playground.journeys import GUIDE, Journeys
 
 STATIC = Path(__file__).with_name("static")
 FILES = {"index.html": "text/html", "app.js": "text/javascript", "blocks.js": "text/javascript",
@@ -36,6 +37,7 @@ class PlaygroundPage:
     def __init__(self, emulator: Emulator, people: list[dict[str, str]], kafka_note: str) -> None:
         self.emulator, self.ws = emulator, emulator.ws
         self.driver: SlackDriver | None = None  # set once the bot listens
+        self.journeys: Journeys | None = None  # the welcome's buttons, once the bot listens
         self.people = people
         self.kafka_note = kafka_note
 
@@ -153,6 +155,13 @@ class PlaygroundPage:
             return _error("that message is gone", 404)
         action = str(body.get("action_id", ""))
         self._told(user, f"clicked {_label(message.blocks, action)} in {self._where(channel)}")
+        if message.user == GUIDE:  # the playground's welcome: a journey starts, the bot is not clicked
+            if self.journeys is None:
+                return _error("the bot is still starting", 503)
+            try:
+                return web.json_response({"journey": await self.journeys.start(action)})
+            except ValueError as err:
+                return _error(str(err))
         try:
             delivery = await self._driver().click(message, action, user=user, option=_optional(body.get("option")))
         except LookupError as err:

@@ -25,7 +25,7 @@ async function refresh() {
   if (!state.person || !state.data.people.some((p) => p.id === state.person)) state.person = state.data.people[0].id;
   const places = state.data.channels.map((c) => c.id);
   if (state.place !== "home" && !places.includes(state.place)) {
-    const changes = state.data.channels.find((c) => c.name === "changes");
+    const changes = state.data.channels.find((c) => c.name === "schema-changes");  // where the welcome and the cards are
     state.place = (changes || state.data.channels[0]).id;
   }
   render();
@@ -77,6 +77,7 @@ function render() {
 function go(place) {
   state.place = place;
   state.thread = null;
+  state.focus = null;
   localStorage.setItem("place", place);
   if (place === "home") post("/playground/home", { user: state.person });
   render();
@@ -140,7 +141,12 @@ function renderPlace() {
   const shown = channel.messages;
   if (!shown.length) holder.append(Object.assign(document.createElement("p"), { className: "empty", textContent: "No messages yet. Try /schema help." }));
   shown.forEach((message) => holder.append(messageNode(message, false)));
-  if (atBottom || renderPlace.last !== state.place) holder.scrollTop = holder.scrollHeight;
+  const focused = state.focus && holder.querySelector(`article[data-ts="${CSS.escape(state.focus)}"]`);
+  if (focused) {
+    focused.classList.add("focus");
+    if (renderPlace.focused !== state.focus) focused.scrollIntoView({ block: "center" });
+    renderPlace.focused = state.focus;
+  } else if (atBottom || renderPlace.last !== state.place) holder.scrollTop = holder.scrollHeight;
   renderPlace.last = state.place;
 }
 
@@ -222,6 +228,13 @@ function renderModal() {
   };
   layer.append(box);
   if (values) restore(layer, values);
+  if (state.prefill) {
+    Object.entries(state.prefill).forEach(([action, value]) => {
+      const field = box.querySelector(`textarea[data-action-id="${CSS.escape(action)}"], input[data-action-id="${CSS.escape(action)}"]`);
+      if (field && !field.value) field.value = value;
+    });
+    state.prefill = null;
+  }
 }
 
 function snapshot(layer) {
@@ -244,12 +257,28 @@ async function upload(file) {
   return answer.file;
 }
 
-function click(message, element, choice) {
-  return post("/playground/click", {
+async function click(message, element, choice) {
+  const answer = await post("/playground/click", {
     user: state.person, channel: message.channel, ts: message.ts, ephemeral: Boolean(message.ephemeral),
     action_id: element.action_id, value: element.value || null, option: choice && choice.value !== undefined ? choice.value : null,
     date: typeof choice === "string" ? choice : null,
   });
+  if (answer.journey) await journey(answer.journey);
+  return answer;
+}
+
+// A journey of the welcome: act as its person, where it happens, with what to type filled in (the person presses the
+// bot's buttons); the message to look at highlighted, or a note when it is not there yet.
+async function journey(step) {
+  state.person = step.act_as;
+  localStorage.setItem("person", state.person);
+  state.place = step.place;
+  localStorage.setItem("place", state.place);
+  state.thread = null;
+  state.prefill = step.prefill || null;
+  state.focus = step.focus || null;
+  await refresh();
+  if (step.note) toast(step.note);
 }
 
 function viewClick(viewId, element, choice) {

@@ -28,12 +28,17 @@ class SliCommands:
         self.sli, self.membership = sli, membership
 
     async def may_act(self, user: str, pipeline_name: str) -> str | None:
-        """None when ``user`` may acknowledge and silence the pipeline's alerts (its team's members and oncall), else why not."""
+        """None when ``user`` may acknowledge and silence the pipeline's alerts (its team's members and oncall, and the global
+        oncall, whom its pages escalate to), else why not."""
         pipeline = await self.sli.pipeline(pipeline_name)
         team = (await self.sli.lineage.teams()).get(pipeline.owner)
         if team is not None and (user in team.oncall or user in await self.membership.members(team)):
             return None
-        return f"Only members or oncall of {escape(pipeline.owner)} can act on the alerts of {escape(pipeline.name)}; nothing changed."
+        everyone = await self.sli.lineage.global_oncall()
+        if everyone is not None and user in await self.membership.members(everyone):
+            return None
+        also = " (or the global oncall)" if everyone is not None else ""
+        return f"Only members or oncall of {escape(pipeline.owner)}{also} can act on the alerts of {escape(pipeline.name)}; nothing changed."
 
     async def oncall(self, request: CommandRequest) -> Reply:
         """``/oncall [TEAM]``: who is on call now (the team's oncall user group as Slack has it, else the catalog's list),
