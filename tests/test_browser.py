@@ -319,10 +319,11 @@ def test_the_first_page_welcomes_and_each_button_starts_its_journey(kafka_playgr
     browser.execute_script("localStorage.clear();")
     browser.get(f"{kafka_playground}/")
     wait(browser).until(ec.text_to_be_present_in_element((By.ID, "place-title"), "# schema-changes"))
-    welcome = wait(browser).until(lambda b: next((a for a in b.find_elements(By.CSS_SELECTOR, "#messages article")
+    buttons = wait(browser).until(lambda b: next(([x.text for x in a.find_elements(By.CSS_SELECTOR, "button")]  # read within the wait:
+                                                  for a in b.find_elements(By.CSS_SELECTOR, "#messages article")  # the page re-renders
                                                   if "Welcome to the ChangeOps playground" in a.text), None))
-    assert [x.text for x in welcome.find_elements(By.CSS_SELECTOR, "button")] == ["Start as you", "Start as carol", "Start as bob"]
-    sidebar = [a.text for a in browser.find_elements(By.CSS_SELECTOR, "#channels a")]
+    assert buttons == ["Start as you", "Start as carol", "Start as bob"]
+    sidebar = wait(browser).until(lambda b: [a.text for a in b.find_elements(By.CSS_SELECTOR, "#channels a")])
     assert any(t.startswith("# orders-pipeline") for t in sidebar) and not any(t.startswith("# changes") for t in sidebar)
 
     welcome_button(browser, "Start as carol")  # nothing to approve yet: said, not pretended
@@ -338,8 +339,8 @@ def test_the_first_page_welcomes_and_each_button_starts_its_journey(kafka_playgr
                                                 if "BREAKING" in a.text and (m := re.search(r"Schema change #(\d+) ", a.text))), default=0))
 
     welcome_button(browser, "Start as carol")
-    focused = wait(browser).until(lambda b: next(iter(b.find_elements(By.CSS_SELECTOR, "#messages article.focus")), None))
-    assert acting_as(browser) == "carol" and f"Schema change #{number} " in focused.text
+    focused = wait(browser).until(lambda b: next((a.text for a in b.find_elements(By.CSS_SELECTOR, "#messages article.focus")), None))
+    assert acting_as(browser) == "carol" and f"Schema change #{number} " in focused
     press(browser, number, "Approve")
     wait(browser).until(lambda b: "growth-team: ✅ approved" in card(b, number).text)
 
@@ -348,8 +349,9 @@ def test_the_first_page_welcomes_and_each_button_starts_its_journey(kafka_playgr
     assert acting_as(browser) == "bob"
     wait(browser, 150).until(lambda b: any("Source lag" in a.text and "PAGE" in a.text for a in b.find_elements(By.CSS_SELECTOR, "#messages article")))
     welcome_button(browser, "Start as bob")
-    page = wait(browser).until(lambda b: next((a for a in b.find_elements(By.CSS_SELECTOR, "#messages article.focus") if "Source lag" in a.text), None))
-    assert "enrich-orders" in page.text
+    page = wait(browser).until(lambda b: next((t for t in (a.text for a in b.find_elements(By.CSS_SELECTOR, "#messages article.focus"))
+                                               if "Source lag" in t), None))
+    assert "enrich-orders" in page
 
     def on_page(label: str) -> bool:
         button = next((x for a in browser.find_elements(By.CSS_SELECTOR, "#messages article.focus") for x in a.find_elements(By.CSS_SELECTOR, "button")
@@ -365,6 +367,6 @@ def test_the_first_page_welcomes_and_each_button_starts_its_journey(kafka_playgr
     wait(browser).until(ec.visibility_of_element_located((By.CSS_SELECTOR, "#modal-layer .modal")))
     browser.find_element(By.CSS_SELECTOR, "#modal-layer [data-testid=modal-submit]").click()
     wait(browser).until(ec.invisibility_of_element_located((By.CSS_SELECTOR, "#modal-layer .modal")))
-    plan = wait(browser, 60).until(lambda b: next((a for a in b.find_elements(By.CSS_SELECTOR, "#messages article")
-                                                   if "Backfill #" in a.text and "Confirm" in a.text), None))
-    assert "enrich-orders" in plan.text
+    plan = wait(browser, 60).until(lambda b: next((t for t in (a.text for a in b.find_elements(By.CSS_SELECTOR, "#messages article"))
+                                                   if "Backfill #" in t and "Confirm" in t), None))
+    assert "enrich-orders" in plan

@@ -611,7 +611,7 @@ async def test_pause_and_resume_from_the_terminal_lose_and_double_nothing_and_a_
         process.kill()
         process.wait()
         finished = await asyncio.to_thread(bot, "flink", "pause", name, "--yes", "--format", "json")
-        assert finished.returncode == 0, finished.stderr
+        assert finished.returncode == 0, finished.stderr + finished.stdout
         assert "resuming it" in finished.stderr and json.loads(finished.stdout)["state"] == "applied"
         assert savepoint_on_disk(json.loads(finished.stdout)["savepoint"])
 

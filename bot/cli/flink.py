@@ -5,7 +5,6 @@ stopped with a savepoint and started again from it, as oncall operations (a plan
 from __future__ import annotations
 
 import argparse
-import asyncio
 import getpass
 import json
 import os
@@ -14,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bot.cli.errors import USAGE_ERROR, CommandError, command
-from bot.cli.ops import REFUSED, actor, read_file, show, with_ops
+from bot.cli.ops import REFUSED, actor, read_file, show, take_over, with_ops
 from bot.cli.store import NotMigrated, with_database
 from bot.config import Config
 from bot.domain.flink.status import FlinkError, FlinkJobMissing, FlinkUnavailable, JobStatus
@@ -92,9 +91,8 @@ def _operate(args: argparse.Namespace, kind: OpKind, plan: Callable[[Operations]
         left = await ops.find_unfinished(kind, {"job": args.job}) if args.yes else None
         if left is not None:
             print(f"#{left.id} is a {kind.value} of {args.job} left {left.state} by {left.lease_owner}: resuming it", file=sys.stderr)
-            while await ops.claim(left) is None:
-                await asyncio.sleep(1.0)
-            return await ops.run_flink(int(left.id or 0), resumed=True)
+            claimed = await take_over(ops, left)
+            return await ops.run_flink(int(left.id or 0), resumed=True) if claimed is not None else await ops.get(int(left.id or 0))
         row = await plan(ops)
         show(row, args.format, final=not args.yes)
         if not args.yes:

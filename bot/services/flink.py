@@ -6,6 +6,7 @@ stops midway (a bot killed) resumes after its last step instead of doing one twi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import shutil
 from collections.abc import Awaitable, Callable
@@ -313,7 +314,13 @@ class FlinkService:
         rest = self._rest()
         state = await rest.state(job_id)
         if state == "RUNNING":
-            return await rest.stop_with_savepoint(job_id, directory)
+            try:
+                return await rest.stop_with_savepoint(job_id, directory)
+            except FlinkError:
+                with contextlib.suppress(FlinkError):  # a stopped run's own stop, still under way, may finish the job first
+                    state = await rest.wait_for(job_id, ("FINISHED",), 15)
+                if state != "FINISHED":
+                    raise
         if state == "FINISHED":
             taken = ((await rest.get(f"/jobs/{job_id}/checkpoints")).get("latest") or {}).get("savepoint") or {}
             if taken.get("external_path"):
