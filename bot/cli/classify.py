@@ -16,8 +16,10 @@ import orjson
 from bot.cli.store import NotMigrated, with_database
 from bot.domain.avro.parse import SchemaError, decode_json, parse, parse_references, parse_value
 from bot.domain.compat.classify import Mode, Verdict, classify
+from bot.domain.compat.formats import INVALID, SchemaType, classify_schemas, parse_schema
 from bot.domain.compat.report import as_json, as_text, rules_json, rules_markdown, rules_text
 from bot.domain.compat.rules import Level
+from bot.domain.protobuf.compile import ROOT
 
 if TYPE_CHECKING:
     from bot.domain.avro.model import Schema
@@ -45,10 +47,13 @@ def add_parsers(sub: Any) -> None:
     classify_parser.add_argument("--mode", help="BACKWARD, BACKWARD_TRANSITIVE, FORWARD, FORWARD_TRANSITIVE, FULL (default), FULL_TRANSITIVE, NONE")
     classify_parser.add_argument("--format", choices=("text", "json"), default=None, help="text (default) or json; --pairs always writes JSON lines")
     classify_parser.add_argument("--ref", action="append", default=[], metavar="FILE",
-                                 help="a referenced schema (another subject's named type) both sides use; repeatable, dependencies first")
+                                 help="a referenced schema (another subject's named type) both sides use; repeatable, dependencies first. "
+                                      "Protobuf and JSON Schema: IMPORT=FILE (the import path or $ref URI the schema names it by)")
     classify_parser.add_argument("--old-ref", action="append", default=[], metavar="FILE", help="a referenced schema only OLD uses (repeatable)")
     classify_parser.add_argument("--new-ref", action="append", default=[], metavar="FILE", help="a referenced schema only NEW uses (repeatable)")
     classify_parser.add_argument("--fail-on", metavar="LEVEL", help="exit 1 when the change is at least LEVEL (safe, compatible, breaking), or a schema is invalid")
+    classify_parser.add_argument("--type", metavar="TYPE", help="avro, protobuf or json (JSON Schema); default: by extension (.avsc, .proto, .json)")
+    classify_parser.add_argument("--lenient", action="store_true", help="JSON Schema: the registry's lenient rules (properties may be added to open objects)")
     classify_parser.set_defaults(run=run_classify)
 
     subject_parser = sub.add_parser("subject", help="a subject's stored versions").add_subparsers(metavar="ACTION")
@@ -168,20 +173,58 @@ def _classify_files(args: argparse.Namespace, mode: Mode, fail_on: Level | None)
             raise UsageError("--history needs the versions and then NEW")
     elif len(paths) != 2:
         raise UsageError("give OLD and NEW (or --history V1 ... NEW, or --pairs FILE)")
+    texts = [_read(path) for path in paths]
+    types = [SchemaType.parse(args.type) if args.type else SchemaType.of_file(path, text) for path, text in zip(paths, texts, strict=True)]
+    if len(set(types)) > 1:
+        shown = ", ".join(f"{path} is {kind.value}" for path, kind in zip(paths, types, strict=True))
+        raise UsageError(f"the schemas are of different types ({shown}): compare a schema with one of its own type, or say --type")
+    if types[0] is not SchemaType.AVRO:
+        return _classify_other(args, types[0], paths, texts, mode, fail_on)
+    if args.lenient:
+        raise UsageError("--lenient is for JSON Schema")
     try:
         old_refs, new_refs = _references(args)
     except _InvalidReference as err:
         print(f"bot classify: {err}", file=sys.stderr)
         return FAILED_GATE if fail_on is not None else USAGE_ERROR
     schemas: list[Schema] = []
-    for number, path in enumerate(paths, start=1):  # each version parsed alongside the one before, sharing what they have in common
+    for number, (path, text) in enumerate(zip(paths, texts, strict=True), start=1):  # each version parsed alongside the one before
         try:
-            schemas.append(parse(_read(path), like=schemas[-1] if schemas else None, keep_parts=True,
+            schemas.append(parse(text, like=schemas[-1] if schemas else None, keep_parts=True,
                                  refs=new_refs if number == len(paths) else old_refs))
         except SchemaError as err:
             print(f"bot classify: {path}: invalid schema: {err}", file=sys.stderr)
             return FAILED_GATE if fail_on is not None else USAGE_ERROR
     verdict = classify(schemas[:-1], schemas[-1], mode)
+    _print(verdict, args.format)
+    return _gate(verdict, fail_on)
+
+
+def _classify_other(args: argparse.Namespace, schema_type: SchemaType, paths: list[str], texts: list[str], mode: Mode, fail_on: Level | None) -> int:
+    """Protobuf or JSON Schema files: their references are IMPORT=FILE (the name the schema imports or $refs them by)."""
+    if args.lenient and schema_type is not SchemaType.JSON:
+        raise UsageError("--lenient is for JSON Schema")
+
+    def named(given: list[str]) -> dict[str, str]:
+        found = {}
+        for item in given:
+            name, sep, path = item.partition("=")
+            if not sep or not name or not path:
+                raise UsageError(f"--ref {item!r}: a {schema_type.value} reference is IMPORT=FILE (for example common/address.proto=protos/address.proto)")
+            found[name] = _read(path)
+        return found
+
+    shared = named(args.ref)
+    old_refs, new_refs = {**shared, **named(args.old_ref)}, {**shared, **named(args.new_ref)}
+    parsed = []
+    for number, (path, text) in enumerate(zip(paths, texts, strict=True), start=1):
+        try:
+            parsed.append(parse_schema(schema_type, text, new_refs if number == len(paths) else old_refs))
+        except INVALID as err:
+            said = str(err).replace(f"{ROOT}:", f"{path}:")  # protoc names the schema by the name it was compiled under
+            print(f"bot classify: {path}: invalid {schema_type.value} schema: {said}", file=sys.stderr)
+            return FAILED_GATE if fail_on is not None else USAGE_ERROR
+    verdict = classify_schemas(schema_type, parsed[:-1], parsed[-1], mode, lenient=args.lenient)
     _print(verdict, args.format)
     return _gate(verdict, fail_on)
 
@@ -266,6 +309,12 @@ def _pair(number: int, line: str, default_mode: Mode) -> dict[str, Any]:
         mode = Mode.parse(item["mode"]) if item.get("mode") is not None else default_mode
     except (ValueError, AttributeError):
         return {"id": ident, "error": f"line {number}: unknown mode {item.get('mode')!r}"}
+    try:
+        schema_type = SchemaType.parse(item["schema_type"]) if item.get("schema_type") is not None else SchemaType.AVRO
+    except (ValueError, AttributeError):
+        return {"id": ident, "error": f"line {number}: unknown schema_type {item.get('schema_type')!r}: use AVRO, PROTOBUF or JSON"}
+    if schema_type is not SchemaType.AVRO:
+        return {"id": ident, **_other_pair(number, item, schema_type, mode)}
     sides: dict[str, list[Schema]] = {}
     for side in ("old_refs", "new_refs"):
         given = item.get(side, [])
@@ -284,6 +333,28 @@ def _pair(number: int, line: str, default_mode: Mode) -> dict[str, Any]:
     except SchemaError as err:
         return {"id": ident, "error": f"new: {err}"}
     return {"id": ident, **as_json(classify([old], new, mode))}
+
+
+def _other_pair(number: int, item: dict[str, Any], schema_type: SchemaType, mode: Mode) -> dict[str, Any]:
+    """A Protobuf or JSON Schema line: ``refs`` (both sides), ``old_refs``, ``new_refs`` as ``[{"name", "schema"}]``; a ref
+    without ``schema`` is one the registry provides itself (``google/protobuf/*.proto``, ``confluent/...``)."""
+    sides: dict[str, dict[str, str]] = {}
+    for side in ("refs", "old_refs", "new_refs"):
+        given = item.get(side, [])
+        if not isinstance(given, list) or not all(isinstance(r, dict) and isinstance(r.get("name"), str) for r in given):
+            return {"error": f"line {number}: {side} must be an array of {{\"name\", \"schema\"}}"}
+        sides[side] = {r["name"]: r["schema"] for r in given if isinstance(r.get("schema"), str)}
+    texts = {}
+    for side in ("old", "new"):
+        value = item[side]
+        texts[side] = value if isinstance(value, str) else json.dumps(value)
+    parsed = {}
+    for side in ("old", "new"):
+        try:
+            parsed[side] = parse_schema(schema_type, texts[side], {**sides["refs"], **sides[f"{side}_refs"]})
+        except INVALID as err:
+            return {"error": f"{side}: invalid {schema_type.value} schema: {err}"}
+    return as_json(classify_schemas(schema_type, [parsed["old"]], parsed["new"], mode, lenient=bool(item.get("lenient"))))
 
 
 def _gate(verdict: Verdict, fail_on: Level | None) -> int:

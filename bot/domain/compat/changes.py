@@ -24,3 +24,4 @@ class Change:
     detail: str = ""
     breaks: frozenset[Direction] = frozenset()
     version: int | None = None
+    schema_type: str = "AVRO"  # the format whose rule it is (a rule id may name one change in each format)

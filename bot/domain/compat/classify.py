@@ -11,7 +11,7 @@ from bot.domain.avro.normal import normal_form
 from bot.domain.compat.changes import Change, Direction
 from bot.domain.compat.pairs import semantic_changes
 from bot.domain.compat.resolve import Resolution
-from bot.domain.compat.rules import RULES, Level
+from bot.domain.compat.rules import RULES, Level, rule_of
 
 BACKWARD, FORWARD = Direction.BACKWARD, Direction.FORWARD
 LEVEL_NAMES = {level: str(level) for level in Level}
@@ -101,6 +101,12 @@ def classify(history: Sequence[Schema], new: Schema, mode: Mode = Mode.FULL) -> 
         for number, older in enumerate(history[:-1], start=1):
             changes += Resolution(BACKWARD).check(older, new, version=number)
             changes += Resolution(FORWARD).check(older, new, version=number)
+    return verdict_of(changes, mode)
+
+
+def verdict_of(changes: list[Change], mode: Mode) -> Verdict:
+    """The verdict of a format's changes under ``mode``: each a finding whose level its rule and its broken
+    directions decide."""
     merged = _merge(changes)
     required = mode.required
     findings = sorted([_finding(change, mode, required) for change in merged],
@@ -122,12 +128,13 @@ def _merge(changes: list[Change]) -> list[Change]:
         merged[key] = Change(
             seen.rule, seen.path, seen.old or change.old, seen.new or change.new, seen.detail or change.detail,
             seen.breaks | change.breaks, seen.version if seen.version is None or change.version is None else min(seen.version, change.version),
+            seen.schema_type,
         )
     return list(merged.values())
 
 
 def _finding(change: Change, mode: Mode, required: frozenset[Direction]) -> Finding:
-    rule = RULES[change.rule]
+    rule = RULES[change.rule] if change.schema_type == "AVRO" else rule_of(change.schema_type, change.rule)
     level = rule.level
     if change.breaks:
         level = max(level, Level.COMPATIBLE)

@@ -7,6 +7,8 @@ from typing import Any
 from bot.domain.compat.classify import Verdict
 from bot.domain.compat.rules import CATALOGUE, Level
 
+NAMES = {"AVRO": "Avro", "PROTOBUF": "Protobuf", "JSON": "JSON Schema"}
+
 
 def as_json(verdict: Verdict) -> dict[str, Any]:
     """``{"level","backward","forward","changes":[{"path","rule","level","message"}]}``."""
@@ -47,8 +49,8 @@ def as_text(verdict: Verdict) -> str:
 def rules_text() -> str:
     """The catalogue as an aligned table."""
     width = max(len(rule.id) for rule in CATALOGUE)
-    lines = [f"{'RULE'.ljust(width)}  {'LEVEL':<10}  PURPOSE"]
-    lines += [f"{rule.id.ljust(width)}  {str(rule.level):<10}  {rule.purpose}" for rule in CATALOGUE]
+    lines = [f"{'RULE'.ljust(width)}  {'LEVEL':<10}  {'FORMAT':<11}  PURPOSE"]
+    lines += [f"{rule.id.ljust(width)}  {str(rule.level):<10}  {', '.join(NAMES[f] for f in rule.formats):<11}  {rule.purpose}" for rule in CATALOGUE]
     lines += ["", "A change that makes schema resolution fail in a direction the mode requires is breaking, whatever its rule's level;",
               "one that fails only a direction the mode does not require is at least compatible."]
     return "\n".join(lines)
@@ -56,11 +58,11 @@ def rules_text() -> str:
 
 def rules_markdown() -> str:
     """The catalogue as a Markdown table (the documentation's rules page is this)."""
-    lines = ["| rule | level on its own | what it reports |", "|---|---|---|"]
-    lines += [f"| `{rule.id}` | {rule.level} | {rule.purpose} |" for rule in CATALOGUE]
+    lines = ["| rule | level on its own | what it reports | format |", "|---|---|---|---|"]
+    lines += [f"| `{rule.id}` | {rule.level} | {rule.purpose} | {', '.join(NAMES[f] for f in rule.formats)} |" for rule in CATALOGUE]
     return "\n".join(lines) + "\n"
 
 
-def rules_json() -> list[dict[str, str]]:
+def rules_json() -> list[dict[str, Any]]:
     """The catalogue as JSON."""
-    return [{"id": rule.id, "level": str(rule.level), "purpose": rule.purpose} for rule in CATALOGUE]
+    return [{"id": rule.id, "level": str(rule.level), "purpose": rule.purpose, "formats": list(rule.formats)} for rule in CATALOGUE]

@@ -32,15 +32,18 @@ class Level(enum.IntEnum):
 
 @dataclass(frozen=True)
 class Rule:
-    """One kind of finding: id, level on its own, one-line purpose, and the message template."""
+    """One kind of finding: id, level on its own, one-line purpose, the message template, and the schema formats
+    (the registry's ``schemaType`` names) it is reported for."""
 
     id: str
     level: Level
     purpose: str
     template: str
+    formats: tuple[str, ...] = ("AVRO",)
 
 
 SAFE, COMPATIBLE, BREAKING = Level.SAFE, Level.COMPATIBLE, Level.BREAKING
+PROTOBUF = ("PROTOBUF",)
 
 CATALOGUE: tuple[Rule, ...] = (
     # --- records and fields ---------------------------------------------------------------------
@@ -120,4 +123,162 @@ CATALOGUE: tuple[Rule, ...] = (
          "Custom attribute(s) {detail} of {path} changed: Avro ignores them, tools that read them (code generators, connectors) may not."),
 )
 
-RULES: dict[str, Rule] = {rule.id: rule for rule in CATALOGUE}
+# --- Protobuf: the registry's difference names, and ours where it sees nothing ----------------------------------
+CATALOGUE += (
+    Rule("PACKAGE_CHANGED", COMPATIBLE, "the file's package changed", "The package changed from {old} to {new}: every type's full name changes.",
+         PROTOBUF),
+    Rule("MESSAGE_ADDED", SAFE, "a message was added", "Message {detail} was added.", PROTOBUF),
+    Rule("MESSAGE_REMOVED", COMPATIBLE, "a message was removed", "Message {detail} was removed.", PROTOBUF),
+    Rule("MESSAGE_MOVED", SAFE, "a message moved among its siblings",
+         "Message {detail} moved: its index changes, which serialized message indexes follow by schema id.", PROTOBUF),
+    Rule("ENUM_ADDED", SAFE, "an enum was added", "Enum {detail} was added.", PROTOBUF),
+    Rule("ENUM_REMOVED", COMPATIBLE, "an enum was removed", "Enum {detail} was removed.", PROTOBUF),
+    Rule("ENUM_CONST_ADDED", COMPATIBLE, "an enum value was added",
+         "Enum value {detail} was added: consumers on the old schema see an unknown value.", PROTOBUF),
+    Rule("ENUM_CONST_REMOVED", COMPATIBLE, "an enum value was removed",
+         "Enum value {detail} was removed: data that has it reads as an unknown value.", PROTOBUF),
+    Rule("ENUM_CONST_CHANGED", COMPATIBLE, "an enum value was renamed at the same number",
+         "Enum value {detail} was renamed from {old} to {new}: the wire is the same, JSON and generated code change.", PROTOBUF),
+    Rule("FIELD_ADDED", SAFE, "a field was added", "Field {path} ({new}, number {detail}) was added: old consumers skip it.", PROTOBUF),
+    Rule("FIELD_REMOVED", COMPATIBLE, "a field was removed",
+         "Field {path} ({old}, number {detail}) was removed: consumers still on the old schema read its default.", PROTOBUF),
+    Rule("REQUIRED_FIELD_ADDED", COMPATIBLE, "a proto2 required field was added",
+         "Required field {path} ({new}, number {detail}) was added: data written without it fails to parse.", PROTOBUF),
+    Rule("REQUIRED_FIELD_REMOVED", COMPATIBLE, "a proto2 required field was removed",
+         "Required field {path} ({old}, number {detail}) was removed: consumers on the old schema fail on data without it.", PROTOBUF),
+    Rule("FIELD_NAME_CHANGED", COMPATIBLE, "a field was renamed at the same number",
+         "Field number {detail} was renamed from {old} to {new}: the wire is the same, but its JSON name and generated accessors change.",
+         PROTOBUF),
+    Rule("FIELD_KIND_CHANGED", COMPATIBLE, "a field changed between scalar, message and map",
+         "{path} changed from {old} to {new}: the wire encodings differ.", PROTOBUF),
+    Rule("FIELD_SCALAR_KIND_CHANGED", COMPATIBLE, "a scalar field changed to a type with another wire encoding",
+         "{path} changed from {old} to {new}, which the wire does not convert.", PROTOBUF),
+    Rule("FIELD_NAMED_TYPE_CHANGED", COMPATIBLE, "a field's message type changed",
+         "{path}: {detail}.", PROTOBUF),
+    Rule("FIELD_NUMERIC_LABEL_CHANGED", COMPATIBLE, "a numeric field changed between singular and repeated",
+         "{path} changed from {old} to {new}: numeric values are packed when repeated.", PROTOBUF),
+    Rule("FIELD_STRING_OR_BYTES_LABEL_CHANGED", COMPATIBLE, "a string or bytes field changed between singular and repeated",
+         "{path} changed from {old} to {new}: the wire reads it, a singular reader keeps only the last value.", PROTOBUF),
+    Rule("ONEOF_ADDED", SAFE, "a oneof was added", "Oneof {path} was added.", PROTOBUF),
+    Rule("ONEOF_REMOVED", COMPATIBLE, "a oneof was removed", "Oneof {path} was removed.", PROTOBUF),
+    Rule("ONEOF_FIELD_ADDED", SAFE, "a field was added to a oneof", "Field {path} ({new}) was added to oneof {detail}.", PROTOBUF),
+    Rule("ONEOF_FIELD_REMOVED", COMPATIBLE, "a field of a oneof was removed",
+         "Field {detail} was removed: data that set it reads as none of the oneof set.", PROTOBUF),
+    Rule("ONEOF_FIELD_MOVED_TO_TOP_LEVEL", SAFE, "a field left its oneof",
+         "Field {path} left oneof {detail}: it is no longer exclusive with the others.", PROTOBUF),
+    Rule("MULTIPLE_FIELDS_MOVED_TO_ONEOF", COMPATIBLE, "several existing fields were moved into one oneof",
+         "Fields were moved into oneof {path}: data that set several of them keeps only the last.", PROTOBUF),
+    Rule("FIELD_MOVED_TO_EXISTING_ONEOF", COMPATIBLE, "an existing field was moved into an existing oneof",
+         "A field was moved into oneof {path}, beside fields it could be set with before: data that set both keeps only the last.",
+         PROTOBUF),
+    Rule("FIELD_NUMBER_NOT_RESERVED", COMPATIBLE, "a deleted field's number or name is not reserved",
+         "Field {path} was deleted without reserving its {detail}: a later field may take it and misread old data "
+         "(add `reserved`). The registry does not check this.", PROTOBUF),
+    Rule("FIELD_TYPE_CHANGED_SAME_WIRE", COMPATIBLE, "a scalar type changed within one wire encoding",
+         "{path} changed from {old} to {new}: the wire reads it, but values outside the new type's range are truncated or change sign "
+         "(the language guide's compatible groups). The registry does not check this.", PROTOBUF),
+    Rule("FIELD_JSON_CHANGED", COMPATIBLE, "a wire-compatible type change that changes the JSON encoding",
+         "{path} changed from {old} to {new}: the wire reads it, but Protobuf's JSON writes 64-bit integers as strings "
+         "and others as numbers, so JSON consumers see another type. The registry does not check this.", PROTOBUF),
+)
+
+# --- JSON Schema: the registry's difference names (its strict and lenient sets decide), and ours for `format` ---
+JSON = ("JSON",)
+_LIMITS = (("MAX_LENGTH", "maxLength", "longest string"), ("MIN_LENGTH", "minLength", "shortest string"), ("MAXIMUM", "maximum", "largest value"),
+           ("MINIMUM", "minimum", "smallest value"), ("EXCLUSIVE_MAXIMUM", "exclusiveMaximum", "exclusive upper bound"),
+           ("EXCLUSIVE_MINIMUM", "exclusiveMinimum", "exclusive lower bound"), ("MAX_ITEMS", "maxItems", "most items"),
+           ("MIN_ITEMS", "minItems", "fewest items"), ("MAX_PROPERTIES", "maxProperties", "most properties"),
+           ("MIN_PROPERTIES", "minProperties", "fewest properties"))
+CATALOGUE += tuple(
+    Rule(f"{name}_{change}", COMPATIBLE, f"`{word}` ({what}) {verb}", f"{{path}}: `{word}` {verb} ({{old}} → {{new}}).", JSON)
+    for name, word, what in _LIMITS
+    for change, verb in (("ADDED", "was added"), ("REMOVED", "was removed"), ("INCREASED", "was raised"), ("DECREASED", "was lowered"))
+) + (
+    Rule("TYPE_CHANGED", COMPATIBLE, "a JSON type changed", "{path} changed from {old} to {new}: documents of one are not valid under the other.",
+         JSON),
+    Rule("TYPE_EXTENDED", COMPATIBLE, "integer became number", "{path} now accepts any number, not only integers ({old} → {new}).", JSON),
+    Rule("TYPE_NARROWED", COMPATIBLE, "number became integer",
+         "{path} now accepts only integers ({old} → {new}): documents with fractions fail, and consumers that parse it as a decimal change "
+         "their type (semantic drift).", JSON),
+    Rule("DEFAULT_CHANGED", COMPATIBLE, "a default changed", "The default of {path} changed from {old} to {new}.", JSON),
+    Rule("ID_CHANGED", SAFE, "`$id` changed", "{path}: `$id` changed from {old} to {new}.", JSON),
+    Rule("TITLE_CHANGED", SAFE, "a title changed", "{path}: title changed from {old} to {new}.", JSON),
+    Rule("DESCRIPTION_CHANGED", SAFE, "a description changed", "{path}: description changed.", JSON),
+    Rule("FORMAT_ADDED", COMPATIBLE, "a `format` was added", "{path} gained format {new}: validators that assert formats refuse other strings.",
+         JSON),
+    Rule("FORMAT_REMOVED", COMPATIBLE, "a `format` was removed", "{path} lost format {old}: consumers that parsed it as {old} may meet other strings.",
+         JSON),
+    Rule("FORMAT_CHANGED", COMPATIBLE, "a `format` changed (semantic drift)",
+         "{path} changed format from {old} to {new}: the same strings now mean something else to consumers that parse them. The registry "
+         "does not check this.", JSON),
+    Rule("PATTERN_ADDED", COMPATIBLE, "a `pattern` was added", "{path} gained pattern {new}.", JSON),
+    Rule("PATTERN_REMOVED", COMPATIBLE, "a `pattern` was removed", "{path} lost pattern {old}.", JSON),
+    Rule("PATTERN_CHANGED", COMPATIBLE, "a `pattern` changed", "{path}: pattern changed from {old} to {new}.", JSON),
+    Rule("MULTIPLE_OF_ADDED", COMPATIBLE, "`multipleOf` was added", "{path} must now be a multiple of {new}.", JSON),
+    Rule("MULTIPLE_OF_REMOVED", COMPATIBLE, "`multipleOf` was removed", "{path} need no longer be a multiple of {old}.", JSON),
+    Rule("MULTIPLE_OF_REDUCED", COMPATIBLE, "`multipleOf` became a divisor of what it was", "{path}: multipleOf {old} → {new} accepts more.", JSON),
+    Rule("MULTIPLE_OF_EXPANDED", COMPATIBLE, "`multipleOf` became a multiple of what it was", "{path}: multipleOf {old} → {new} accepts fewer.",
+         JSON),
+    Rule("MULTIPLE_OF_CHANGED", COMPATIBLE, "`multipleOf` changed otherwise", "{path}: multipleOf changed from {old} to {new}.", JSON),
+    Rule("ENUM_ARRAY_EXTENDED", COMPATIBLE, "an enum gained values", "{path} gained enum value(s) {detail}.", JSON),
+    Rule("ENUM_ARRAY_NARROWED", COMPATIBLE, "an enum lost values", "{path} lost enum value(s) {detail}.", JSON),
+    Rule("ENUM_ARRAY_CHANGED", COMPATIBLE, "an enum's values changed", "{path}: enum values changed ({detail}).", JSON),
+    Rule("CONST_CHANGED", COMPATIBLE, "a `const` changed", "{path}: const changed from {old} to {new}.", JSON),
+    Rule("COMBINED_TYPE_CHANGED", COMPATIBLE, "allOf, anyOf and oneOf swapped", "{path} changed from {old} to {new}.", JSON),
+    Rule("COMBINED_TYPE_SUBSCHEMAS_CHANGED", COMPATIBLE, "the branches of a combined schema changed", "{path}: a branch changed incompatibly.",
+         JSON),
+    Rule("SUM_TYPE_EXTENDED", COMPATIBLE, "anyOf/oneOf gained a branch (or a type became one)", "{path} now also accepts another branch.", JSON),
+    Rule("SUM_TYPE_NARROWED", COMPATIBLE, "anyOf/oneOf lost a branch", "{path} accepts one branch less ({old} → {new}).", JSON),
+    Rule("PRODUCT_TYPE_EXTENDED", COMPATIBLE, "allOf gained a branch", "{path} must now also match another schema ({old} → {new}).", JSON),
+    Rule("PRODUCT_TYPE_NARROWED", COMPATIBLE, "allOf lost a branch", "{path} need match one schema less ({old} → {new}).", JSON),
+    Rule("NOT_TYPE_EXTENDED", COMPATIBLE, "a `not` refuses more", "{path}: its `not` now refuses more documents.", JSON),
+    Rule("NOT_TYPE_NARROWED", COMPATIBLE, "a `not` refuses less", "{path}: its `not` now refuses fewer documents.", JSON),
+    Rule("REQUIRED_ATTRIBUTE_ADDED", COMPATIBLE, "an existing property became required",
+         "Property {detail} ({path}) became required: documents without it are refused.", JSON),
+    Rule("REQUIRED_ATTRIBUTE_WITH_DEFAULT_ADDED", COMPATIBLE, "an existing property with a default became required",
+         "Property {detail} ({path}) became required; it has a default.", JSON),
+    Rule("REQUIRED_ATTRIBUTE_REMOVED", COMPATIBLE, "a property is no longer required",
+         "Property {detail} ({path}) is no longer required: consumers may meet documents without it.", JSON),
+    Rule("PROPERTY_REMOVED_FROM_OPEN_CONTENT_MODEL", COMPATIBLE, "a property was removed from an open object",
+         "Property {detail} ({path}) was removed; the object stays open, so it is still allowed, with any value.", JSON),
+    Rule("PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL", COMPATIBLE, "a property was removed from a closed object",
+         "Property {detail} ({path}) was removed from an object closed by `additionalProperties: false`: documents that have it are "
+         "refused (keep it, or open the object; the registry's lenient mode allows it).", JSON),
+    Rule("PROPERTY_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL", SAFE, "a forbidden (false) property was removed from a closed object",
+         "Property {detail} ({path}), which no document could have, was removed.", JSON),
+    Rule("PROPERTY_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL", SAFE, "a property accepting anything was added to an open object",
+         "Property {detail} ({path}) was added, accepting any value, as the open object already did.", JSON),
+    Rule("OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL", COMPATIBLE, "an optional property was added to an open object",
+         "Property {detail} ({path}, {new}) was added to an open object: older documents may already carry {detail} with another type, so "
+         "the registry's strict rules refuse it. Close the object (`additionalProperties: false`) from the first version, or use the "
+         "registry's lenient mode, to let properties be added.", JSON),
+    Rule("REQUIRED_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL", COMPATIBLE, "a required property was added to an open object",
+         "Required property {detail} ({path}, {new}) was added: older documents do not have it.", JSON),
+    Rule("REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_OPEN_CONTENT_MODEL", COMPATIBLE, "a required property with a default was added to an open object",
+         "Required property {detail} ({path}, {new}) with a default was added to an open object: older documents may carry it with "
+         "another type (strict); the lenient mode allows it.", JSON),
+    Rule("OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL", SAFE, "an optional property was added to a closed object",
+         "Property {detail} ({path}, {new}) was added: the closed object allowed no such property before, so no older document has it.", JSON),
+    Rule("REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL", COMPATIBLE, "a required property was added to a closed object",
+         "Required property {detail} ({path}, {new}) was added without a default: older documents do not have it.", JSON),
+    Rule("REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_UNOPEN_CONTENT_MODEL", SAFE, "a required property with a default was added to a closed object",
+         "Required property {detail} ({path}, {new}) was added with a default.", JSON),
+    Rule("ADDITIONAL_PROPERTIES_ADDED", COMPATIBLE, "an object was opened (additionalProperties allowed)",
+         "{path} now allows other properties: consumers may meet properties they do not know.", JSON),
+    Rule("ADDITIONAL_PROPERTIES_REMOVED", COMPATIBLE, "an object was closed (additionalProperties: false)",
+         "{path} no longer allows other properties: older documents with extra properties are refused.", JSON),
+    Rule("ADDITIONAL_PROPERTIES_NARROWED", COMPATIBLE, "other properties must now match a schema",
+         "{path}: other properties must now match a schema.", JSON),
+    Rule("ADDITIONAL_PROPERTIES_EXTENDED", COMPATIBLE, "other properties may now be anything",
+         "{path}: other properties may now have any value.", JSON),
+    Rule("UNIQUE_ITEMS_ADDED", COMPATIBLE, "items must now be unique", "{path}: items must now be unique.", JSON),
+    Rule("UNIQUE_ITEMS_REMOVED", COMPATIBLE, "items need no longer be unique", "{path}: items need no longer be unique.", JSON),
+)
+
+RULES: dict[str, Rule] = {rule.id: rule for rule in CATALOGUE if "AVRO" in rule.formats}
+BY_FORMAT: dict[tuple[str, str], Rule] = {(kind, rule.id): rule for rule in CATALOGUE for kind in rule.formats}
+
+
+def rule_of(schema_type: str, rule_id: str) -> Rule:
+    """The rule ``rule_id`` as the format ``schema_type`` reports it."""
+    return BY_FORMAT[(schema_type, rule_id)]

@@ -1,0 +1,84 @@
+"""The three formats a Confluent-API registry holds (``schemaType`` ``AVRO``, ``PROTOBUF``, ``JSON``), each parsed
+and classified its own way behind one call: Avro by resolution and the semantic walk, Protobuf and JSON Schema by
+the registry's differences both ways (JSON Schema strict, or lenient where a subject chose it)."""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import PurePath
+from typing import Any
+
+from bot.domain.avro.parse import SchemaError, parse
+from bot.domain.compat.both_ways import classify_both_ways
+from bot.domain.compat.classify import Mode, Verdict, classify
+from bot.domain.jsonschema.errors import JsonSchemaError
+from bot.domain.protobuf.compile import ProtoError
+
+INVALID = (SchemaError, ProtoError, JsonSchemaError)  # what each parser raises for a schema it refuses
+EXTENSIONS = {".avsc": "AVRO", ".proto": "PROTOBUF", ".json": "JSON"}
+AVRO_NAMED = ("record", "enum", "fixed")
+
+
+class SchemaType(enum.StrEnum):
+    """A registry's schema types."""
+
+    AVRO = "AVRO"
+    PROTOBUF = "PROTOBUF"
+    JSON = "JSON"
+
+    @classmethod
+    def parse(cls, text: str) -> SchemaType:
+        """``avro``, ``protobuf`` or ``json`` (any case; ``JSONSCHEMA`` too); ValueError names them."""
+        name = text.strip().upper().replace("_", "").replace("-", "")
+        name = "JSON" if name == "JSONSCHEMA" else name
+        try:
+            return cls(name)
+        except ValueError:
+            raise ValueError(f"unknown schema type {text!r}: use AVRO, PROTOBUF or JSON") from None
+
+    @classmethod
+    def of_file(cls, path: str, text: str) -> SchemaType:
+        """By extension (``.avsc``, ``.proto``, ``.json``); a ``.json`` file holding an Avro schema (a record, enum or
+        fixed, a union or a primitive name) is Avro, as many repositories keep them; anything else is Avro."""
+        found = EXTENSIONS.get(PurePath(path).suffix.lower(), "AVRO")
+        if found == "JSON" and _looks_avro(text):
+            return cls.AVRO
+        return cls(found)
+
+
+def parse_schema(schema_type: SchemaType, text: str, refs: Mapping[str, str] | None = None) -> Any:
+    """The parsed schema of its type; one of ``INVALID`` when it is not one."""
+    if schema_type is SchemaType.PROTOBUF:  # each format's parser imported on its first use: the others never pay for it
+        from bot.domain.protobuf.model import parse_proto
+
+        return parse_proto(text, dict(refs or {}))
+    if schema_type is SchemaType.JSON:
+        from bot.domain.jsonschema.model import parse_json_schema
+
+        return parse_json_schema(text, dict(refs or {}))
+    return parse(text)
+
+
+def classify_schemas(schema_type: SchemaType, history: Sequence[Any], new: Any, mode: Mode = Mode.FULL, *, lenient: bool = False) -> Verdict:
+    """Classify ``new`` against ``history`` (oldest first), parsed by :func:`parse_schema` for ``schema_type``."""
+    if schema_type is SchemaType.PROTOBUF:
+        from bot.domain.protobuf import diff as proto_diff
+
+        return classify_both_ways(history, new, mode, proto_diff.differences, proto_diff.COMPATIBLE, "PROTOBUF")
+    if schema_type is SchemaType.JSON:
+        from bot.domain.jsonschema import diff as json_diff
+
+        return classify_both_ways(history, new, mode, json_diff.differences, json_diff.LENIENT if lenient else json_diff.STRICT, "JSON")
+    return classify(history, new, mode)
+
+
+def _looks_avro(text: str) -> bool:
+    try:
+        document = json.loads(text)
+    except ValueError:
+        return False
+    if isinstance(document, (list, str)):
+        return True
+    return isinstance(document, dict) and document.get("type") in AVRO_NAMED and ("fields" in document or "symbols" in document or "size" in document)

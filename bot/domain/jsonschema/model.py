@@ -1,0 +1,139 @@
+"""A JSON Schema as the classifier walks it: the document checked against its draft's meta-schema (``$schema``,
+draft-07 when absent; drafts 4 to 2020-12), ``$ref`` resolved within the document and across the references it
+names (other subjects' schemas by URI), each subschema seen as one kind the way the registry sees it: ``object``,
+``array``, ``string``, ``number`` (``integer`` is a number that must be whole), ``boolean``, ``null``, ``enum``,
+``const``, ``combined`` (``allOf``/``anyOf``/``oneOf``, and a list of types), ``not``, ``empty`` (accepts all)
+and ``false`` (accepts nothing)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from jsonschema import exceptions, validators
+from referencing import Registry, Resource
+from referencing.exceptions import Unresolvable
+from referencing.jsonschema import DRAFT7, specification_with
+
+from bot.domain.jsonschema.errors import JsonSchemaError
+
+TYPES = ("object", "array", "string", "number", "integer", "boolean", "null")
+OBJECT_WORDS = ("properties", "required", "additionalProperties", "patternProperties", "minProperties", "maxProperties", "dependencies",
+                "dependentRequired", "dependentSchemas", "unevaluatedProperties", "propertyNames")
+ARRAY_WORDS = ("items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems", "contains", "unevaluatedItems")
+STRING_WORDS = ("minLength", "maxLength", "pattern", "format", "contentEncoding", "contentMediaType")
+NUMBER_WORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
+
+
+@dataclass
+class JsonSchema:
+    """A parsed document: its root, and the resolver its ``$ref`` go through."""
+
+    root: Any
+    registry: Registry[Any]
+    base: str
+    title: str
+    canonical: str = ""  # the document and its references with sorted keys: equal for the same schema however written
+
+    @property
+    def label(self) -> str:
+        """Where paths start: the root's ``title`` (as Avro's record name), else nothing."""
+        return self.title
+
+
+def parse_json_schema(text: str, refs: dict[str, str] | None = None) -> JsonSchema:
+    """Parse and check ``text`` (and each referenced schema, by the URI it is named with)."""
+    root = _load(text, "the schema")
+    _check(root, "the schema")
+    resources = []
+    for uri, body in (refs or {}).items():
+        document = _load(body, f"reference {uri!r}")
+        _check(document, f"reference {uri!r}")
+        resources.append((uri, Resource.from_contents(document, default_specification=DRAFT7)))
+    base = root.get("$id", "urn:changeops:schema") if isinstance(root, dict) else "urn:changeops:schema"
+    specification = specification_with(root.get("$schema", ""), default=DRAFT7) if isinstance(root, dict) else DRAFT7
+    registry: Registry[Any] = Registry().with_resources([*resources, (base, specification.create_resource(root))])
+    canonical = json.dumps([root, sorted((uri, json.loads(body)) for uri, body in (refs or {}).items())], sort_keys=True)
+    schema = JsonSchema(root, registry, base, str(root.get("title") or "") if isinstance(root, dict) else "", canonical)
+    _resolve_all(schema)
+    return schema
+
+
+def kind(node: Any) -> str:
+    """The kind of a subschema (after its ``$ref`` is followed)."""
+    if node is True or node == {}:
+        return "empty"
+    if node is False:
+        return "false"
+    if not isinstance(node, dict):
+        return "empty"
+    if any(word in node for word in ("allOf", "anyOf", "oneOf")):
+        return "combined"
+    if "enum" in node:
+        return "enum"
+    if "const" in node:
+        return "const"
+    if "not" in node and len([k for k in node if k not in ("not", "title", "description", "$id", "$schema")]) == 0:
+        return "not"
+    declared = node.get("type")
+    if isinstance(declared, list):
+        return "combined" if len(declared) != 1 else ("number" if declared[0] == "integer" else declared[0])
+    if isinstance(declared, str):
+        return "number" if declared == "integer" else declared
+    for words, found in ((OBJECT_WORDS, "object"), (ARRAY_WORDS, "array"), (STRING_WORDS, "string"), (NUMBER_WORDS, "number")):
+        if any(word in node for word in words):
+            return found
+    return "empty"
+
+
+def resolve(schema: JsonSchema, node: Any, base: str | None = None) -> tuple[Any, str]:
+    """``node`` with its ``$ref`` followed (and the base URI it is read under); JsonSchemaError when it resolves nowhere."""
+    base = base or schema.base
+    seen = 0
+    while isinstance(node, dict) and isinstance(node.get("$ref"), str) and len(node) <= 3 and seen < 50:
+        try:
+            resolved = schema.registry.resolver(base).lookup(node["$ref"])
+        except Unresolvable as err:
+            raise JsonSchemaError(f"$ref {node['$ref']!r} resolves nowhere: name the schema it points to as a reference ({err})") from None
+        node, base = resolved.contents, resolved.resolver._base_uri or base
+        seen += 1
+    return node, base
+
+
+def _load(text: str, what: str) -> Any:
+    try:
+        document = json.loads(text)
+    except ValueError as err:
+        raise JsonSchemaError(f"{what} is not JSON: {err}") from None
+    if not isinstance(document, (dict, bool)):
+        raise JsonSchemaError(f"{what} is not a JSON Schema: a schema is an object (or true or false), not {type(document).__name__}")
+    return document
+
+
+def _check(document: Any, what: str) -> None:
+    """Against the meta-schema of its draft (``$schema``; draft-07 when absent)."""
+    validator = validators.validator_for(document, default=validators.Draft7Validator)
+    try:
+        validator.check_schema(document)
+    except exceptions.SchemaError as err:
+        where = "/".join(str(p) for p in err.absolute_path) or "(root)"
+        raise JsonSchemaError(f"{what} is not a valid {validator.__name__.removesuffix('Validator')} JSON Schema at {where}: {err.message}") from None
+
+
+def _resolve_all(schema: JsonSchema) -> None:
+    """Every ``$ref`` of the document resolves (a bad one is bad input now, not a surprise mid-walk)."""
+    stack: list[tuple[Any, str]] = [(schema.root, schema.base)]
+    seen: set[int] = set()
+    while stack:
+        node, base = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, dict):
+            if isinstance(node.get("$ref"), str):
+                target, target_base = resolve(schema, {"$ref": node["$ref"]}, base)
+                stack.append((target, target_base))
+            stack.extend((value, base) for key, value in node.items() if key not in ("enum", "const", "default", "examples") and isinstance(value, (dict, list)))
+        elif isinstance(node, list):
+            stack.extend((value, base) for value in node if isinstance(value, (dict, list)))

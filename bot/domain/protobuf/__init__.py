@@ -1,0 +1,1 @@
+"""Protobuf schemas: protocs descriptors, the model the classifier walks, and the registrys differences."""

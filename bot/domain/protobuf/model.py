@@ -1,0 +1,183 @@
+"""A Protobuf schema as the classifier walks it: the root file's package, its messages and enums (nested ones by
+their full names), and every type its imports define (a field's type resolves through them), each with the line and
+column protoc gives. Paths read like Avro's: ``Order.items[].price`` from the first message that reaches a field."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from google.protobuf import descriptor_pb2
+
+from bot.domain.protobuf.compile import ROOT, compile_proto
+
+D = descriptor_pb2.FieldDescriptorProto
+SCALARS = {D.TYPE_DOUBLE: "double", D.TYPE_FLOAT: "float", D.TYPE_INT64: "int64", D.TYPE_UINT64: "uint64", D.TYPE_INT32: "int32",
+           D.TYPE_FIXED64: "fixed64", D.TYPE_FIXED32: "fixed32", D.TYPE_BOOL: "bool", D.TYPE_STRING: "string", D.TYPE_BYTES: "bytes",
+           D.TYPE_UINT32: "uint32", D.TYPE_SFIXED32: "sfixed32", D.TYPE_SFIXED64: "sfixed64", D.TYPE_SINT32: "sint32", D.TYPE_SINT64: "sint64"}
+LABELS = {D.LABEL_OPTIONAL: "optional", D.LABEL_REQUIRED: "required", D.LABEL_REPEATED: "repeated"}
+
+
+@dataclass(slots=True)
+class ProtoField:
+    """A field: its number, name, label, and type (a scalar's name, or the full name of a message or enum)."""
+
+    number: int
+    name: str
+    json_name: str
+    label: str
+    type: str
+    kind: str  # scalar, enum, message or map
+    oneof: str | None  # a real oneof (proto3 ``optional`` makes none)
+    line: int = 0
+    column: int = 0
+
+
+@dataclass(slots=True)
+class ProtoMessage:
+    """A message (or a map's entry), by its full name."""
+
+    full_name: str
+    name: str  # relative to the package: ``Order.Item``
+    fields: dict[int, ProtoField] = field(default_factory=dict)
+    oneofs: list[str] = field(default_factory=list)
+    reserved_numbers: list[tuple[int, int]] = field(default_factory=list)  # [start, end) ranges
+    reserved_names: list[str] = field(default_factory=list)
+    map_entry: bool = False
+    index: int = 0  # its position among the types beside it
+    file: str = ROOT
+    line: int = 0
+    column: int = 0
+
+    def reserves(self, number: int) -> bool:
+        """Whether ``number`` is reserved in this message."""
+        return any(start <= number < end for start, end in self.reserved_numbers)
+
+
+@dataclass(slots=True)
+class ProtoEnum:
+    """An enum, by its full name: its values by number."""
+
+    full_name: str
+    name: str
+    values: dict[int, str] = field(default_factory=dict)
+    file: str = ROOT
+
+
+@dataclass
+class ProtoSchema:
+    """The root file and everything it can name."""
+
+    package: str
+    syntax: str
+    messages: dict[str, ProtoMessage]  # every message, the imports' too, by full name
+    enums: dict[str, ProtoEnum]
+    own: list[str]  # the root file's top-level messages and enums, by full name, in order
+    own_nested: dict[str, list[str]]  # a message's nested messages and enums, in order
+    paths: dict[str, str] = field(default_factory=dict)  # message full name -> the first path that reaches it
+    canonical: bytes = b""  # the root file's descriptor without positions: equal for the same schema however written
+
+    @property
+    def label(self) -> str:
+        """The first message's name: where paths start."""
+        first = next((n for n in self.own if n in self.messages), None)
+        return self.messages[first].name if first else ""
+
+    def path_of(self, message: str) -> str:
+        """The path of a message: where a field of the first message reaches it, else its own name."""
+        if message not in self.messages:
+            return message
+        return self.paths.get(message) or self.messages[message].name
+
+    def local(self, full_name: str) -> str:
+        """A type's name without its package."""
+        found = self.messages.get(full_name) or self.enums.get(full_name)
+        return found.name if found is not None else full_name
+
+
+def parse_proto(text: str, refs: dict[str, str] | None = None) -> ProtoSchema:
+    """Compile and read; a ProtoError names what protoc refused."""
+    files = compile_proto(text, refs).file
+    messages: dict[str, ProtoMessage] = {}
+    enums: dict[str, ProtoEnum] = {}
+    root = files[-1]
+    own: list[str] = []
+    own_nested: dict[str, list[str]] = {}
+    for file in files:
+        where = _locations(file) if file.name == ROOT else {}
+        prefix = f"{file.package}." if file.package else ""
+        for index, message in enumerate(file.message_type):
+            _message(message, prefix, "", (4, index), where, messages, enums, own_nested, file.name, index)
+            if file.name == ROOT:
+                own.append(prefix + message.name)
+        for enum in file.enum_type:
+            enums[prefix + enum.name] = ProtoEnum(prefix + enum.name, enum.name, {v.number: v.name for v in enum.value}, file.name)
+            if file.name == ROOT:
+                own.append(prefix + enum.name)
+    bare = descriptor_pb2.FileDescriptorProto()
+    bare.CopyFrom(root)
+    bare.ClearField("source_code_info")
+    schema = ProtoSchema(root.package, root.syntax or "proto2", messages, enums, own, own_nested,
+                         canonical=bare.SerializeToString(deterministic=True) + b"".join(f.SerializeToString(deterministic=True) for f in files[:-1]))
+    schema.paths = _paths(schema)
+    return schema
+
+
+def _message(proto: descriptor_pb2.DescriptorProto, package: str, parent: str, at: tuple[int, ...], where: dict[tuple[int, ...], tuple[int, int]],
+             messages: dict[str, ProtoMessage], enums: dict[str, ProtoEnum], nested: dict[str, list[str]], file: str, index: int) -> None:
+    name = f"{parent}.{proto.name}" if parent else proto.name
+    full = package + name
+    line, column = where.get(at, (0, 0))
+    message = ProtoMessage(full, name, map_entry=proto.options.map_entry, index=index, file=file, line=line, column=column,
+                           reserved_numbers=[(r.start, r.end) for r in proto.reserved_range], reserved_names=list(proto.reserved_name))
+    real = [o.name for i, o in enumerate(proto.oneof_decl) if not any(f.proto3_optional and f.oneof_index == i and f.HasField("oneof_index")
+                                                                      for f in proto.field)]
+    message.oneofs = real
+    for position, field_proto in enumerate(proto.field):
+        type_name = field_proto.type_name.lstrip(".")
+        kind = "scalar" if field_proto.type in SCALARS else "enum" if field_proto.type == D.TYPE_ENUM else "message"
+        oneof = proto.oneof_decl[field_proto.oneof_index].name if field_proto.HasField("oneof_index") and not field_proto.proto3_optional else None
+        field_line, field_column = where.get((*at, 2, position), (0, 0))
+        message.fields[field_proto.number] = ProtoField(field_proto.number, field_proto.name, field_proto.json_name, LABELS[field_proto.label],
+                                                        SCALARS.get(field_proto.type, type_name), kind, oneof, field_line, field_column)
+    messages[full] = message
+    nested[full] = []
+    for position, inner in enumerate(proto.nested_type):
+        _message(inner, package, name, (*at, 3, position), where, messages, enums, nested, file, position)
+        if not inner.options.map_entry:
+            nested[full].append(f"{full}.{inner.name}")
+    for inner_enum in proto.enum_type:
+        enums[f"{full}.{inner_enum.name}"] = ProtoEnum(f"{full}.{inner_enum.name}", f"{name}.{inner_enum.name}",
+                                                       {v.number: v.name for v in inner_enum.value}, file)
+        nested[full].append(f"{full}.{inner_enum.name}")
+    for item in message.fields.values():  # a map field's entry message makes the field a map
+        entry = messages.get(item.type)
+        if item.kind == "message" and entry is not None and entry.map_entry:
+            item.kind = "map"
+
+
+def _locations(file: descriptor_pb2.FileDescriptorProto) -> dict[tuple[int, ...], tuple[int, int]]:
+    """Source positions by descriptor path (1-based line and column)."""
+    return {tuple(loc.path): (loc.span[0] + 1, loc.span[1] + 1) for loc in file.source_code_info.location if loc.span}
+
+
+def _paths(schema: ProtoSchema) -> dict[str, str]:
+    """The first path that reaches each message from the root file's messages, breadth first (``Order.items[]``)."""
+    found: dict[str, str] = {}
+    queue: deque[str] = deque()
+    for name in schema.own:
+        if name in schema.messages:
+            found[name] = schema.messages[name].name
+            queue.append(name)
+    while queue:
+        current = queue.popleft()
+        for item in schema.messages[current].fields.values():
+            target, suffix = item.type, "[]" if item.label == "repeated" else ""
+            if item.kind == "map":
+                entry = schema.messages[item.type]
+                value = entry.fields.get(2)
+                target, suffix = (value.type if value else ""), "{}"
+            if target in schema.messages and target not in found:
+                found[target] = f"{found[current]}.{item.name}{suffix}"
+                queue.append(target)
+    return found
