@@ -6,28 +6,16 @@ findings are the forward walk's, each with the directions it breaks (matched by 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import TypeVar
 
-from bot.domain.compat.changes import Change, Direction
+from bot.domain.compat.changes import Change, Difference, Direction
 from bot.domain.compat.classify import Mode, Verdict, verdict_of
 from bot.domain.compat.rules import Level
-
-
-class Difference(Protocol):
-    """What a format's walk reports."""
-
-    rule: str
-    key: tuple[str, ...]
-    path: str
-    old: str
-    new: str
-    detail: str
-
 
 S = TypeVar("S")
 
 
-def classify_both_ways(history: Sequence[S], new: S, mode: Mode, differences: Callable[[S, S], Sequence[Any]],
+def classify_both_ways(history: Sequence[S], new: S, mode: Mode, differences: Callable[[S, S], Sequence[Difference]],
                        compatible: Collection[str], schema_type: str) -> Verdict:
     """Classify ``new`` against ``history`` (oldest first; the last is the current version)."""
     if not history:

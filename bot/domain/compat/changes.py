@@ -25,3 +25,18 @@ class Change:
     breaks: frozenset[Direction] = frozenset()
     version: int | None = None
     schema_type: str = "AVRO"  # the format whose rule it is (a rule id may name one change in each format)
+
+
+@dataclass(slots=True)
+class Difference:
+    """What the Protobuf and JSON Schema walks report, in one direction: its rule (the registry's name), the element it
+    is about (the same key whichever way the walk goes), where people read it, and where in the source when known."""
+
+    rule: str
+    key: tuple[str, ...]
+    path: str
+    old: str = ""
+    new: str = ""
+    detail: str = ""
+    line: int = 0
+    column: int = 0

@@ -7,9 +7,9 @@ that becomes a date), each reported with a plain message; an open object's added
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
+from bot.domain.compat.changes import Difference
 from bot.domain.jsonschema.model import JsonSchema, kind, resolve
 
 STRICT = frozenset({
@@ -42,18 +42,6 @@ LIMITS = (  # keyword, (added, removed, grew, shrank): growing a maximum accepts
     ("maxProperties", ("MAX_PROPERTIES_ADDED", "MAX_PROPERTIES_REMOVED", "MAX_PROPERTIES_INCREASED", "MAX_PROPERTIES_DECREASED")),
     ("minProperties", ("MIN_PROPERTIES_ADDED", "MIN_PROPERTIES_REMOVED", "MIN_PROPERTIES_INCREASED", "MIN_PROPERTIES_DECREASED")),
 )
-
-
-@dataclass(slots=True)
-class Difference:
-    """One difference: its rule, the element it is about (the same in both directions), where people read it, and what."""
-
-    rule: str
-    key: tuple[str, ...]
-    path: str
-    old: str = ""
-    new: str = ""
-    detail: str = ""
 
 
 def differences(original: JsonSchema, update: JsonSchema) -> list[Difference]:

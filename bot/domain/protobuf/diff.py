@@ -7,8 +7,7 @@ wire-compatible edits that change the JSON encoding."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from bot.domain.compat.changes import Difference
 from bot.domain.protobuf.model import ProtoField, ProtoMessage, ProtoSchema
 
 COMPATIBLE = frozenset({
@@ -21,20 +20,6 @@ SCALAR_KINDS = {"int32": "number", "int64": "number", "uint32": "number", "uint6
                 "sint64": "signed", "string": "text", "bytes": "text", "fixed32": "fixed32", "sfixed32": "fixed32", "fixed64": "fixed64",
                 "sfixed64": "fixed64", "float": "float", "double": "double"}
 JSON_STRINGS = frozenset({"int64", "uint64", "sint64", "fixed64", "sfixed64"})  # 64-bit integers are strings in Protobuf's JSON
-
-
-@dataclass(slots=True)
-class Difference:
-    """One difference: its rule, the element it is about (the same in both directions), where people read it, and what."""
-
-    rule: str
-    key: tuple[str, ...]
-    path: str
-    old: str = ""
-    new: str = ""
-    detail: str = ""
-    line: int = 0
-    column: int = 0
 
 
 def differences(original: ProtoSchema, update: ProtoSchema) -> list[Difference]:
