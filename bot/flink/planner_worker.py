@@ -69,10 +69,11 @@ def check(env: Any, request: dict[str, Any], database: str, known: dict[str, boo
     env.execute_sql(f"USE `{database}`")
     saved: dict[str, str | None] = {}  # keys the job SET, with their values before it
     try:
-        results = []
+        results: list[dict[str, Any]] = []
+        looked_at: set[str] = set()  # each table looked at once, before the first INSERT after its CREATE
         for statement in request["statements"]:
             if statement["kind"] == "insert":
-                _stand_in(env, catalog, database, known)
+                _stand_in(env, catalog, database, known, looked_at)
             results.append(_statement(env, statement, saved))
         tables = {name: _table(env, catalog, database, name) for name in env.list_tables()}
         unchecked = {name: table["options"]["connector"] for name, table in tables.items() if table.pop("unchecked", False)}
@@ -139,12 +140,15 @@ def _insert(env: Any, sql: str) -> dict[str, Any]:
     return answer
 
 
-def _stand_in(env: Any, catalog: str, database: str, known: dict[str, bool]) -> None:
+def _stand_in(env: Any, catalog: str, database: str, known: dict[str, bool], looked_at: set[str]) -> None:
     """Point every table whose connector this runtime lacks at the type-only stand-in, keeping its own connector."""
     from pyflink.java_gateway import get_gateway
 
     jvm = get_gateway().jvm
     for name in env.list_tables():
+        if name in looked_at:
+            continue
+        looked_at.add(name)
         base = env._j_tenv.getCatalog(catalog).get().getTable(jvm.org.apache.flink.table.catalog.ObjectPath(database, name))
         if str(base.getTableKind().name()) != "TABLE":
             continue
