@@ -70,13 +70,14 @@ class SchemaRegistry:
         self.client = AsyncSchemaRegistryClient(conf)
 
     async def register(self, subject: str, schema_text: str, mode: str, *, references: Sequence[Reference] = (),
-                       lifted: bool = False) -> tuple[int, int | None]:
+                       lifted: bool = False, schema_type: str = "AVRO") -> tuple[int, int | None]:
         """Register ``schema_text`` (with its ``references``, in order) under ``subject``, with the subject's
         compatibility set to ``mode`` first, so the registry checks what the bot checked whatever its own default.
         ``lifted``: an approved change that fails ``mode`` (every affected team acknowledged the break) is registered
         with the subject at NONE, and ``mode`` is set again right after. The registry's schema id, and its version
-        number under the subject (None when the registry did not say and could not be asked)."""
-        schema = Schema(schema_text, "AVRO", [SchemaReference(r.name, r.subject, r.version) for r in references])
+        number under the subject (None when the registry did not say and could not be asked). ``schema_type``: the
+        registry's ``AVRO``, ``PROTOBUF`` or ``JSON``."""
+        schema = Schema(schema_text, schema_type, [SchemaReference(r.name, r.subject, r.version) for r in references])
         try:
             exists = await self._configure(subject, "NONE" if lifted else mode)
             try:

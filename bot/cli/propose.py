@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.cli.api import Unreachable, call, with_references
+from bot.domain.compat.formats import SchemaType
 
 
 def add_parsers(sub: Any) -> None:
@@ -16,7 +17,9 @@ def add_parsers(sub: Any) -> None:
     propose = sub.add_parser("propose", help="propose a schema change through the running bot (HTTP API)",
                              description="Reads $CHANGEOPS_API_TOKEN and $CHANGEOPS_URL (default http://127.0.0.1:3000).")
     propose.add_argument("subject")
-    propose.add_argument("file", help="the new schema (.avsc), - for stdin")
+    propose.add_argument("file", help="the new schema (.avsc, .proto, .json), - for stdin")
+    propose.add_argument("--type", metavar="TYPE", help="avro, protobuf or json: must be the subject's (default: by the file's extension, "
+                                                        "else the subject's)")
     propose.add_argument("--notes", default="", help="for consumers: migration plan, dual-version period")
     propose.add_argument("--proposer", help="the proposer's Slack user id (U...): the bot confirms it with Slack; required unless "
                                             "the token proposes as a user (NAME@USER in CHANGEOPS_API_TOKENS)")
@@ -39,6 +42,14 @@ def run_propose(args: argparse.Namespace) -> int:
         return 2
     body = {"subject": args.subject, "schema": schema, "notes": args.notes, **({"proposer": args.proposer} if args.proposer else {}),
             "window_start": args.window_start, "window_hours": args.window_hours, "revision_of": args.revision_of}
+    if args.type or args.file != "-":
+        try:
+            body["schema_type"] = (SchemaType.parse(args.type) if args.type else SchemaType.of_file(args.file, schema)).value
+        except ValueError as err:
+            print(f"bot propose: --type: {err}", file=sys.stderr)
+            return 2
+        if not args.type and Path(args.file).suffix.lower() not in (".avsc", ".proto", ".json"):
+            del body["schema_type"]  # no extension to go by: the subject's own type
     if not with_references(body, args.reference, "bot propose"):
         return 2
     try:

@@ -34,7 +34,7 @@ MAX_DEPTH = 32  # references of references
 def referenced(client: SchemaRegistryClient, references: Sequence[Any], depth: int = 0,
                found: dict[tuple[str, int], dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """The schemas behind a registered schema's ``references`` (confluent-kafka's ``SchemaReference``), transitively,
-    dependencies first, each once: ``{subject, version, schema}``. Blocking; the registry's errors pass through."""
+    dependencies first, each once: ``{subject, version, schema, name}``. Blocking; the registry's errors pass through."""
     found = {} if found is None else found
     for reference in references:
         key = (str(reference.subject), int(reference.version or 0))
@@ -42,7 +42,7 @@ def referenced(client: SchemaRegistryClient, references: Sequence[Any], depth: i
             continue
         registered = client.get_version(key[0], key[1])
         referenced(client, registered.schema.references or [], depth + 1, found)
-        found[key] = {"subject": key[0], "version": key[1], "schema": registered.schema.schema_str or ""}
+        found[key] = {"subject": key[0], "version": key[1], "schema": registered.schema.schema_str or "", "name": str(reference.name)}
     return list(found.values())
 
 

@@ -28,6 +28,7 @@ class Registered:
     text: str
     references: tuple[dict[str, Any], ...] = ()  # as registered: ``{name, subject, version}``
     referenced: tuple[dict[str, Any], ...] = ()  # the schemas behind them, dependencies first
+    schema_type: str = "AVRO"  # the registry's schemaType
 
 
 def new_versions(client: SchemaRegistryClient, seen: set[tuple[str, int]]) -> list[Registered]:
@@ -39,7 +40,8 @@ def new_versions(client: SchemaRegistryClient, seen: set[tuple[str, int]]) -> li
                 registered = client.get_version(subject, version)
                 references = registered.schema.references or []
                 found.append(Registered(subject, version, int(registered.schema_id or -1), registered.schema.schema_str or "",
-                                        tuple(r.to_dict() for r in references), tuple(referenced(client, references))))
+                                        tuple(r.to_dict() for r in references), tuple(referenced(client, references)),
+                                        registered.schema.schema_type or "AVRO"))
     return found
 
 
@@ -50,7 +52,7 @@ def schema_text(client: SchemaRegistryClient, schema_id: int) -> Registered | No
         schema = client.get_schema(schema_id)
         references = schema.references or []
         return Registered("", -1, schema_id, schema.schema_str or "", tuple(r.to_dict() for r in references),
-                          tuple(referenced(client, references)))
+                          tuple(referenced(client, references)), schema.schema_type or "AVRO")
     except Exception:  # the registry's 404, or its absence: the id stays unexplained
         return None
 

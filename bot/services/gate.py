@@ -17,6 +17,7 @@ from bot.domain.calendar import Scope, Window
 from bot.domain.compat.analysis import analyse, fingerprints_each
 from bot.domain.references import Reference
 from bot.services.calendar import CalendarService
+from bot.services.proposals import TYPE_WORDS, ProposalError, names_of, subject_type
 from bot.services.references import References, UnresolvedReference
 from bot.services.registry import Registry
 from bot.store.database import Database
@@ -43,19 +44,25 @@ class Gate:
         self.db, self.registry, self.calendar, self.clock = db, registry, calendar, clock
         self.references = references or References(db, registry, None)
 
-    async def check(self, subject_name: str, schema_text: str, references: Sequence[Reference] | None = None) -> dict[str, Any]:
-        """``{"subject", "status", "proposal", "proposal_state", "version", "level", "changes", "freeze", "override"}``.
-        ``references``: the schema's references (None: those of the subject's current version); the fingerprint
-        compared is of the schema with them resolved."""
+    async def check(self, subject_name: str, schema_text: str, references: Sequence[Reference] | None = None,
+                    schema_type: str | None = None) -> dict[str, Any]:
+        """``{"subject", "schema_type", "status", "proposal", "proposal_state", "version", "level", "changes", "freeze",
+        "override"}``. ``references``: the schema's references (None: those of the subject's current version); the
+        fingerprint compared is of the schema with them resolved. ``schema_type``: the registry's, when the pipeline
+        names it (it must be the subject's)."""
         subject = await self.registry.subject(subject_name)
         if subject is None:
             raise GateError(f"there is no subject {subject_name!r}: nothing is approved for it", 404)
+        try:
+            subject_type(subject, schema_type)
+        except ProposalError as err:
+            raise GateError(str(err).replace("; nothing was stored", "")) from None
         pins = list(references) if references is not None else await self.references.pins(subject_name)
         try:
-            refs = [entry["schema"] for entry in await self.references.resolve(pins)]
+            resolved = await self.references.resolve(pins)
         except UnresolvedReference as err:
             raise GateError(str(err), 503 if err.retryable else 400) from None
-        answer = await self._approval(subject, schema_text, refs)
+        answer = await self._approval(subject, schema_text, resolved)
         answer["freeze"], answer["override"] = None, None
         if answer["status"] != APPROVED:
             return answer
@@ -72,13 +79,14 @@ class Gate:
         answer["override"] = {"entry": override.id, "proposal": override.proposal_id, "until": aware(override.end).isoformat()}
         return answer
 
-    async def _approval(self, subject: Subject, schema_text: str, refs: list[str]) -> dict[str, Any]:
+    async def _approval(self, subject: Subject, schema_text: str, resolved: list[dict[str, Any]]) -> dict[str, Any]:
         subject_name = subject.name
         history = await self.registry.history(subject_name)
-        analysis = await off_loop(analyse, [v.schema_text for v in history], schema_text, subject.compatibility, refs)
+        analysis = await off_loop(analyse, [v.schema_text for v in history], schema_text, subject.compatibility, [e["schema"] for e in resolved],
+                                  subject.format, names_of(resolved))
         if analysis.error is not None or analysis.verdict is None:
-            raise GateError(f"not a valid Avro schema: {analysis.error}")
-        answer: dict[str, Any] = {"subject": subject_name, "status": UNKNOWN, "proposal": None, "proposal_state": None, "version": None,
+            raise GateError(f"not a valid {TYPE_WORDS[subject.format]} schema: {analysis.error}")
+        answer: dict[str, Any] = {"subject": subject_name, "schema_type": subject.format, "status": UNKNOWN, "proposal": None, "proposal_state": None, "version": None,
                                   "level": str(analysis.verdict.level), "changes": [f.as_json() for f in analysis.verdict.findings]}
         match = next((v for v in reversed(history) if v.fingerprint == analysis.fingerprint), None)
         if match is not None:
@@ -90,7 +98,8 @@ class Gate:
         async with self.db.session() as session:
             proposals = list((await session.exec(select(Proposal).where(col(Proposal.subject_id) == subject.id, col(Proposal.state) != State.APPROVED.value)
                                                  .order_by(col(Proposal.id).desc()).limit(200))).all())
-        prints = await off_loop(fingerprints_each, [(p.schema_text, [e["schema"] for e in p.referenced]) for p in proposals])
+        prints = await off_loop(fingerprints_each, [(p.schema_text, [e["schema"] for e in p.referenced], p.schema_type, names_of(p.referenced))
+                                                    for p in proposals])
         for carrier, print_ in zip(proposals, prints, strict=True):
             if print_ == analysis.fingerprint:
                 return {**answer, "status": STATUS_OF.get(carrier.state, UNKNOWN), "proposal": carrier.id, "proposal_state": carrier.state,

@@ -14,9 +14,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from bot.domain.avro.parse import parse
-from bot.domain.avro.paths import field_paths
 from bot.domain.calendar import Freeze
+from bot.domain.compat.formats import INVALID, SchemaType, field_paths_of, parse_schema
 from bot.domain.lineage.catalog import Catalog
 from bot.domain.lineage.graph import LineageGraph
 from bot.domain.lineage.model import Dataset, DatasetId, FieldRef, Job, JobId, Team
@@ -79,6 +78,7 @@ class LineageService:
                 subject = (await session.exec(select(Subject).where(Subject.name == entry.name))).first() or Subject(name=entry.name)
                 subject.topic, subject.namespace, subject.owner_team = entry.topic, entry.namespace, entry.owner
                 subject.compatibility, subject.channel, subject.policy = entry.compatibility, entry.channel, entry.approval
+                subject.format = entry.schema_type.value
                 session.add(subject)
             await self._replace_catalog_rows(session, catalog)
             await _replace_freezes(session, catalog.freezes)
@@ -296,11 +296,19 @@ async def bump_revision(session: AsyncSession) -> None:
 
 async def _latest_schemas(session: AsyncSession) -> dict[str, list[str]]:
     """Field paths of each subject's newest stored version (lineage for subjects the catalog gives no schema)."""
-    rows = (await session.exec(select(Subject.name, SchemaVersion.schema_text, SchemaVersion.version)
+    rows = (await session.exec(select(Subject.name, SchemaVersion.schema_text, SchemaVersion.version, Subject.format)
                                .join(SchemaVersion, col(SchemaVersion.subject_id) == col(Subject.id))
                                .order_by(col(SchemaVersion.version)))).all()
-    newest = {name: text for name, text, _ in rows}  # ordered by version: the last one wins
-    return {name: field_paths(parse(text)) for name, text in newest.items()}
+    newest = {name: (text, schema_type) for name, text, _, schema_type in rows}  # ordered by version: the last one wins
+    return {name: _field_paths(schema_type, text) for name, (text, schema_type) in newest.items()}
+
+
+def _field_paths(schema_type: str, text: str) -> list[str]:
+    """A stored version's field paths (none for a Protobuf or JSON version whose references are elsewhere)."""
+    try:
+        return field_paths_of(SchemaType(schema_type), parse_schema(SchemaType(schema_type), text))
+    except INVALID:
+        return []
 
 
 def _as_text(value: object) -> str:

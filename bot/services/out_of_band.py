@@ -27,7 +27,7 @@ from bot.services import leases
 from bot.services.audit import record as audit
 from bot.services.lineage import LineageService
 from bot.services.outbox import Outbox
-from bot.services.proposals import ProposalError, Proposals, topic_of
+from bot.services.proposals import ProposalError, Proposals, names_of, topic_of
 from bot.services.registry import Registry
 from bot.store.database import Database
 from bot.store.models import CatalogSetting, ObservedSchema, SchemaVersion, Subject
@@ -108,17 +108,24 @@ class OutOfBand:
         """Judge one schema seen outside (once): 1 when no approved version accounts for it (and an alert is owed)."""
         text = registered.text if registered is not None else None
         refs = [entry["schema"] for entry in registered.referenced] if registered is not None else []
+        names = names_of(registered.referenced) if registered is not None else []
         subject = await self.registry.subject(subject_name)
         assert subject is not None
+        foreign = registered is not None and registered.schema_type != subject.format  # the registry's type is not the catalog's
         async with self.db.session() as session:
             approved = list((await session.exec(select(SchemaVersion).where(col(SchemaVersion.subject_id) == subject.id)
                                                 .order_by(col(SchemaVersion.version)))).all())
-        [print_] = await off_loop(fingerprints, [text or ""], refs) if text else [None]
+        [print_] = await off_loop(fingerprints, [text or ""], refs, subject.format, names) if text and not foreign else [None]
         accounted = any(v.registry_id == schema_id or (print_ is not None and v.fingerprint == print_) for v in approved)
         detail: dict[str, Any] = {}
         level = None
-        if not accounted and text:
-            analysis = await off_loop(analyse, [v.schema_text for v in approved], text, subject.compatibility, refs)
+        if not accounted and foreign:
+            assert registered is not None
+            detail = {"error": f"the registry holds a {registered.schema_type} schema for this subject, whose schema_type is {subject.format} "
+                               "in the catalog: every reader expecting the catalog's format fails"}
+            level = "breaking"
+        elif not accounted and text:
+            analysis = await off_loop(analyse, [v.schema_text for v in approved], text, subject.compatibility, refs, subject.format, names)
             if analysis.verdict is not None:
                 level = str(analysis.verdict.level)
                 impact = await self.proposals.impact_of(subject_name, analysis)
@@ -192,7 +199,7 @@ class OutOfBand:
             raise OutOfBandError("the registry does not give this schema, so no proposal can carry it")
         where = f"registry version {row.version}" if row.source == REGISTRY else f"schema id {row.schema_id} on the topic"
         try:
-            view = await self.proposals.propose(row.subject, registered.text, user, references=read_references(list(registered.references)),
+            view = await self.proposals.propose(row.subject, registered.text, user, references=read_references(list(registered.references)), schema_type=registered.schema_type,
                                                 notes=f"Retroactive: found out of band ({where}), not approved before.")
         except ProposalError as err:
             raise OutOfBandError(str(err)) from None

@@ -27,6 +27,7 @@ from bot.domain.avro.paths import lineage_path
 from bot.domain.calendar import Kind, Scope, Status, Window
 from bot.domain.compat.analysis import Analysis, analyse
 from bot.domain.compat.classify import Mode, Verdict
+from bot.domain.compat.formats import SchemaType
 from bot.domain.compat.rules import Level
 from bot.domain.lineage.graph import LineageError
 from bot.domain.lineage.model import Team
@@ -156,19 +157,25 @@ class Checked:
 
 async def approved_form(proposal: Proposal) -> Analysis:
     """The stored form and fingerprint of a proposal's schema, with the referenced schemas it was classified with."""
-    return await off_loop(analyse, [], proposal.schema_text, proposal.mode, [entry["schema"] for entry in proposal.referenced])
+    return await off_loop(analyse, [], proposal.schema_text, proposal.mode, [entry["schema"] for entry in proposal.referenced],
+                          proposal.schema_type, names_of(proposal.referenced))
 
 
-def substituted(referenced: Sequence[dict[str, Any]], shared: str, text: str, own: Sequence[dict[str, Any]]) -> list[str]:
+def names_of(referenced: Sequence[dict[str, Any]]) -> list[str]:
+    """The names (Protobuf import paths, JSON Schema URIs) the resolved referenced schemas are known by."""
+    return [str(entry.get("name", "")) for entry in referenced]
+
+
+def substituted(referenced: Sequence[dict[str, Any]], shared: str, text: str, own: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """A dependent's referenced schemas with the shared subject's proposed ``text`` (and its own references ``own``) in
-    place of the version it pins; dependencies first."""
+    place of the version it pins, under the names the dependent knows them by; dependencies first."""
     replaced = {entry["subject"] for entry in own}
-    found: list[str] = []
+    found: list[dict[str, Any]] = []
     for entry in referenced:
         if entry["subject"] == shared:
-            found += [e["schema"] for e in own] + [text]
+            found += [*own, {**entry, "schema": text}]
         elif entry["subject"] not in replaced:
-            found.append(entry["schema"])
+            found.append(entry)
     return found
 
 
@@ -188,6 +195,23 @@ def thread_key(proposal_id: int) -> str:
     """The outbox key of a proposal's notices, in order; each expands into rows in lanes of their own (the card, its
     thread, each DM), so a message that cannot be delivered holds up no other."""
     return f"proposal:{proposal_id}"
+
+
+TYPE_WORDS = {"AVRO": "Avro", "PROTOBUF": "Protobuf", "JSON": "JSON Schema"}
+
+
+def subject_type(subject: Subject, asked: str | None) -> str:
+    """The subject's schema type; a proposal that names another is refused (the catalog's ``schema_type`` says it)."""
+    if asked is None or not asked.strip():
+        return subject.format
+    try:
+        kind = SchemaType.parse(asked).value
+    except ValueError as err:
+        raise ProposalError(str(err), "schema_type") from None
+    if kind != subject.format:
+        raise ProposalError(f"{subject.name} holds {TYPE_WORDS[subject.format]} schemas, not {TYPE_WORDS[kind]} "
+                            f"(its schema_type in the catalog); nothing was stored", "schema_type")
+    return kind
 
 
 def state_words(state: State | str) -> str:
@@ -232,20 +256,22 @@ class Proposals:
         return subject
 
     async def check(self, subject_name: str, schema_text: str, window_hours: float | None = None,
-                    references: Sequence[Reference] | None = None) -> Checked:
+                    references: Sequence[Reference] | None = None, schema_type: str | None = None) -> Checked:
         """Everything that can be wrong with a proposal before it exists (ProposalError names the field).
 
         ``references``: the schema references it names; None keeps those of the subject's current version (a reference
         pins a version) when the schema uses their types. Subjects whose current version uses this subject's types are
         classified too, each with the new version in and in its own mode. Parsing and classifying run in a worker
-        process: a 1 MB schema never stalls other requests."""
+        process: a 1 MB schema never stalls other requests. ``schema_type`` (the registry's ``AVRO``, ``PROTOBUF`` or
+        ``JSON``) must be the subject's own, as the catalog declares it."""
         subject = await self.precheck(subject_name, schema_text, window_hours)
+        kind = subject_type(subject, schema_type)
         pins = list(references) if references is not None else await self.references.pins(subject_name)
         referenced = await self._resolve(pins)
         history = [v.schema_text for v in await self.registry.history(subject_name)]
-        analysis = await off_loop(analyse, history, schema_text, subject.compatibility, [e["schema"] for e in referenced])
+        analysis = await off_loop(analyse, history, schema_text, subject.compatibility, [e["schema"] for e in referenced], kind, names_of(referenced))
         if analysis.error is not None and references is None and pins:  # the kept references may be what it dropped
-            alone = await off_loop(analyse, history, schema_text, subject.compatibility)
+            alone = await off_loop(analyse, history, schema_text, subject.compatibility, (), kind)
             if alone.error is None:
                 analysis, pins, referenced = alone, [], []
         elif analysis.error is None and references is None and analysis.unused:  # kept only where it still uses their types
@@ -253,16 +279,16 @@ class Proposals:
             pins = [p for p in pins if (p.subject, p.version) not in unused]
             referenced = await self._resolve(pins)
         if analysis.error is not None:
-            raise ProposalError(f"not a valid Avro schema: {analysis.error}", "schema")
+            raise ProposalError(f"not a valid {TYPE_WORDS[kind]} schema: {analysis.error}", "schema")
         checked = Checked(subject, schema_text, analysis, window_hours, tuple(pins), tuple(referenced))
         if checked.verdict.identical:
             raise ProposalError(f"no change: this schema is identical to the current version of {subject_name}", "schema")
         dependents = []
         for dependent in await self.references.dependents(subject_name):
-            texts = substituted(dependent.proposal.referenced, subject_name, schema_text, referenced)
+            theirs = substituted(dependent.proposal.referenced, subject_name, schema_text, referenced)
             their_history = [v.schema_text for v in await self.registry.history(dependent.subject.name)]
-            dependents.append((dependent, await off_loop(analyse, their_history, dependent.proposal.schema_text,
-                                                         dependent.subject.compatibility, texts)))
+            dependents.append((dependent, await off_loop(analyse, their_history, dependent.proposal.schema_text, dependent.subject.compatibility,
+                                                         [e["schema"] for e in theirs], dependent.proposal.schema_type, names_of(theirs))))
         return replace(checked, dependents=tuple(dependents))
 
     async def _resolve(self, pins: Sequence[Reference]) -> list[dict[str, Any]]:
@@ -275,10 +301,10 @@ class Proposals:
     async def propose(self, subject_name: str, schema_text: str, proposer: str, *, notes: str = "",
                       window_start: datetime | None = None, window_hours: float | None = None,
                       surface: str = "slack", revision_of: int | None = None, checked: Checked | None = None,
-                      api_token: str | None = None, references: Sequence[Reference] | None = None) -> ProposalView:
+                      api_token: str | None = None, references: Sequence[Reference] | None = None, schema_type: str | None = None) -> ProposalView:
         """Classify (unless ``checked`` already did), find the impact, store, and announce; ProposalError for bad
         input (nothing stored). ``api_token`` names the HTTP API token that proposed on the proposer's behalf."""
-        checked = checked or await self.check(subject_name, schema_text, window_hours, references)
+        checked = checked or await self.check(subject_name, schema_text, window_hours, references, schema_type)
         subject, verdict, level = checked.subject, checked.verdict, checked.level
         teams = await self.lineage.teams()
         impact, nobody_knows = await self._impact(subject_name, verdict, checked.analysis.label, teams)
@@ -309,7 +335,7 @@ class Proposals:
         proposal = Proposal(
             subject_id=subject.id, proposer=proposer, schema_text=schema_text, level=str(level),
             references=ref_json(checked.references), referenced=list(checked.referenced),
-            state=State.PENDING if waits else State.APPROVED, notes=notes,
+            state=State.PENDING if waits else State.APPROVED, notes=notes, schema_type=subject.format,
             findings=[f.as_json() for f in verdict.findings], impact=impact, mode=verdict.mode.value,
             backward=verdict.backward, forward=verdict.forward, teams=to_ask if waits else [],
             window_start=window_start, window_end=window_start + timedelta(hours=window_hours or 1) if window_start else None,
@@ -721,7 +747,7 @@ class Proposals:
         try:
             lifted = Mode.parse(p.mode).fails(p.backward, p.forward)  # every affected team acknowledged the break
             registry_id, registry_version = await self.schema_registry.register(view.subject.name, p.schema_text, p.mode, lifted=lifted,
-                                                                                references=read_references(p.references))
+                                                                                references=read_references(p.references), schema_type=p.schema_type)
         except RegistrationError as err:
             error, again = str(err), err.retryable and p.registry_attempts + 1 < REGISTRY_ATTEMPTS
             if not again:

@@ -42,7 +42,7 @@ class References:
 
     async def resolve(self, references: Sequence[Reference]) -> list[dict[str, Any]]:
         """Every schema behind ``references``, transitively, dependencies first, each once: ``{subject, version,
-        schema}``. UnresolvedReference names the reference that does not resolve."""
+        schema, name}`` (``name``: the import path or URI it is known by). UnresolvedReference names the reference that does not resolve."""
         found: dict[tuple[str, int], dict[str, Any]] = {}
         for reference in references:
             await self._visit(reference, found, ())
@@ -59,7 +59,7 @@ class References:
         text, own = await self._version(reference)
         for inner in own:
             await self._visit(inner, found, (*path, key))
-        found[key] = {"subject": reference.subject, "version": reference.version, "schema": text}
+        found[key] = {"subject": reference.subject, "version": reference.version, "schema": text, "name": reference.name}
 
     async def _version(self, reference: Reference) -> tuple[str, list[Reference]]:
         if self.schema_registry is not None:

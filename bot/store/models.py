@@ -30,7 +30,7 @@ class Subject(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     name: str = Field(index=True, unique=True, max_length=255)
-    format: str = Field(default="AVRO", max_length=16)
+    format: str = Field(default="AVRO", max_length=16)  # the registry's schemaType of its versions: AVRO, PROTOBUF or JSON
     compatibility: str = Field(default="FULL", max_length=32)
     owner_team: str | None = Field(default=None, max_length=255)
     channel: str | None = Field(default=None, max_length=64)
@@ -100,7 +100,9 @@ class Proposal(SQLModel, table=True):
     references: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False, default=list))  # the schema
     # references it names, in order (``name``, ``subject``, ``version``): registered with it
     referenced: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False, default=list))  # the referenced
-    # schemas as resolved when proposed, dependencies first (``subject``, ``version``, ``schema``): what was classified
+    # schemas as resolved when proposed, dependencies first (``subject``, ``version``, ``schema``, and ``name``, the import path
+    # or URI it is named by): what was classified
+    schema_type: str = Field(default="AVRO", max_length=16)  # the registry's schemaType: AVRO, PROTOBUF or JSON
 
 
 class CardCopy(SQLModel, table=True):

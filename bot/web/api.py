@@ -148,7 +148,10 @@ def add_routes(app: web.Application, tokens: Sequence[ApiToken], lineage: Lineag
         if isinstance(schema, dict | list):
             schema = json.dumps(schema)
         if not isinstance(schema, str) or not schema.strip():
-            raise BadRequest("schema: required (the Avro schema, as JSON or as a string)", "schema")
+            raise BadRequest("schema: required (an Avro or JSON Schema as JSON or as a string, a .proto as a string)", "schema")
+        schema_type = body.get("schema_type", body.get("schemaType"))
+        if schema_type is not None and not isinstance(schema_type, str):
+            raise BadRequest("schema_type: AVRO, PROTOBUF or JSON", "schema_type")
         notes = body.get("notes") or ""
         if not isinstance(notes, str) or len(notes) > MAX_NOTES:
             raise BadRequest(f"notes: a string of at most {MAX_NOTES} characters", "notes")
@@ -158,7 +161,7 @@ def add_routes(app: web.Application, tokens: Sequence[ApiToken], lineage: Lineag
         except ValueError as err:
             raise BadRequest(f"references: {err}", "references") from None
         try:
-            checked = await proposals.check(subject, schema, hours, references)
+            checked = await proposals.check(subject, schema, hours, references, schema_type)
             named = body.get("proposer")
             if token.user is not None and named not in (None, token.user):
                 raise BadRequest(f"proposer: this token proposes as {token.user}; leave proposer out or give that user", "proposer")
@@ -227,7 +230,11 @@ def add_routes(app: web.Application, tokens: Sequence[ApiToken], lineage: Lineag
     async def post_check(request: web.Request, _token: ApiToken) -> web.StreamResponse:
         body = await read_json(request)
         references = None
-        if isinstance(body, dict) and "schema" in body and "type" not in body:  # the Schema Registry's form: {"schema", "references"}
+        schema_type = None
+        if isinstance(body, dict) and "schema" in body and "type" not in body:  # the Schema Registry's form: {"schema", "schemaType", "references"}
+            schema_type = body.get("schemaType", body.get("schema_type"))
+            if schema_type is not None and not isinstance(schema_type, str):
+                return web.json_response({"error": "schemaType: AVRO, PROTOBUF or JSON"}, status=400)
             try:
                 references = read_references(body["references"]) if "references" in body else None
             except ValueError as err:
@@ -235,7 +242,7 @@ def add_routes(app: web.Application, tokens: Sequence[ApiToken], lineage: Lineag
             body = body["schema"]
         text = body if isinstance(body, str) else json.dumps(body)
         try:
-            return web.json_response(await gate.check(request.match_info["subject"], text, references))
+            return web.json_response(await gate.check(request.match_info["subject"], text, references, schema_type))
         except GateError as err:
             return web.json_response({"error": str(err)}, status=err.status)
 
@@ -309,7 +316,7 @@ def _proposal_json(view: ProposalView) -> dict[str, Any]:
     return {"ok": True, "id": view.id, "subject": view.subject.name, "level": p.level, "state": p.state,
             "backward": p.backward, "forward": p.forward, "version": p.version, "teams": list(p.teams), "waiting": view.waiting(),
             "deadline": aware(p.deadline).isoformat() if p.deadline else None, "changes": p.findings, "impact": p.impact,
-            "references": p.references}
+            "references": p.references, "schema_type": p.schema_type}
 
 
 def _error(status: int, message: str, *, field: str | None = None, headers: dict[str, str] | None = None) -> web.Response:

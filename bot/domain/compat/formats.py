@@ -74,6 +74,27 @@ def classify_schemas(schema_type: SchemaType, history: Sequence[Any], new: Any, 
     return classify(history, new, mode)
 
 
+def field_paths_of(schema_type: SchemaType, schema: Any) -> list[str]:
+    """Every field path of a parsed schema, parents first (``items``, ``items.price``): the names lineage uses."""
+    if schema_type is SchemaType.PROTOBUF:
+        from bot.domain.protobuf.model import proto_field_paths
+
+        return proto_field_paths(schema)
+    if schema_type is SchemaType.JSON:
+        from bot.domain.jsonschema.model import json_field_paths
+
+        return json_field_paths(schema)
+    from bot.domain.avro.paths import field_paths
+
+    return field_paths(schema)
+
+
+def canonical_bytes(schema_type: SchemaType, schema: Any) -> bytes:
+    """What a Protobuf or JSON schema's fingerprint hashes: equal for the same schema however it is written (protoc's
+    descriptor without positions; the document with sorted keys), its references included."""
+    return schema.canonical if schema_type is SchemaType.PROTOBUF else str(schema.canonical).encode()
+
+
 def _looks_avro(text: str) -> bool:
     try:
         document = json.loads(text)

@@ -137,3 +137,28 @@ def _resolve_all(schema: JsonSchema) -> None:
             stack.extend((value, base) for key, value in node.items() if key not in ("enum", "const", "default", "examples") and isinstance(value, (dict, list)))
         elif isinstance(node, list):
             stack.extend((value, base) for value in node if isinstance(value, (dict, list)))
+
+
+def json_field_paths(schema: JsonSchema) -> list[str]:
+    """Every property path of the document, parents before children, each once (``items``, ``items.price``): through
+    ``$ref``, array items and the branches of ``allOf``/``anyOf``/``oneOf``, as lineage names an Avro record's fields."""
+    found: dict[str, None] = {}
+
+    def walk(node: Any, base: str, prefix: str, seen: frozenset[int]) -> None:
+        node, base = resolve(schema, node, base)
+        if not isinstance(node, dict) or id(node) in seen:
+            return
+        seen = seen | {id(node)}
+        for name, inner in (node.get("properties") or {}).items():
+            path = f"{prefix}.{name}" if prefix else name
+            found[path] = None
+            walk(inner, base, path, seen)
+        items = node.get("items")
+        for inner in items if isinstance(items, list) else [items] if items is not None else []:
+            walk(inner, base, prefix, seen)
+        for word in ("allOf", "anyOf", "oneOf"):
+            for inner in node.get(word) or []:
+                walk(inner, base, prefix, seen)
+
+    walk(schema.root, schema.base, "", frozenset())
+    return list(found)

@@ -14,9 +14,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bot.domain.approvals import Policy
-from bot.domain.avro.model import Schema
-from bot.domain.avro.paths import field_paths
 from bot.domain.calendar import CalendarError, ChangeHours, Freeze, Scope
+from bot.domain.compat.formats import INVALID, SchemaType, field_paths_of, parse_schema
 from bot.domain.dead_letters import MAX_REPLAYS
 from bot.domain.lineage.model import GROUP, Dataset, DatasetId, FieldRef, Job, JobId, Team
 from bot.domain.ops import TOPIC
@@ -52,7 +51,8 @@ class Subject:
     compatibility: str = "FULL"
     channel: str | None = None
     schema_file: str | None = None
-    schema: Schema | None = None
+    schema: Any = None  # the schema file, parsed as its type
+    schema_type: SchemaType = SchemaType.AVRO
     approval: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -77,7 +77,7 @@ class Catalog:
     warnings: list[Problem] = field(default_factory=list)  # worth fixing, but the catalog is usable
 
 
-SchemaLoader = Callable[[str], Schema]
+SchemaLoader = Callable[[str], str]  # a schema file's text, by its path relative to the catalog
 
 
 def read_catalog(data: Any, load_schema: SchemaLoader) -> tuple[Catalog, list[Problem]]:
@@ -378,7 +378,7 @@ class _Reader:
         for name, raw in subjects.items():
             place = f"subjects.{name}"
             if not isinstance(raw, dict):
-                self.problem(place, "expected a mapping (topic, owner, compatibility, channel, schema)")
+                self.problem(place, "expected a mapping (topic, owner, compatibility, channel, schema, schema_type)")
                 continue
             topic = raw.get("topic") or _topic_of(str(name))
             mode = str(raw.get("compatibility", "FULL")).upper()
@@ -387,6 +387,10 @@ class _Reader:
             owner = self.owner(raw, place)
             subject = Subject(str(name), str(topic), str(raw.get("namespace", kafka)), owner or "", mode, raw.get("channel"),
                               raw.get("schema"))
+            try:
+                subject.schema_type = SchemaType.parse(str(raw.get("schema_type", "AVRO")))
+            except ValueError as err:
+                self.problem(f"{place}.schema_type", str(err))
             approval = raw.get("approval") or {}
             try:
                 subject.approval = Policy.from_json(approval).as_json() if approval else {}
@@ -394,11 +398,13 @@ class _Reader:
                 self.problem(f"{place}.approval", f"expected window_hours, reminders (fractions), acknowledge (levels), fallback (teams): {err}")
             if subject.schema_file is not None:
                 try:
-                    subject.schema = self.load_schema(str(subject.schema_file))
+                    subject.schema = parse_schema(subject.schema_type, self.load_schema(str(subject.schema_file)))
+                except INVALID as err:
+                    self.problem(f"{place}.schema", f"{subject.schema_file} is not a valid {subject.schema_type.value} schema: {err}")
                 except (OSError, ValueError) as err:
                     self.problem(f"{place}.schema", f"cannot use {subject.schema_file}: {err}")
             self.catalog.subjects[subject.name] = subject
-            fields = field_paths(subject.schema) if subject.schema else []
+            fields = field_paths_of(subject.schema_type, subject.schema) if subject.schema else []
             self.catalog.datasets[subject.dataset] = Dataset(subject.dataset, "topic", [owner] if owner else [], fields, subject.name)
 
     def datasets(self, datasets: list[Any]) -> None:

@@ -181,3 +181,25 @@ def _paths(schema: ProtoSchema) -> dict[str, str]:
                 found[target] = f"{found[current]}.{item.name}{suffix}"
                 queue.append(target)
     return found
+
+
+def proto_field_paths(schema: ProtoSchema) -> list[str]:
+    """Every field path under the first message, parents before children, each once (``items``, ``items.price``): how
+    lineage names a Protobuf message's fields, as it names an Avro record's."""
+    found: dict[str, None] = {}
+    first = next((n for n in schema.own if n in schema.messages), None)
+
+    def walk(message: str, prefix: str, seen: frozenset[str]) -> None:
+        for item in schema.messages[message].fields.values():
+            path = f"{prefix}.{item.name}" if prefix else item.name
+            found[path] = None
+            target = item.type
+            if item.kind == "map":
+                value = schema.messages[item.type].fields.get(2)
+                target = value.type if value is not None else ""
+            if target in schema.messages and target not in seen:
+                walk(target, path, seen | {target})
+
+    if first is not None:
+        walk(first, "", frozenset({first}))
+    return list(found)

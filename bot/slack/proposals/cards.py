@@ -11,7 +11,7 @@ from typing import Any
 
 from bot.domain.approvals import UNOWNED, Decision, State
 from bot.domain.compat.classify import Mode
-from bot.services.proposals import ProposalView
+from bot.services.proposals import TYPE_WORDS, ProposalView
 from bot.slack import ids
 from bot.slack.render import Reply, escape, fold, mention, section
 
@@ -32,7 +32,7 @@ def card(view: ProposalView, *, team: str | None = None, clashes: list[str] | No
     title = f"Schema change #{view.id} · {view.subject.name} · {level.upper()}"
     blocks: list[dict[str, Any]] = [{"type": "header", "text": {"type": "plain_text", "text": title[:150]}}]  # plain text: no markup
     facts = [f"{LEVEL_MARK.get(level, '')} *{level}* under {p.mode} (backward {'ok' if p.backward else 'fails'}, "
-             f"forward {'ok' if p.forward else 'fails'})",
+             f"forward {'ok' if p.forward else 'fails'}) · {TYPE_WORDS.get(p.schema_type, p.schema_type)} schema",
              f"Proposed by {mention(p.proposer)} · *{STATE_TEXT[view.state]}*"]
     own = p.impact.get("own_level")
     if own and own != level:

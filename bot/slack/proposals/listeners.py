@@ -13,6 +13,7 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.domain.approvals import Decision
+from bot.domain.compat.formats import SchemaType
 from bot.domain.references import Reference, parse_pin, read_references
 from bot.services.outbox import Outbox
 from bot.services.proposals import ProposalError, Proposals, ProposalView, self_approves
@@ -49,14 +50,16 @@ def propose_modal(subjects: list[str], chosen: str | None = None, *, schema: str
         "close": {"type": "plain_text", "text": "Cancel"},
         "blocks": [
             {"type": "input", "block_id": ids.SUBJECT_BLOCK, "label": {"type": "plain_text", "text": "Subject"}, "element": select},
-            {"type": "input", "block_id": ids.SCHEMA_BLOCK, "optional": True, "label": {"type": "plain_text", "text": "New schema (Avro JSON)"},
-             "hint": {"type": "plain_text", "text": "Paste it (up to 3,000 characters), or upload the .avsc file below."},
+            {"type": "input", "block_id": ids.SCHEMA_BLOCK, "optional": True, "label": {"type": "plain_text", "text": "New schema"},
+             "hint": {"type": "plain_text", "text": "In the subject's format (Avro, Protobuf or JSON Schema, as the catalog says). Paste it "
+                                                    "(up to 3,000 characters), or upload the file below."},
              "element": schema_input},
-            {"type": "input", "block_id": ids.FILE_BLOCK, "optional": True, "label": {"type": "plain_text", "text": "…or upload the .avsc file"},
-             "element": {"type": "file_input", "action_id": ids.FILE_ACTION, "filetypes": ["avsc", "json"], "max_files": 1}},
+            {"type": "input", "block_id": ids.FILE_BLOCK, "optional": True, "label": {"type": "plain_text", "text": "…or upload the file"},
+             "element": {"type": "file_input", "action_id": ids.FILE_ACTION, "filetypes": ["avsc", "json", "proto"], "max_files": 1}},
             {"type": "input", "block_id": ids.REFERENCES_BLOCK, "optional": True, "label": {"type": "plain_text", "text": "Schema references"},
              "hint": {"type": "plain_text", "text": "Named types from other subjects, one per line as NAME=SUBJECT:VERSION, dependencies "
-                                                    "first. Empty: the subject's current references are kept."},
+                                                    "first (NAME: an Avro type's full name, a Protobuf import path, a JSON Schema URI). "
+                                                    "Empty: the subject's current references are kept."},
              "element": references_input},
             {"type": "input", "block_id": ids.WINDOW_BLOCK, "optional": True, "label": {"type": "plain_text", "text": "Planned start"},
              "element": {"type": "datetimepicker", "action_id": ids.WINDOW_ACTION}},
@@ -199,14 +202,16 @@ def register(app: AsyncApp, proposals: Proposals, outbox: Outbox, track: Callabl
         if files and schema.strip():
             await ack(response_action="errors", errors={ids.FILE_BLOCK: "Paste the schema or upload a file, not both"})
             return
+        schema_type = None  # pasted: the subject's type; a file says its own by its extension
         if files:
             try:
                 schema = await download(client, files[0])
             except DownloadError as err:
                 await ack(response_action="errors", errors={ids.FILE_BLOCK: str(err)})
                 return
+            schema_type = SchemaType.of_file(str(files[0].get("name") or ""), schema).value
         if not schema.strip():
-            await ack(response_action="errors", errors={ids.SCHEMA_BLOCK: "Paste the new schema, or upload its .avsc file"})
+            await ack(response_action="errors", errors={ids.SCHEMA_BLOCK: "Paste the new schema, or upload its file (.avsc, .proto or .json)"})
             return
         stamp = (values.get(ids.WINDOW_BLOCK, {}).get(ids.WINDOW_ACTION) or {}).get("selected_date_time")
         hours_text = (values.get(ids.DURATION_BLOCK, {}).get(ids.DURATION_ACTION) or {}).get("value")
@@ -227,7 +232,7 @@ def register(app: AsyncApp, proposals: Proposals, outbox: Outbox, track: Callabl
         except ProposalError as err:
             await ack(response_action="errors", errors={_block(err): str(err)[:2000]})
             return
-        checking = asyncio.create_task(proposals.check(subject, schema, hours, references))
+        checking = asyncio.create_task(proposals.check(subject, schema, hours, references, schema_type))
         done, _ = await asyncio.wait({checking}, timeout=CHECK_WITHIN_ACK)
         slow = not done
         if slow:  # a huge schema: answer Slack now, and show the outcome in the same window when it is known
@@ -357,4 +362,5 @@ def register(app: AsyncApp, proposals: Proposals, outbox: Outbox, track: Callabl
 
 def _block(err: ProposalError) -> str:
     """The form block a refusal belongs to."""
-    return {"subject": ids.SUBJECT_BLOCK, "duration": ids.DURATION_BLOCK, "references": ids.REFERENCES_BLOCK}.get(err.field or "", ids.SCHEMA_BLOCK)
+    return {"subject": ids.SUBJECT_BLOCK, "duration": ids.DURATION_BLOCK, "references": ids.REFERENCES_BLOCK,
+            "schema_type": ids.FILE_BLOCK}.get(err.field or "", ids.SCHEMA_BLOCK)
