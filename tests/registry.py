@@ -57,9 +57,11 @@ class RealRegistry:
             text = await response.text()
             return response.status, json.loads(text) if text else None
 
-    async def register(self, subject: str, schema: Any, references: list[dict[str, Any]] | None = None) -> int:
-        """Register ``schema`` (JSON or text) around the bot; its id."""
+    async def register(self, subject: str, schema: Any, references: list[dict[str, Any]] | None = None, schema_type: str = "AVRO") -> int:
+        """Register ``schema`` (JSON or text, of the registry's ``schema_type``) around the bot; its id."""
         body: dict[str, Any] = {"schema": schema if isinstance(schema, str) else json.dumps(schema)}
+        if schema_type != "AVRO":
+            body["schemaType"] = schema_type
         if references:
             body["references"] = references
         status, answer = await self.call("POST", f"/subjects/{subject}/versions", body)

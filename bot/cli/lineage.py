@@ -52,7 +52,7 @@ def add_parsers(sub: Any) -> None:
     export.set_defaults(run=command(run_export))
     impact = sub.add_parser("impact", help="what is downstream of some fields of a dataset or subject")
     impact.add_argument("dataset", help="a dataset name or a catalog subject")
-    impact.add_argument("--fields", help="comma-separated field paths (a,b.c); default: the whole dataset")
+    impact.add_argument("--fields", help="comma-separated field paths (a,b.c, or items[].price, or a JSON Schema pointer #/properties/a); default: the whole dataset")
     impact.add_argument("--namespace", help="the dataset's namespace, when its name is not unique")
     impact.add_argument("--format", choices=("text", "json"), default="text")
     impact.set_defaults(run=command(run_impact))
@@ -217,7 +217,7 @@ def run_coverage(args: argparse.Namespace) -> int:
 
 def run_impact(args: argparse.Namespace) -> int:
     """``bot impact DATASET --fields a,b.c``."""
-    fields = [f.strip() for f in args.fields.split(",") if f.strip()] if args.fields else None
+    fields = [field_path(f.strip()) for f in args.fields.split(",") if f.strip()] if args.fields else None
     if args.fields is not None and not fields:
         raise CommandError("--fields is empty: give field paths such as price,payload.detail.price", USAGE_ERROR)
 
@@ -238,6 +238,16 @@ def run_impact(args: argparse.Namespace) -> int:
     else:
         print(impact_text(impact, teams) + ("\nConsumer groups (the reader census):\n" + "\n".join(census_lines(census)) if census else ""))
     return 0
+
+
+def field_path(text: str) -> str:
+    """A field as ``bot impact`` takes it: a lineage path (``items.price``), a classifier's (``items[].price``), or a JSON
+    Schema pointer (``#/properties/items/items/properties/price``)."""
+    if text.startswith("#"):
+        from bot.domain.jsonschema.model import pointer_path
+
+        return pointer_path(text)
+    return text.replace("[]", "").replace("{}", "")
 
 
 def census_of(topic: str, refresh: bool = False, *, ask: bool = False) -> Census:

@@ -162,3 +162,18 @@ def json_field_paths(schema: JsonSchema) -> list[str]:
 
     walk(schema.root, schema.base, "", frozenset())
     return list(found)
+
+
+def pointer_path(pointer: str) -> str:
+    """A JSON Schema pointer (``#/properties/page/properties/url``, ``#/properties/items/items/properties/price``) as the
+    field path lineage uses (``page.url``, ``items.price``)."""
+    parts = [p.replace("~1", "/").replace("~0", "~") for p in pointer.removeprefix("#").strip("/").split("/") if p]
+    names: list[str] = []
+    index = 0
+    while index < len(parts):
+        if parts[index] in ("properties", "patternProperties") and index + 1 < len(parts):
+            names.append(parts[index + 1])
+            index += 2
+            continue
+        index += 1  # items, prefixItems/0, allOf/1, $defs/X...: no name of their own in a document
+    return ".".join(names)
