@@ -337,3 +337,73 @@ async def test_a_report_slack_refuses_arrives_once_when_slack_answers_again(slac
     for channel in (slack.ws.open_dm(BOB), slack.ws.channel_id("#orders-pipeline") or ""):
         [report] = [m.text for m in slack.ws.channel_messages(channel) if "Flink release of" in m.text]
         assert "blocked" in report and "order_idx" in report
+
+
+CLICK = {"$schema": "http://json-schema.org/draft-07/schema#", "title": "Click", "type": "object", "required": ["page", "seen_at"],
+         "properties": {"page": {"type": "object", "required": ["url"], "properties": {"url": {"type": "string"}, "referrer": {"type": "string"}}},
+                        "seen_at": {"type": "string", "format": "date-time"}, "dwell": {"type": "number"},
+                        "clicks": {"type": "integer", "minimum": 0, "maximum": 1000000}}}
+ORDER_PROTO = 'syntax = "proto3";\npackage shop;\nmessage Order {\n  string order_id = 1;\n  int64 customer_id = 2;\n  repeated string tags = 3;\n}\n'
+FORMAT_SINK = ("CREATE TABLE dwd_orders (order_id STRING, country STRING, total DECIMAL(10, 2)) WITH ('connector' = 'kafka', "
+               "'properties.bootstrap.servers' = 'kafka:9092', 'format' = 'json', 'topic' = 'dwd_orders');\n")
+
+
+def format_job(source: str, select: str) -> str:
+    return source + FORMAT_SINK + f"INSERT INTO dwd_orders SELECT {select};\n"
+
+
+async def test_json_and_protobuf_sources_are_checked_against_their_subjects_as_flink_reads_them(slack: SlackHarness) -> None:
+    """Flink's json format reads a JSON Schema subject's documents into the table's columns, its protobuf format a Protobuf
+    subject's messages: each column is judged the way that format converts, and a table reading another format than the
+    subject holds is blocked."""
+    await setup(slack)
+    for subject, kind in (("clicks-value", "JSON"), ("orders-pb-value", "PROTOBUF")):
+        parsed, problems = read_catalog({"teams": {"orders-team": {"members": [ALICE]}, "analytics-team": {"members": [BOB]}},
+                                         "subjects": {"orders-value": {"owner": "orders-team"}, subject: {"owner": "orders-team", "schema_type": kind}},
+                                         "datasets": [{"name": "dwd_orders", "namespace": "kafka://kafka:9092", "owner": "analytics-team"}],
+                                         "jobs": [{"name": "enrich-orders", "owner": "analytics-team", "inputs": [subject], "outputs": ["dwd_orders"]}]},
+                                        lambda _: "")
+        assert problems == []
+        await slack.bot.lineage.load_catalog(parsed)
+    view = await slack.bot.proposals.propose("clicks-value", json.dumps(CLICK), ALICE)
+    assert view.proposal.state == "approved"
+    view = await slack.bot.proposals.propose("orders-pb-value", ORDER_PROTO, ALICE)
+    assert view.proposal.state == "approved"
+    kafka = "'connector' = 'kafka', 'properties.bootstrap.servers' = 'kafka:9092', 'properties.group.id' = 'g', 'scan.startup.mode' = 'earliest-offset'"
+
+    def clicks(columns: str, fmt: str = "json") -> str:
+        return f"CREATE TABLE clicks ({columns}) WITH ({kafka}, 'topic' = 'clicks', 'format' = '{fmt}');\n"
+
+    good = clicks("page ROW<url STRING NOT NULL, referrer STRING> NOT NULL, seen_at TIMESTAMP_LTZ(3) NOT NULL, dwell DOUBLE, clicks INT")
+    status, answer = await gate(slack, format_job(good, "page.url, page.referrer, CAST(dwell AS DECIMAL(10, 2)) FROM clicks"))
+    assert status == 200 and [c["findings"] for c in answer["checks"] if c["check"] == "source_schema"] == [[]], answer
+
+    bad = clicks("page ROW<url STRING NOT NULL, referrer STRING NOT NULL> NOT NULL, seen_at DATE, dwell INT, clicks TINYINT, browser STRING")
+    findings = blocked((await gate(slack, format_job(bad, "page.url, page.referrer, CAST(dwell AS DECIMAL(10, 2)) FROM clicks")))[1])
+    assert sorted((f["column"], f["message"].split(" (subject")[0]) for f in findings["source_schema"]) == [
+        ("clicks", "column 'clicks': the approved schema allows integers from 0 to 1000000, beyond TINYINT: larger values overflow"),
+        ("dwell", "column 'dwell': the approved schema has numbers with fractions, the column reads INT: Flink's json format truncates them"),
+        ("page", "column 'page.referrer': the approved schema allows it to be absent, but the column is STRING NOT NULL: a null fails the job"),
+        ("seen_at", "column 'seen_at': the approved schema has a string of format date-time, the column reads DATE: strings that are not a date fail the job")]
+    open_ = blocked((await gate(slack, format_job(bad, "page.url, page.referrer, CAST(dwell AS DECIMAL(10, 2)) FROM clicks")))[1])
+    assert open_ == findings  # (the same release answered the same)
+    status, answer = await gate(slack, format_job(clicks("page ROW<url STRING>, browser STRING"), "page.url, browser, CAST(NULL AS DECIMAL(10, 2)) FROM clicks"))
+    warned = [f for c in answer["checks"] for f in c["findings"] if c["check"] == "source_schema"]
+    assert answer["verdict"] == "pass" and [(f["level"], f["column"]) for f in warned] == [("warning", "browser")], answer
+
+    wrong_format = blocked((await gate(slack, format_job(clicks("page ROW<url STRING>", "avro-confluent', 'avro-confluent.url' = 'http://r:8081"),
+                                                         "page.url, CAST(NULL AS STRING), CAST(NULL AS DECIMAL(10, 2)) FROM clicks")))[1])
+    assert "reads 'avro-confluent' (Avro), but subject 'clicks-value' holds JSON Schema schemas" in wrong_format["source_schema"][0]["message"]
+
+    def orders(columns: str) -> str:
+        return (f"CREATE TABLE orders_pb ({columns}) WITH ({kafka}, 'topic' = 'orders-pb', 'format' = 'protobuf', "
+                "'protobuf.message-class-name' = 'shop.OrderOuterClass$Order');\n")
+
+    status, answer = await gate(slack, format_job(orders("order_id STRING, customer_id BIGINT, tags ARRAY<STRING>"),
+                                                  "order_id, CAST(NULL AS STRING), CAST(customer_id AS DECIMAL(10, 2)) FROM orders_pb"))
+    assert [f for c in answer["checks"] for f in c["findings"] if c["check"] == "source_schema"] == [], answer
+    mismatch = blocked((await gate(slack, format_job(orders("order_id STRING, customer_id INT, tags ARRAY<INT>"),
+                                                     "order_id, CAST(NULL AS STRING), CAST(customer_id AS DECIMAL(10, 2)) FROM orders_pb")))[1])
+    assert [(f["column"], f["message"].split(" (subject")[0]) for f in mismatch["source_schema"]] == [
+        ("customer_id", "column 'customer_id': Flink's protobuf format reads this field as BIGINT, the column is INT: the job fails when it starts"),
+        ("tags", "column 'tags[]': Flink's protobuf format reads this field as STRING, the column is INT: the job fails when it starts")]

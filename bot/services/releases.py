@@ -15,7 +15,7 @@ from sqlmodel import col, select
 
 from bot.domain.avro.parse import SchemaError, parse
 from bot.domain.calendar import CalendarError, Scope
-from bot.domain.flink.checks import Finding, Report, avro_sources, data_tables, field_lineage, read_planner, registered, source_schemas, states
+from bot.domain.flink.checks import Finding, Report, data_tables, field_lineage, read_planner, registered, schema_sources, source_schemas, states
 from bot.domain.flink.statements import Statement, StatementError, split
 from bot.domain.flink.status import FlinkError
 from bot.flink.planner import Planner, PlannerUnavailable
@@ -24,6 +24,7 @@ from bot.services.calendar import CalendarService
 from bot.services.flink import FlinkService
 from bot.services.lineage import LineageService, bump_revision
 from bot.services.outbox import Outbox
+from bot.services.references import References, UnresolvedReference
 from bot.services.registry import Registry
 from bot.store.database import Database
 from bot.store.models import FlinkRelease, Subject, aware, utcnow
@@ -107,17 +108,26 @@ class Releases:
     async def _sources(self, report: Report) -> Report:
         subjects: dict[str, str] = {}
         async with self.db.session() as session:
-            for name in avro_sources(report):
+            for name in schema_sources(report):
                 table = report.tables[name]
                 named = table.options.get("value.avro-confluent.subject") or table.options.get("avro-confluent.subject")
                 if named is None:
                     declared = (await session.exec(select(Subject).where(Subject.topic == table.topic).order_by(col(Subject.id)))).first()
                     named = declared.name if declared is not None else f"{table.topic}-value"
                 subjects[name] = named
-        approved: dict[str, str | None] = {}
+        approved: dict[str, tuple[str, str, dict[str, str]] | None] = {}
+        references = References(self.db, self.registry, None)
         for subject in set(subjects.values()):
             history = await self.registry.history(subject)
-            approved[subject] = history[-1].schema_text if history else None
+            row = await self.registry.subject(subject)
+            if not history or row is None:
+                approved[subject] = None
+                continue
+            try:
+                referenced = await references.resolve(await references.pins(subject))
+            except UnresolvedReference:
+                referenced = []  # an import that no longer resolves: the schema's parse says which
+            approved[subject] = (row.format, history[-1].schema_text, {str(e.get("name", "")): e["schema"] for e in referenced})
         return await off_loop(_with_sources, report, subjects, approved)  # parses schemas: off the loop
 
     async def _registered(self, report: Report) -> dict[str, tuple[str, str]]:
@@ -199,7 +209,7 @@ def _with_states(report: Report, new: dict[str, str], old: dict[str, str] | None
     return report
 
 
-def _with_sources(report: Report, subjects: dict[str, str], approved: dict[str, str | None]) -> Report:
+def _with_sources(report: Report, subjects: dict[str, str], approved: dict[str, tuple[str, str, dict[str, str]] | None]) -> Report:
     source_schemas(report, subjects, approved)
     return report
 

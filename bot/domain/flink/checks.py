@@ -10,12 +10,14 @@ from typing import Any
 from bot.domain.avro.parse import SchemaError, parse
 from bot.domain.compat.changes import Direction
 from bot.domain.compat.classify import Mode, classify
+from bot.domain.compat.formats import INVALID
 from bot.domain.flink.plan import PlanLineage, lineage
 from bot.domain.flink.statements import Statement
 from bot.domain.flink.types import SqlType, SqlTypeError, from_avro, lossy, parse_type, read_problems
 
 CHECKS = ("source_schema", "sql", "sink", "state", "lineage")
-AVRO_FORMATS = ("avro-confluent", "avro", "debezium-avro-confluent")
+SCHEMA_FORMATS = {"avro-confluent": "AVRO", "avro": "AVRO", "debezium-avro-confluent": "AVRO", "protobuf": "PROTOBUF", "json": "JSON"}
+TYPE_WORDS = {"AVRO": "Avro", "PROTOBUF": "Protobuf", "JSON": "JSON Schema"}
 KAFKA = ("kafka", "upsert-kafka")
 NOT_DATA = ("datagen", "print", "blackhole")  # test connectors: nothing flows to or from a dataset
 INSTALLABLE = ("jdbc",)  # connectors `scripts/flink.sh install --connector NAME` knows by name
@@ -200,39 +202,74 @@ def _insert(report: Report, statement: Statement, result: dict[str, Any], merged
                 report.checks["sink"].append(Finding(f"'{path}': a cast of {reason}", target, cast.column, statement.line, statement.column))
 
 
-def source_schemas(report: Report, subjects: dict[str, str], approved: dict[str, str | None]) -> None:
-    """Check 1: each Kafka source read with an Avro format, against its subject's approved schema.
+def source_schemas(report: Report, subjects: dict[str, str], approved: dict[str, tuple[str, str, dict[str, str]] | None]) -> None:
+    """Check 1: each Kafka source read with a schema's format (Avro, Protobuf, JSON), against its subject's approved schema.
 
-    ``subjects``: source table -> subject (the service resolves it); ``approved``: subject -> newest approved schema text."""
+    ``subjects``: source table -> subject (the service resolves it); ``approved``: subject -> the newest approved version's
+    type, text and referenced schemas (by import path or URI)."""
     for name, subject in sorted(subjects.items()):
         table = report.tables[name]
-        text = approved.get(subject)
-        if text is None:
-            report.checks["source_schema"].append(Finding(
-                f"topic '{table.topic}' has no approved schema under subject '{subject}': propose it before a job reads it",
-                name, None, table.line, 1))
+        found = report.checks["source_schema"]
+        stored = approved.get(subject)
+        if stored is None:
+            found.append(Finding(f"topic '{table.topic}' has no approved schema under subject '{subject}': propose it before a job reads it",
+                                 name, None, table.line, 1))
+            continue
+        schema_type, text, refs = stored
+        wanted = SCHEMA_FORMATS[table.value_format]
+        if schema_type != wanted:
+            found.append(Finding(f"the table reads '{table.value_format}' ({TYPE_WORDS[wanted]}), but subject '{subject}' holds "
+                                 f"{TYPE_WORDS.get(schema_type, schema_type)} schemas: every record fails to decode", name, None, table.line, 1))
             continue
         try:
-            root = parse(text).root
-        except SchemaError as err:
-            report.checks["source_schema"].append(Finding(f"the approved schema of '{subject}' does not parse: {err}", name, None, table.line, 1))
+            problems = _column_problems(table, schema_type, text, refs)
+        except INVALID as err:
+            found.append(Finding(f"the approved schema of '{subject}' does not parse: {err}", name, None, table.line, 1))
             continue
-        written = from_avro(root)
-        if written.name != "ROW":
-            report.checks["source_schema"].append(Finding(f"subject '{subject}' is not a record: a table reads records", name, None, table.line, 1))
+        if problems is None:
+            found.append(Finding(f"subject '{subject}' is not a record: a table reads records", name, None, table.line, 1))
             continue
-        key_fields = set(filter(None, (f.strip() for f in table.options.get("key.fields", "").split(";"))))
-        except_key = table.options.get("value.fields-include", "ALL").upper() == "EXCEPT_KEY"
-        for column, sql_type, kind in table.columns:
-            if kind != "physical" or (except_key and column in key_fields):
-                continue
-            field_type = written.field(column)
-            if field_type is None:
-                report.checks["source_schema"].append(Finding(
-                    f"column '{column}' is not in the approved schema of '{subject}'", name, column, table.line, 1))
-                continue
-            for path, reason in read_problems(sql_type, field_type, column):
-                report.checks["source_schema"].append(Finding(f"column '{path}': {reason} (subject '{subject}')", name, column, table.line, 1))
+        for column, path, reason, level in problems:
+            found.append(Finding(f"column '{path}': {reason} (subject '{subject}')" if path else f"{reason} (subject '{subject}')",
+                                 name, column, table.line, 1, level))
+
+
+def _column_problems(table: Table, schema_type: str, text: str, refs: dict[str, str]) -> list[tuple[str | None, str, str, str]] | None:
+    """``(column, path, reason, level)`` for each physical value column the format cannot read; None when the schema is no record."""
+    key_fields = set(filter(None, (f.strip() for f in table.options.get("key.fields", "").split(";"))))
+    except_key = table.options.get("value.fields-include", "ALL").upper() == "EXCEPT_KEY"
+    columns = [(c, t) for c, t, kind in table.columns if kind == "physical" and not (except_key and c in key_fields)]
+    found: list[tuple[str | None, str, str, str]] = []
+    if schema_type == "JSON":  # each format's parser imported on its first use: Avro-only gates never pay for them
+        from bot.domain.flink.formats import json_problems
+        from bot.domain.jsonschema.model import parse_json_schema
+
+        document = parse_json_schema(text, refs)
+        row = SqlType("ROW", (), False, tuple(columns))
+        for path, reason in json_problems(document, row, document.root, document.base, "", required=True):
+            column = path.lstrip(".").split(".")[0].split("[")[0] or None
+            found.append((column, path.lstrip("."), reason, "warning" if "is open" in reason else "error"))
+        return found
+    if schema_type == "PROTOBUF":
+        from bot.domain.flink.formats import from_proto, proto_message, proto_problems
+        from bot.domain.protobuf.model import parse_proto
+
+        proto = parse_proto(text, refs)
+        message = proto_message(proto, table.options.get("protobuf.message-class-name"))
+        if message is None:
+            return [(None, "", f"no message {table.options.get('protobuf.message-class-name')!r} in the approved schema", "error")]
+        written, judge = from_proto(proto, message), proto_problems
+    else:
+        written, judge = from_avro(parse(text).root), read_problems
+    if written.name != "ROW":
+        return None
+    for column, sql_type in columns:
+        field_type = written.field(column)
+        if field_type is None:
+            found.append((column, column, "it is not in the approved schema", "error"))
+            continue
+        found += [(column, path, reason, "error") for path, reason in judge(sql_type, field_type, column)]
+    return found
 
 
 def states(report: Report, new: dict[str, str], old: dict[str, str] | None) -> None:
@@ -287,11 +324,11 @@ def data_tables(report: Report) -> list[str]:
     return sorted(n for n in used if n in report.tables and report.tables[n].connector not in NOT_DATA)
 
 
-def avro_sources(report: Report) -> list[str]:
-    """The Kafka source tables read with an Avro format (those check 1 applies to)."""
+def schema_sources(report: Report) -> list[str]:
+    """The Kafka source tables read with a schema's format: Avro, Protobuf or JSON (those check 1 applies to)."""
     sources = report.lineage.sources if report.lineage else set()
     return sorted(n for n in sources if n in report.tables and report.tables[n].connector in KAFKA
-                  and report.tables[n].value_format in AVRO_FORMATS)
+                  and report.tables[n].value_format in SCHEMA_FORMATS)
 
 
 def field_lineage(report: Report, datasets: dict[str, tuple[str, str]]) -> list[list[str]]:
