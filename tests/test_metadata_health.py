@@ -95,6 +95,7 @@ async def test_the_report_of_a_seeded_month_matches_figures_computed_by_hand(sla
     assert analytics["proposals"] == 0 and analytics["through_proposals_share"] is None
     assert overall["registered_share"] is None and any("no Schema Registry is configured" in u for u in report["unmeasured"])
     assert any("Kafka is not configured" in u for u in report["unmeasured"])
+    assert overall["schema_types"] == {"AVRO": {"subjects": 2, "registered_share": None, "proposals": 3}}
 
     assert first_working_day(date(2026, 11, 1)) == date(2026, 11, 2)  # November 1st, 2026 is a Sunday
     assert slack.clock().date() == first_working_day(date(2026, 12, 1))  # the harness's clock: Tuesday, December 1st
@@ -122,6 +123,7 @@ async def test_the_report_of_a_seeded_month_matches_figures_computed_by_hand(sla
                                       env={**os.environ, "DATABASE_URL": migrated_url}, capture_output=True, text=True, timeout=60)
     rows: dict[tuple[str, str], Any] = {(r["team"], r["figure"]): r["value"] for r in csv.DictReader(io.StringIO(printed.stdout))}
     assert rows[("overall", "through_proposals_share")] == "0.75" and rows[("analytics-team", "retire_candidates")] == "1"
+    assert rows[("overall", "avro_subjects")] == "2" and rows[("orders-team", "avro_proposals")] == "3"
     bad = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "health", "report", "--month", "November"],
                                   env={**os.environ, "DATABASE_URL": migrated_url}, capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "is not a month such as 2026-11" in bad.stderr

@@ -15,6 +15,7 @@ import yaml
 from sqlmodel import col, select
 
 from bot.cli import main
+from bot.domain.health import describe
 from bot.domain.lineage.catalog import read_catalog
 from bot.emulator.render import as_text
 from bot.runtime import Bot
@@ -202,6 +203,13 @@ async def test_json_schema_subjects_are_classified_by_the_registry_rules_and_rea
     uri["properties"]["page"]["properties"]["url"]["format"] = "uri"
     status, by_path = await post(slack, "/api/v1/proposals", {"subject": "clicks-value", "schema": uri, "proposer": ALICE})
     assert status == 201 and by_path["teams"] == ["analytics-team"] and by_path["state"] == "pending", by_path  # page.url is read
+
+    # The monthly report's coverage, per format: subjects, the share the registry holds, the month's proposals
+    figures = await slack.bot.health.compute(slack.clock().date().replace(day=1))
+    assert figures["overall"]["schema_types"] == {"JSON": {"subjects": 1, "registered_share": 1.0, "proposals": 6},
+                                                  "PROTOBUF": {"subjects": 2, "registered_share": 1.0, "proposals": 2}}, figures["overall"]
+    assert "Schema formats: JSON Schema 1 subject (100% registered), 6 proposals; Protobuf 2 subjects (100% registered), 2 proposals" in [
+        text for _, text in describe(figures["overall"])]
 
 
 def test_a_catalog_reads_schema_files_of_each_type_and_impact_takes_paths_and_pointers(

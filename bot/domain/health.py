@@ -12,6 +12,7 @@ from typing import Any
 STALE_AFTER = timedelta(days=183)  # no change for about six months: a candidate to retire
 DRILL_EVERY = timedelta(days=90)  # a Flink job's state must have been restored in a drill this recently (seed 000 §8: quarterly)
 OVERALL = "overall"
+FORMAT_WORDS = {"AVRO": "Avro", "PROTOBUF": "Protobuf", "JSON": "JSON Schema"}
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,7 @@ class SubjectFacts:
     registered: bool | None  # None: the registry was not asked
     readers: int | None  # jobs in the lineage plus groups Kafka says read it (None: nothing known)
     undeclared: int | None = None  # groups Kafka says read it that nobody declared (None: no census)
+    schema_type: str = "AVRO"  # AVRO, PROTOBUF or JSON
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,7 @@ class ProposalFacts:
     acknowledged: tuple[datetime, ...] = ()
     emergency: bool = False  # shipped through a freeze by two oncall people
     unregistered: bool = False  # approved, but the Schema Registry never took it (the bot stopped trying)
+    schema_type: str = "AVRO"
 
 
 @dataclass(frozen=True)
@@ -137,7 +140,19 @@ def _figures(facts: Facts, team: str | None) -> dict[str, Any]:
         "releases_passed": sum(1 for failed in releases if not failed),
         "releases_blocked": {check: sum(1 for failed in releases if check in failed)
                              for check in sorted({c for failed in releases for c in failed})},
+        "schema_types": _schema_types(subjects, proposals),
     }
+
+
+def _schema_types(subjects: list[SubjectFacts], proposals: list[ProposalFacts]) -> dict[str, dict[str, Any]]:
+    """Coverage per schema format: its subjects, the share the registry holds, the month's proposals."""
+    found: dict[str, dict[str, Any]] = {}
+    for kind in sorted({s.schema_type for s in subjects} | {p.schema_type for p in proposals}):
+        registered = [s.registered for s in subjects if s.schema_type == kind and s.registered is not None]
+        found[kind] = {"subjects": sum(1 for s in subjects if s.schema_type == kind),
+                       "registered_share": _share(sum(registered), len(registered)) if registered else None,
+                       "proposals": sum(1 for p in proposals if p.schema_type == kind)}
+    return found
 
 
 def _share(part: int, whole: int) -> float | None:
@@ -164,6 +179,11 @@ def describe(figures: dict[str, Any]) -> list[tuple[str, str]]:
     return [
         (":wastebasket:", f"Candidates to retire: {len(retire)}" + (": " + ", ".join(f"`{r['subject']}` ({r['why']})" for r in retire[:10]) if retire else "")),
         (":label:", f"Topics with a registered schema: {percent(figures['registered_share'])}"),
+        (":card_index_dividers:", "Schema formats: " + ("; ".join(
+            f"{FORMAT_WORDS.get(kind, kind)} {row['subjects']} subject{'s' if row['subjects'] != 1 else ''}"
+            + (f" ({percent(row['registered_share'])} registered)" if row["registered_share"] is not None else "")
+            + f", {row['proposals']} proposal{'s' if row['proposals'] != 1 else ''}" for kind, row in (figures.get("schema_types") or {}).items())
+            or "none")),
         (":detective:", "Consumer groups nobody declared: " + ("n/a" if figures.get("undeclared_readers_total") is None else
                          f"{figures['undeclared_readers_total']}" + _moved(figures.get("undeclared_readers_trend"), "")
                          + "".join(f"; `{topic}`: {count}" for topic, count in sorted(figures["undeclared_readers"].items())[:10]))),

@@ -94,13 +94,13 @@ class HealthService:
             facts.subjects.append(SubjectFacts(subject.name, subject.owner_team, topic_of(subject),
                                                max((aware(v.created_at) for v in mine), default=None),
                                                any(v.registry_id is not None for v in mine) if self.registry_configured else None, jobs + groups,
-                                               len(census.undeclared) if census and census.taken_at else None))
+                                               len(census.undeclared) if census and census.taken_at else None, subject.format))
         facts.jobs = [(job.owners[0] if job.owners else None, job.black_box) for job in graph.jobs.values()]
         for p in proposals:
             facts.proposals.append(ProposalFacts(owner.get(p.subject_id), p.state, aware(p.created_at), aware(p.decided_at) if p.decided_at else None,
                                                  aware(p.deadline) if p.deadline else None,
                                                  tuple(aware(a.created_at) for a in acks if a.proposal_id == p.id),
-                                                 bool(p.emergency and p.emergency.get("confirmed_by")), p.registry_state == "failed"))
+                                                 bool(p.emergency and p.emergency.get("confirmed_by")), p.registry_state == "failed", p.schema_type))
         names = {s.name: s.owner_team for s in subjects}
         facts.out_of_band = [names.get(o.subject) for o in observed]
         pipelines = await self.sli.pipelines()
