@@ -4,7 +4,11 @@ schemaType and references, the deploy gate, out-of-band detection, and the refus
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -102,7 +106,7 @@ async def first_versions(slack: SlackHarness) -> None:
         await slack.bot.idle()
 
 
-async def test_protobuf_with_imports_goes_through_the_form_the_card_and_the_registry(typed: SlackHarness) -> None:
+async def test_protobuf_with_imports_goes_through_the_form_the_card_and_the_registry(typed: SlackHarness, tmp_path: Path) -> None:
     slack, registry = typed, typed.registry  # type: ignore[attr-defined]
     status, refused = await post(slack, "/api/v1/proposals", {"subject": "orders-proto", "schema": ORDER, "proposer": CAROL})
     assert status == 400 and refused["field"] == "schema" and "common/money.proto" in refused["error"], refused  # protoc's own words
@@ -150,6 +154,15 @@ async def test_protobuf_with_imports_goes_through_the_form_the_card_and_the_regi
     assert status == 200 and answer["status"] == "unknown" and answer["level"] == "breaking"
     status, answer = await post(slack, "/api/v1/subjects/orders-proto/check", {"schema": json.dumps(CLICK), "schemaType": "JSON"})
     assert status == 400 and "holds Protobuf schemas, not JSON Schema" in answer["error"]
+    (tmp_path / "order.proto").write_text(respaced)
+    env = {**os.environ, "CHANGEOPS_API_TOKEN": API_TOKEN, "CHANGEOPS_URL": slack.bot.url}
+    shipped = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "gate", "orders-proto", str(tmp_path / "order.proto"),
+                                                       "--reference", "common/money.proto=money:1"], env=env, capture_output=True, text=True, timeout=60)
+    assert shipped.returncode == 0 and "orders-proto: approved as version 2" in shipped.stdout, shipped
+    (tmp_path / "order.avsc").write_text(json.dumps({"type": "record", "name": "Order", "fields": []}))
+    wrong = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "gate", "orders-proto", str(tmp_path / "order.avsc")],
+                                    env=env, capture_output=True, text=True, timeout=60)
+    assert wrong.returncode == 2 and "holds Protobuf schemas, not Avro" in wrong.stderr, wrong
 
     # A version registered around the bot is found and classified as Protobuf, with its import resolved from the registry
     await registry.set_compatibility("orders-proto", "NONE")

@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import quote
 
 from bot.cli.api import Unreachable, call, with_references
+from bot.domain.compat.formats import SchemaType
 
 VERDICT = {"approved": "approved as version {version}", "pending": "waiting for acknowledgements (proposal #{proposal})",
            "rejected": "not approved: proposal #{proposal} was {proposal_state}", "unknown": "not approved: no proposal carries this schema",
@@ -26,7 +27,8 @@ def add_parsers(sub: Any) -> None:
     gate = sub.add_parser("gate", help="exit 0 only when this exact schema is an approved version of the subject (deploy gate)",
                           description="Reads $CHANGEOPS_API_TOKEN (a token with proposals:read) and $CHANGEOPS_URL.")
     gate.add_argument("subject")
-    gate.add_argument("file", help="the schema the release ships (.avsc), - for stdin")
+    gate.add_argument("file", help="the schema the release ships (.avsc, .proto, .json), - for stdin")
+    gate.add_argument("--type", metavar="TYPE", help="avro, protobuf or json (default: by the file's extension, else the subject's)")
     gate.add_argument("--reference", action="append", default=None, metavar="NAME=SUBJECT:VERSION",
                       help="a schema reference the release registers with it, in order; repeatable (default: the subject's current ones)")
     gate.add_argument("--url", help="the bot's address (default $CHANGEOPS_URL, else http://127.0.0.1:3000)")
@@ -47,15 +49,22 @@ def run_gate(args: argparse.Namespace) -> int:
     """Ask the bot; print the verdict (and the changes when not approved)."""
     try:
         text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text(encoding="utf-8")
-        schema = json.loads(text)
+        by_name = Path(args.file).suffix.lower() in (".avsc", ".proto", ".json")
+        kind = SchemaType.parse(args.type) if args.type else SchemaType.of_file(args.file, text) if by_name else None
+        schema = text if kind is SchemaType.PROTOBUF else json.loads(text)
     except OSError as err:
         print(f"bot gate: cannot read {args.file}: {err.strerror}", file=sys.stderr)
         return 2
     except json.JSONDecodeError as err:
         print(f"bot gate: {args.file} is not JSON: {err.msg} at line {err.lineno}", file=sys.stderr)
         return 2
-    registry_form = isinstance(schema, dict) and "schema" in schema and "type" not in schema  # {"schema", "references"}
-    body: dict[str, Any] = dict(schema) if registry_form else {"schema": json.dumps(schema)}
+    except ValueError as err:
+        print(f"bot gate: --type: {err}", file=sys.stderr)
+        return 2
+    registry_form = isinstance(schema, dict) and "schema" in schema and "type" not in schema  # {"schema", "schemaType", "references"}
+    body: dict[str, Any] = dict(schema) if registry_form else {"schema": text}
+    if kind is not None and (args.type or not registry_form):
+        body["schemaType"] = kind.value
     if not with_references(body, args.reference, "bot gate"):
         return 2
     answer = _ask("bot gate", f"/api/v1/subjects/{quote(args.subject, safe='')}/check", body, args.url)
