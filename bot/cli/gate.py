@@ -51,7 +51,7 @@ def run_gate(args: argparse.Namespace) -> int:
         text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text(encoding="utf-8")
         by_name = Path(args.file).suffix.lower() in (".avsc", ".proto", ".json")
         kind = SchemaType.parse(args.type) if args.type else SchemaType.of_file(args.file, text) if by_name else None
-        schema = text if kind is SchemaType.PROTOBUF else json.loads(text)
+        schema: Any = text if kind is SchemaType.PROTOBUF else json.loads(text)
     except OSError as err:
         print(f"bot gate: cannot read {args.file}: {err.strerror}", file=sys.stderr)
         return 2
