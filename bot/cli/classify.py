@@ -54,6 +54,8 @@ def add_parsers(sub: Any) -> None:
     classify_parser.add_argument("--fail-on", metavar="LEVEL", help="exit 1 when the change is at least LEVEL (safe, compatible, breaking), or a schema is invalid")
     classify_parser.add_argument("--type", metavar="TYPE", help="avro, protobuf or json (JSON Schema); default: by extension (.avsc, .proto, .json)")
     classify_parser.add_argument("--lenient", action="store_true", help="JSON Schema: the registry's lenient rules (properties may be added to open objects)")
+    classify_parser.add_argument("--config", metavar="BUF_YAML", help="PREV_DIR CUR_DIR (folders of .proto files): Buf's configuration, "
+                                                                      "its breaking: section (default: CUR_DIR/buf.yaml, else the FILE rules)")
     classify_parser.set_defaults(run=run_classify)
 
     subject_parser = sub.add_parser("subject", help="a subject's stored versions").add_subparsers(metavar="ACTION")
@@ -67,11 +69,16 @@ def add_parsers(sub: Any) -> None:
 
     rules_parser = sub.add_parser("rules", help="list the classification rules")
     rules_parser.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    rules_parser.add_argument("--buf", action="store_true", help="Buf's breaking rules for Protobuf, with their categories")
     rules_parser.set_defaults(run=run_rules)
 
 
 def run_rules(args: argparse.Namespace) -> int:
     """Print the rules catalogue."""
+    if args.buf:
+        from bot.cli.buf import run_rules as buf_rules
+
+        return buf_rules(args)
     print(json.dumps(rules_json(), indent=2) if args.format == "json" else rules_markdown() if args.format == "markdown" else rules_text())
     return 0
 
@@ -93,6 +100,12 @@ def run_classify(args: argparse.Namespace) -> int:
                 raise UsageError("--pairs writes JSON lines; --format text does not apply")
             with _open(args.pairs) as lines:
                 return classify_pairs(lines, sys.stdout, mode, fail_on)
+        if len(args.schemas) == 2 and not args.history and all(Path(p).is_dir() for p in args.schemas):
+            from bot.cli.buf import run_folders  # protoc and Buf's rules: only for folders
+
+            return run_folders(args, Path(args.schemas[0]), Path(args.schemas[1]), fail_on)
+        if args.config:
+            raise UsageError("--config (a buf.yaml) is for two folders of .proto files: PREV_DIR CUR_DIR")
         return _classify_files(args, mode, fail_on)
     except (UsageError, ValueError, NotMigrated) as err:
         print(f"bot classify: {err}", file=sys.stderr)

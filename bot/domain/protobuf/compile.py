@@ -9,7 +9,7 @@ import os
 import re
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -24,9 +24,6 @@ class ProtoError(ValueError):
 
 def compile_proto(text: str, refs: Mapping[str, str] | None = None) -> Any:
     """The ``FileDescriptorSet`` of ``text`` and of every file it imports (dependencies first, the schema last)."""
-    from google.protobuf import descriptor_pb2  # imported here: what the Avro-only paths (and the CLI's start) never pay
-    from grpc_tools import protoc
-
     refs = dict(refs or {})
     for name in refs:
         path = PurePosixPath(name)
@@ -34,18 +31,27 @@ def compile_proto(text: str, refs: Mapping[str, str] | None = None) -> Any:
             raise ProtoError(f"reference {name!r}: an import path such as 'common/address.proto' (relative, ending in .proto)")
     if ROOT in refs:
         raise ProtoError(f"reference {ROOT!r}: that name is the schema's own; name the import as the schema imports it")
+    return compile_tree({**refs, ROOT: text}, ["."], [ROOT])
+
+
+def compile_tree(tree: Mapping[str, str], roots: Sequence[str], inputs: Sequence[str]) -> Any:
+    """The ``FileDescriptorSet`` of the ``inputs`` (paths in ``tree``) and of everything they import, each file named by
+    its path under the first of ``roots`` (folders of ``tree``) that holds it, as protoc names files by its ``-I``."""
+    from google.protobuf import descriptor_pb2  # imported here: what the Avro-only paths (and the CLI's start) never pay
+    from grpc_tools import protoc
+
     well_known = str(Path(protoc.__file__).with_name("_proto"))
     with tempfile.TemporaryDirectory(prefix="changeops-proto-") as folder:
-        for name, body in {**refs, ROOT: text}.items():
+        for name, body in tree.items():
             target = Path(folder, name)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(body, encoding="utf-8")
         out = Path(folder, "out.pb")
-        argv = ["protoc", f"-I{folder}", f"-I{PROVIDED}", f"-I{well_known}", "--include_imports", "--include_source_info",
-                f"--descriptor_set_out={out}", str(Path(folder, ROOT))]
+        argv = ["protoc", *(f"-I{Path(folder, root)}" for root in roots), f"-I{PROVIDED}", f"-I{well_known}", "--include_imports",
+                "--include_source_info", f"--descriptor_set_out={out}", *(str(Path(folder, name)) for name in inputs)]
         code, errors = _run(protoc.main, argv)
         if code != 0 or not out.exists():
-            raise ProtoError(_message(errors, folder) or f"protoc refused the schema (exit {code})")
+            raise ProtoError(_message(errors, folder, roots) or f"protoc refused the schema (exit {code})")
         found = descriptor_pb2.FileDescriptorSet()
         found.ParseFromString(out.read_bytes())
     return found
@@ -65,7 +71,9 @@ def _run(main: object, argv: list[str]) -> tuple[int, str]:
         return code, captured.read().decode("utf-8", "replace")
 
 
-def _message(errors: str, folder: str) -> str:
+def _message(errors: str, folder: str, roots: Sequence[str]) -> str:
     """protoc's lines with the scratch folder taken out: ``schema.proto:4:3: "int33" is not defined.``"""
-    lines = [re.sub(rf"{re.escape(folder)}/?", "", line).strip() for line in errors.splitlines() if line.strip()]
+    places = sorted({str(Path(folder, root)) for root in roots} | {folder}, key=len, reverse=True)
+    pattern = "|".join(rf"{re.escape(place)}/?" for place in places)
+    lines = [re.sub(pattern, "", line).strip() for line in errors.splitlines() if line.strip()]
     return "; ".join(line for line in lines if "warning" not in line.lower() and "no syntax specified" not in line.lower())[:2000]

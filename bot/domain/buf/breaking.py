@@ -1,0 +1,54 @@
+"""``buf breaking`` as ChangeOps runs it: two trees of ``.proto`` files (path -> text, relative to the configuration's
+folder), each module compiled by protoc on both sides, and the rules its configuration uses run on the pair. Findings are
+Buf's: rule id, file (relative to the configuration's folder), line and column from the source, message. CPU-bound."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import PurePosixPath
+
+from bot.domain.buf.config import Module, default_modules
+from bot.domain.buf.image import Image, image_of
+from bot.domain.buf.rules import RULES, BufFinding
+from bot.domain.protobuf.compile import compile_tree
+
+UNSTABLE = re.compile(r"v[1-9]\d*(test\w*|(p[1-9]\d*)?(alpha|beta)([1-9]\d*)?)")  # Buf's unstable package versions: v1alpha1, v2beta, v1test
+
+
+def unstable(package: str) -> bool:
+    """Whether a package's last component is an alpha, beta or test version (``acme.pay.v1beta1``)."""
+    return bool(UNSTABLE.fullmatch(package.rsplit(".", 1)[-1])) if package else False
+
+
+def breaking(previous: Mapping[str, str], current: Mapping[str, str], modules: list[Module] | None = None) -> list[BufFinding]:
+    """Every finding of the modules' rules, sorted by file, line and column; a ProtoError when a side does not compile."""
+    found: list[BufFinding] = []
+    modules = modules or default_modules()
+    roots = [m.path for m in modules]
+    for module in modules:
+        before, after = _image(previous, module, roots), _image(current, module, roots)
+        rules = module.breaking
+        for rule_id in sorted(rules.rules):
+            for finding in RULES[rule_id].check(before, after):
+                if not rules.ignores(rule_id, finding.file):
+                    found.append(finding if module.path == "." else replace(finding, file=str(PurePosixPath(module.path, finding.file))))
+    return sorted(set(found), key=lambda f: (f.file, f.line, f.column, f.rule, f.message))
+
+
+def module_files(tree: Mapping[str, str], module: Module) -> dict[str, str]:
+    """The module's own ``.proto`` files, by their paths within it (its excludes left out)."""
+    prefix = "" if module.path == "." else module.path.rstrip("/") + "/"
+    own = {name[len(prefix):]: text for name, text in tree.items() if name.endswith(".proto") and name.startswith(prefix)}
+    return {name: text for name, text in own.items() if not any(name == e or name.startswith(e.rstrip("/") + "/") for e in module.excludes)}
+
+
+def _image(tree: Mapping[str, str], module: Module, roots: list[str]) -> Image:
+    own = module_files(tree, module)
+    if not own:
+        return Image()
+    prefix = "" if module.path == "." else module.path.rstrip("/") + "/"
+    compiled = compile_tree(tree, [module.path, *(r for r in roots if r != module.path)], [prefix + name for name in sorted(own)])
+    keep = {f.name for f in compiled.file if f.name in own and not (module.breaking.ignore_unstable_packages and unstable(f.package))}
+    return image_of(compiled.file, keep)
