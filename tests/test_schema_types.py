@@ -76,7 +76,8 @@ async def typed(slack: SlackHarness, migrated_url: str, schema_registry: RealReg
         "teams": {"platform-team": {"members": [CAROL], "oncall": [CAROL]}, "orders-team": {"members": [ALICE], "oncall": [ALICE]},
                   "analytics-team": {"members": [BOB], "oncall": [BOB]}},
         "subjects": {"money": {"owner": "platform-team", "schema_type": "PROTOBUF", "channel": "#orders-pipeline"},
-                     "orders-proto": {"owner": "orders-team", "schema_type": "protobuf", "topic": "orders", "channel": "#orders-pipeline"},
+                     "orders-proto": {"owner": "orders-team", "schema_type": "protobuf", "topic": "orders", "channel": "#orders-pipeline",
+                                      "buf": "WIRE_JSON"},
                      "clicks-value": {"owner": "orders-team", "schema_type": "JSON", "channel": "#orders-pipeline"}},
         "datasets": [{"name": "dwd_units", "namespace": "iceberg://lake", "owner": "analytics-team", "fields": ["quantity"]},
                      {"name": "dwd_pages", "namespace": "iceberg://lake", "owner": "analytics-team", "fields": ["url"]}],
@@ -140,6 +141,11 @@ async def test_protobuf_with_imports_goes_through_the_form_the_card_and_the_regi
     assert "FIELD_SCALAR_KIND_CHANGED" in text and "Order.items[].quantity" in text and "analytics-team" in text
     proposal = (await slack.bot.proposals.view(4)).proposal
     assert proposal.schema_type == "PROTOBUF" and proposal.level == "breaking" and proposal.teams == ["analytics-team"]
+    # Buf's verdict beside the registry's: the catalog holds orders-proto to WIRE_JSON
+    assert "Buf (WIRE_JSON): :no_entry: 2 breaking changes" in text.replace("*", ""), text
+    assert proposal.buf is not None and [(f["rule"], f["line"], f["column"]) for f in proposal.buf["findings"]] == [
+        ("FIELD_WIRE_JSON_COMPATIBLE_TYPE", 14, 5), ("FIELD_WIRE_JSON_COMPATIBLE_TYPE", 15, 5)]
+    assert 'Field "2" with name "quantity" on message "Item" changed type from "int32" to "double".' in text
     await slack.driver.click(card, ids.APPROVE, user=BOB)
     await slack.bot.idle()
     versions = await registry.versions("orders-proto")
@@ -252,6 +258,14 @@ def test_a_catalog_reads_schema_files_of_each_type_and_impact_takes_paths_and_po
                                lambda path: (tmp_path / path).read_text())
     assert [p.place for p in problems if p.place.startswith("subjects")] == ["subjects.x.schema", "subjects.y.schema_type"]
     assert "broken.proto is not a valid PROTOBUF schema: schema.proto:2:" in problems[0].message and "unknown schema type 'thrift'" in problems[1].message
+    _, problems = read_catalog({**catalog, "subjects": {"x": {"owner": "orders-team", "schema_type": "PROTOBUF", "buf": ["WIRE", "FIELD_SAME_NAMES"]},
+                                                        "y": {"owner": "orders-team", "schema_type": "JSON", "buf": "WIRE"},
+                                                        "z": {"owner": "orders-team", "schema_type": "PROTOBUF", "buf": ["WIRE_JSON", "FIELD_SAME_DEFAULT"]}}},
+                               lambda path: (tmp_path / path).read_text())
+    assert [(p.place, p.message) for p in problems if p.place.startswith("subjects")] == [
+        ("subjects.x.buf", "'FIELD_SAME_NAMES' is not a breaking rule or category of buf.yaml v2 (categories: FILE, PACKAGE, WIRE_JSON, WIRE, CSR; "
+                           "`bot rules --buf` lists the rules)"),
+        ("subjects.y.buf", "Buf's rules judge Protobuf schemas: set schema_type: PROTOBUF, or leave buf out")]
 
     monkeypatch.setenv("DATABASE_URL", migrated_url)
     assert main(["catalog", "load", str(file)]) == 0

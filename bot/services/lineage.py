@@ -78,7 +78,7 @@ class LineageService:
                 subject = (await session.exec(select(Subject).where(Subject.name == entry.name))).first() or Subject(name=entry.name)
                 subject.topic, subject.namespace, subject.owner_team = entry.topic, entry.namespace, entry.owner
                 subject.compatibility, subject.channel, subject.policy = entry.compatibility, entry.channel, entry.approval
-                subject.format = entry.schema_type.value
+                subject.format, subject.buf = entry.schema_type.value, entry.buf
                 session.add(subject)
             await self._replace_catalog_rows(session, catalog)
             await _replace_freezes(session, catalog.freezes)

@@ -24,6 +24,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from bot.domain.approvals import UNOWNED, Decision, Policy, State, outcome
 from bot.domain.avro.paths import lineage_path
+from bot.domain.buf.breaking import subject_breaking
 from bot.domain.calendar import Kind, Scope, Status, Window
 from bot.domain.compat.analysis import Analysis, analyse
 from bot.domain.compat.classify import Mode, Verdict
@@ -39,7 +40,7 @@ from bot.services.audit import record as audit
 from bot.services.calendar import CalendarService
 from bot.services.lineage import LineageService
 from bot.services.outbox import Expand, GiveUp, Item, Outbox, Retry
-from bot.services.references import Dependent, References, UnresolvedReference
+from bot.services.references import Dependent, References, UnresolvedReference, imports_of
 from bot.services.registry import Registry
 from bot.store.database import Database
 from bot.store.models import (
@@ -142,6 +143,7 @@ class Checked:
     references: tuple[Reference, ...] = ()  # as named (or kept from the current version), in order
     referenced: tuple[dict[str, Any], ...] = ()  # the schemas behind them, dependencies first
     dependents: tuple[tuple[Dependent, Analysis], ...] = ()  # subjects that use this one's types, with the new version in
+    buf: dict[str, Any] | None = None  # a Protobuf subject's Buf verdict, when the catalog names its rules
 
     @property
     def verdict(self) -> Verdict:
@@ -283,6 +285,9 @@ class Proposals:
         checked = Checked(subject, schema_text, analysis, window_hours, tuple(pins), tuple(referenced))
         if checked.verdict.identical:
             raise ProposalError(f"no change: this schema is identical to the current version of {subject_name}", "schema")
+        if kind == "PROTOBUF" and subject.buf and history:  # Buf's side, beside the registry's: the categories the catalog names
+            current = imports_of(await self._resolve(await self.references.pins(subject_name)))
+            checked = replace(checked, buf=await off_loop(subject_breaking, history[-1], schema_text, current, imports_of(referenced), list(subject.buf)))
         dependents = []
         for dependent in await self.references.dependents(subject_name):
             theirs = substituted(dependent.proposal.referenced, subject_name, schema_text, referenced)
@@ -335,7 +340,7 @@ class Proposals:
         proposal = Proposal(
             subject_id=subject.id, proposer=proposer, schema_text=schema_text, level=str(level),
             references=ref_json(checked.references), referenced=list(checked.referenced),
-            state=State.PENDING if waits else State.APPROVED, notes=notes, schema_type=subject.format,
+            state=State.PENDING if waits else State.APPROVED, notes=notes, schema_type=subject.format, buf=checked.buf,
             findings=[f.as_json() for f in verdict.findings], impact=impact, mode=verdict.mode.value,
             backward=verdict.backward, forward=verdict.forward, teams=to_ask if waits else [],
             window_start=window_start, window_end=window_start + timedelta(hours=window_hours or 1) if window_start else None,

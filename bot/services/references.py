@@ -112,3 +112,8 @@ class References:
             if proposal is not None and any(entry.get("subject") == shared for entry in proposal.referenced):
                 found.append(Dependent(subject, proposal))
         return found
+
+
+def imports_of(referenced: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """The resolved referenced schemas by the names they are imported by (Protobuf import paths, JSON Schema URIs)."""
+    return {str(entry.get("name", "")): entry["schema"] for entry in referenced}

@@ -24,7 +24,7 @@ from bot.services.calendar import CalendarService
 from bot.services.flink import FlinkService
 from bot.services.lineage import LineageService, bump_revision
 from bot.services.outbox import Outbox
-from bot.services.references import References, UnresolvedReference
+from bot.services.references import References, UnresolvedReference, imports_of
 from bot.services.registry import Registry
 from bot.store.database import Database
 from bot.store.models import FlinkRelease, Subject, aware, utcnow
@@ -127,7 +127,7 @@ class Releases:
                 referenced = await references.resolve(await references.pins(subject))
             except UnresolvedReference:
                 referenced = []  # an import that no longer resolves: the schema's parse says which
-            approved[subject] = (row.format, history[-1].schema_text, {str(e.get("name", "")): e["schema"] for e in referenced})
+            approved[subject] = (row.format, history[-1].schema_text, imports_of(referenced))
         return await off_loop(_with_sources, report, subjects, approved)  # parses schemas: off the loop
 
     async def _registered(self, report: Report) -> dict[str, tuple[str, str]]:

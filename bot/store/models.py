@@ -37,6 +37,7 @@ class Subject(SQLModel, table=True):
     topic: str | None = Field(default=None, max_length=255)
     namespace: str | None = Field(default=None, max_length=255)
     policy: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False, default=dict))
+    buf: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False, default=list))  # Protobuf: Buf's categories or rules
     created_at: datetime = _when(nullable=False, default=utcnow)
 
 
@@ -103,6 +104,7 @@ class Proposal(SQLModel, table=True):
     # schemas as resolved when proposed, dependencies first (``subject``, ``version``, ``schema``, and ``name``, the import path
     # or URI it is named by): what was classified
     schema_type: str = Field(default="AVRO", max_length=16)  # the registry's schemaType: AVRO, PROTOBUF or JSON
+    buf: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))  # Buf's verdict: {"rules", "findings"|"error"}
 
 
 class CardCopy(SQLModel, table=True):

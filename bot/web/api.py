@@ -316,7 +316,7 @@ def _proposal_json(view: ProposalView) -> dict[str, Any]:
     return {"ok": True, "id": view.id, "subject": view.subject.name, "level": p.level, "state": p.state,
             "backward": p.backward, "forward": p.forward, "version": p.version, "teams": list(p.teams), "waiting": view.waiting(),
             "deadline": aware(p.deadline).isoformat() if p.deadline else None, "changes": p.findings, "impact": p.impact,
-            "references": p.references, "schema_type": p.schema_type}
+            "references": p.references, "schema_type": p.schema_type, "buf": p.buf}
 
 
 def _error(status: int, message: str, *, field: str | None = None, headers: dict[str, str] | None = None) -> web.Response:

@@ -5,14 +5,15 @@ Buf's: rule id, file (relative to the configuration's folder), line and column f
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import replace
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, replace
 from pathlib import PurePosixPath
+from typing import Any
 
-from bot.domain.buf.config import Module, default_modules
+from bot.domain.buf.config import Breaking, Module, default_modules, rule_ids
 from bot.domain.buf.image import Image, image_of
 from bot.domain.buf.rules import RULES, BufFinding
-from bot.domain.protobuf.compile import compile_tree
+from bot.domain.protobuf.compile import ROOT, ProtoError, compile_tree
 
 UNSTABLE = re.compile(r"v[1-9]\d*(test\w*|(p[1-9]\d*)?(alpha|beta)([1-9]\d*)?)")  # Buf's unstable package versions: v1alpha1, v2beta, v1test
 
@@ -52,3 +53,16 @@ def _image(tree: Mapping[str, str], module: Module, roots: list[str]) -> Image:
     compiled = compile_tree(tree, [module.path, *(r for r in roots if r != module.path)], [prefix + name for name in sorted(own)])
     keep = {f.name for f in compiled.file if f.name in own and not (module.breaking.ignore_unstable_packages and unstable(f.package))}
     return image_of(compiled.file, keep)
+
+
+def subject_breaking(old: str, new: str, old_refs: Mapping[str, str], new_refs: Mapping[str, str], names: Sequence[str]) -> dict[str, Any]:
+    """A subject's new version against its current one by the Buf categories or rules ``names`` (buf.yaml v2's): the
+    schema alone is the module, its imports (references, by import path) what it depends on. ``{"rules", "findings"}``,
+    or ``{"rules", "error"}`` when a side does not compile."""
+    label = ", ".join(names)
+    module = Module(".", Breaking("v2", rule_ids("v2", list(names), []), label), tuple(sorted(set(old_refs) | set(new_refs))))
+    try:
+        found = breaking({**old_refs, ROOT: old}, {**new_refs, ROOT: new}, [module])
+    except ProtoError as err:
+        return {"rules": label, "error": str(err)}
+    return {"rules": label, "findings": [asdict(f) for f in found]}

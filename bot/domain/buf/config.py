@@ -137,6 +137,11 @@ def _breaking(raw: Any, version: str, place: str, module: str) -> Breaking:
     return Breaking(version, rule_ids(version, use, excluded), label, _paths(raw.get("ignore"), f"{place}.ignore", module), only, unstable)
 
 
+def valid_names(raw: Any, version: str, place: str) -> list[str]:
+    """Rule ids and categories as a configuration of ``version`` names them; BufConfigError for anything else."""
+    return _names(raw, version, place)
+
+
 def _names(raw: Any, version: str, place: str) -> list[str]:
     if not isinstance(raw, list) or not all(isinstance(n, str) for n in raw):
         raise BufConfigError(f"{place}: expected a list of rule ids and categories")

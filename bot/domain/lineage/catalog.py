@@ -54,6 +54,7 @@ class Subject:
     schema: Any = None  # the schema file, parsed as its type
     schema_type: SchemaType = SchemaType.AVRO
     approval: dict[str, Any] = field(default_factory=dict)
+    buf: list[str] = field(default_factory=list)  # Protobuf: Buf's categories or rule ids its changes are also judged by
 
     @property
     def dataset(self) -> DatasetId:
@@ -378,7 +379,7 @@ class _Reader:
         for name, raw in subjects.items():
             place = f"subjects.{name}"
             if not isinstance(raw, dict):
-                self.problem(place, "expected a mapping (topic, owner, compatibility, channel, schema, schema_type)")
+                self.problem(place, "expected a mapping (topic, owner, compatibility, channel, schema, schema_type, buf)")
                 continue
             topic = raw.get("topic") or _topic_of(str(name))
             mode = str(raw.get("compatibility", "FULL")).upper()
@@ -391,6 +392,8 @@ class _Reader:
                 subject.schema_type = SchemaType.parse(str(raw.get("schema_type", "AVRO")))
             except ValueError as err:
                 self.problem(f"{place}.schema_type", str(err))
+            if "buf" in raw:
+                subject.buf = self.buf(raw["buf"], subject.schema_type, f"{place}.buf")
             approval = raw.get("approval") or {}
             try:
                 subject.approval = Policy.from_json(approval).as_json() if approval else {}
@@ -406,6 +409,21 @@ class _Reader:
             self.catalog.subjects[subject.name] = subject
             fields = field_paths_of(subject.schema_type, subject.schema) if subject.schema else []
             self.catalog.datasets[subject.dataset] = Dataset(subject.dataset, "topic", [owner] if owner else [], fields, subject.name)
+
+    def buf(self, raw: Any, schema_type: SchemaType, place: str) -> list[str]:
+        """A Protobuf subject's Buf categories or rule ids (``WIRE_JSON``, or a list), as buf.yaml v2 names them."""
+        from bot.domain.buf.config import BufConfigError, valid_names  # Buf's rules: only for catalogs that name them
+
+        names = [raw] if isinstance(raw, str) else raw
+        if schema_type is not SchemaType.PROTOBUF:
+            self.problem(place, "Buf's rules judge Protobuf schemas: set schema_type: PROTOBUF, or leave buf out")
+            return []
+        try:
+            valid_names(names, "v2", place)
+        except BufConfigError as err:
+            self.problem(place, str(err).removeprefix(f"{place}: "))
+            return []
+        return list(names)
 
     def datasets(self, datasets: list[Any]) -> None:
         for index, raw in enumerate(datasets):

@@ -25,6 +25,21 @@ MAX_ITEMS = 40
 MAX_UNDECLARED = 5  # undeclared groups shown with a menu each (the rest counted)
 
 
+def buf_line(buf: dict[str, Any] | None) -> list[str]:
+    """Buf's verdict beside the registry's, for a Protobuf subject whose catalog entry names Buf's rules."""
+    if not buf:
+        return []
+    if buf.get("error"):
+        return [f"Buf ({escape(buf['rules'])}): could not compare: {escape(buf['error'])}"]
+    count = len(buf.get("findings", []))
+    return [f"Buf ({escape(buf['rules'])}): " + (f":no_entry: *{count} breaking change{'s' if count != 1 else ''}*" if count else "no breaking change")]
+
+
+def _buf_finding(finding: dict[str, Any]) -> str:
+    where = f" line {finding['line']}:{finding['column']}" if finding["line"] else ""
+    return f"• `{escape(finding['rule'])}`{where} — {escape(finding['message'])}"
+
+
 def card(view: ProposalView, *, team: str | None = None, clashes: list[str] | None = None) -> Reply:
     """The card for channels (``team`` None) or for one team's members in a DM; ``clashes``: its calendar conflicts."""
     p = view.proposal
@@ -34,6 +49,7 @@ def card(view: ProposalView, *, team: str | None = None, clashes: list[str] | No
     facts = [f"{LEVEL_MARK.get(level, '')} *{level}* under {p.mode} (backward {'ok' if p.backward else 'fails'}, "
              f"forward {'ok' if p.forward else 'fails'}) · {TYPE_WORDS.get(p.schema_type, p.schema_type)} schema",
              f"Proposed by {mention(p.proposer)} · *{STATE_TEXT[view.state]}*"]
+    facts += buf_line(p.buf)
     own = p.impact.get("own_level")
     if own and own != level:
         facts.insert(1, f"Its own change is *{escape(own)}*; *{level}* for a subject that uses its types (below)")
@@ -57,6 +73,8 @@ def card(view: ProposalView, *, team: str | None = None, clashes: list[str] | No
                      + (f" and {len(p.references) - 10} more" if len(p.references) > 10 else ""))
     blocks.append(section("\n".join(facts)))
     blocks += _part("*Changes*", [f"• `{escape(f['rule'])}` `{escape(f['path'])}` — {escape(f['message'])}" for f in p.findings] or ["• no change"])
+    if p.buf and p.buf.get("findings"):
+        blocks += _part(f"*Buf's findings ({escape(p.buf['rules'])})*", [_buf_finding(f) for f in p.buf["findings"]])
     kept = len(p.impact.get("impacted", []))
     blocks += _part("*Impact*", _impact_lines(p.impact), unlisted=p.impact.get("impacted_total", kept) - kept)
     if p.impact.get("dependents"):
