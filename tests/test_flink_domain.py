@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from bot.domain.avro.parse import parse
-from bot.domain.flink.checks import Report, avro_sources, data_tables, field_lineage, read_planner, registered, states
+from bot.domain.flink.checks import Report, data_tables, field_lineage, read_planner, registered, schema_sources, states
 from bot.domain.flink.plan import lineage
 from bot.domain.flink.statements import StatementError, split
 from bot.domain.flink.types import from_avro, lossy, parse_type, read_problems
@@ -175,4 +175,4 @@ def test_an_insert_the_planner_refused_still_has_its_tables_checked() -> None:
                           {"ok": False, "error": [["x.ValidationException", "From line 1, column 24 to line 1, column 26: Column 'idx' not found"]]}]}
     report = Report("job")
     read_planner(report, statements, answer)
-    assert avro_sources(report) == ["orders"] and data_tables(report) == ["orders", "out"]  # "unused" is named by no INSERT
+    assert schema_sources(report) == ["orders"] and data_tables(report) == ["orders", "out"]  # "unused" is named by no INSERT

@@ -395,6 +395,13 @@ async def test_json_and_protobuf_sources_are_checked_against_their_subjects_as_f
                                                          "page.url, CAST(NULL AS STRING), CAST(NULL AS DECIMAL(10, 2)) FROM clicks")))[1])
     assert "reads 'avro-confluent' (Avro), but subject 'clicks-value' holds JSON Schema schemas" in wrong_format["source_schema"][0]["message"]
 
+    status, answer = await gate(slack, format_job(clicks("page ROW<url STRING>").replace("'topic' = 'clicks'", "'topic' = 'visits'"),
+                                                  "page.url, CAST(NULL AS STRING), CAST(NULL AS DECIMAL(10, 2)) FROM clicks"))
+    unchecked = [f for c in answer["checks"] for f in c["findings"] if c["check"] == "source_schema"]
+    assert [c["ok"] for c in answer["checks"] if c["check"] == "source_schema"] == [True], answer  # json needs no registry: not blocked
+    assert [f["level"] for f in unchecked] == ["warning"], answer
+    assert "topic 'visits' is read as json, but no subject describes it: its columns are not checked" in unchecked[0]["message"]
+
     def orders(columns: str) -> str:
         return (f"CREATE TABLE orders_pb ({columns}) WITH ({kafka}, 'topic' = 'orders-pb', 'format' = 'protobuf', "
                 "'protobuf.message-class-name' = 'shop.OrderOuterClass$Order');\n")

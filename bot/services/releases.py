@@ -15,7 +15,7 @@ from sqlmodel import col, select
 
 from bot.domain.avro.parse import SchemaError, parse
 from bot.domain.calendar import CalendarError, Scope
-from bot.domain.flink.checks import Finding, Report, data_tables, field_lineage, read_planner, registered, schema_sources, source_schemas, states
+from bot.domain.flink.checks import SCHEMA_FORMATS, Finding, Report, data_tables, field_lineage, read_planner, registered, schema_sources, source_schemas, states
 from bot.domain.flink.statements import Statement, StatementError, split
 from bot.domain.flink.status import FlinkError
 from bot.flink.planner import Planner, PlannerUnavailable
@@ -106,7 +106,7 @@ class Releases:
         return report
 
     async def _sources(self, report: Report) -> Report:
-        subjects: dict[str, str] = {}
+        subjects: dict[str, str | None] = {}
         async with self.db.session() as session:
             for name in schema_sources(report):
                 table = report.tables[name]
@@ -114,10 +114,12 @@ class Releases:
                 if named is None:
                     declared = (await session.exec(select(Subject).where(Subject.topic == table.topic).order_by(col(Subject.id)))).first()
                     named = declared.name if declared is not None else f"{table.topic}-value"
+                    if declared is None and SCHEMA_FORMATS[table.value_format] != "AVRO" and await self.registry.subject(named) is None:
+                        named = None  # json and protobuf read without a registry: a topic no subject describes is not checked
                 subjects[name] = named
         approved: dict[str, tuple[str, str, dict[str, str]] | None] = {}
         references = References(self.db, self.registry, None)
-        for subject in set(subjects.values()):
+        for subject in {s for s in subjects.values() if s is not None}:
             history = await self.registry.history(subject)
             row = await self.registry.subject(subject)
             if not history or row is None:
@@ -209,7 +211,7 @@ def _with_states(report: Report, new: dict[str, str], old: dict[str, str] | None
     return report
 
 
-def _with_sources(report: Report, subjects: dict[str, str], approved: dict[str, tuple[str, str, dict[str, str]] | None]) -> Report:
+def _with_sources(report: Report, subjects: dict[str, str | None], approved: dict[str, tuple[str, str, dict[str, str]] | None]) -> Report:
     source_schemas(report, subjects, approved)
     return report
 

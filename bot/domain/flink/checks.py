@@ -202,14 +202,18 @@ def _insert(report: Report, statement: Statement, result: dict[str, Any], merged
                 report.checks["sink"].append(Finding(f"'{path}': a cast of {reason}", target, cast.column, statement.line, statement.column))
 
 
-def source_schemas(report: Report, subjects: dict[str, str], approved: dict[str, tuple[str, str, dict[str, str]] | None]) -> None:
+def source_schemas(report: Report, subjects: dict[str, str | None], approved: dict[str, tuple[str, str, dict[str, str]] | None]) -> None:
     """Check 1: each Kafka source read with a schema's format (Avro, Protobuf, JSON), against its subject's approved schema.
 
-    ``subjects``: source table -> subject (the service resolves it); ``approved``: subject -> the newest approved version's
-    type, text and referenced schemas (by import path or URI)."""
+    ``subjects``: source table -> subject (the service resolves it; None: a json or protobuf topic no subject describes);
+    ``approved``: subject -> the newest approved version's type, text and referenced schemas (by import path or URI)."""
     for name, subject in sorted(subjects.items()):
         table = report.tables[name]
         found = report.checks["source_schema"]
+        if subject is None:
+            found.append(Finding(f"topic '{table.topic}' is read as {table.value_format}, but no subject describes it: its columns are not checked "
+                                 "(declare the topic's subject in the catalog, with its schema_type)", name, None, table.line, 1, "warning"))
+            continue
         stored = approved.get(subject)
         if stored is None:
             found.append(Finding(f"topic '{table.topic}' has no approved schema under subject '{subject}': propose it before a job reads it",
