@@ -15,7 +15,18 @@ from sqlmodel import col, select
 
 from bot.domain.avro.parse import SchemaError, parse
 from bot.domain.calendar import CalendarError, Scope
-from bot.domain.flink.checks import SCHEMA_FORMATS, Finding, Report, data_tables, field_lineage, read_planner, registered, schema_sources, source_schemas, states
+from bot.domain.flink.checks import (
+    SCHEMA_FORMATS,
+    Finding,
+    Report,
+    data_tables,
+    field_lineage,
+    read_planner,
+    registered,
+    schema_sources,
+    source_schemas,
+    states,
+)
 from bot.domain.flink.statements import Statement, StatementError, split
 from bot.domain.flink.status import FlinkError
 from bot.flink.planner import Planner, PlannerUnavailable
