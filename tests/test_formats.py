@@ -58,6 +58,25 @@ def test_protobuf_fields_by_number_with_the_registrys_verdict_each_way() -> None
     assert found(renamed) == {("FIELD_NAME_CHANGED", "Order.count"): "compatible"}
 
 
+def test_a_field_number_taken_again_after_its_field_was_deleted_is_found_across_the_history() -> None:
+    """v1 has `int32 quantity = 2`; v2 deletes it without reserving 2; v3 takes 2 for a string. Against v2 alone (what the
+    registry's BACKWARD compares) v3 only adds a field; the history says old data reads as the wrong field."""
+    v1, v2 = proto(ORDER), proto(ORDER.replace("int32 quantity = 2;", ""))
+    v3 = proto(ORDER.replace("int32 quantity = 2;", "string coupon = 2;"))
+    history = [parse_schema(P, v1), parse_schema(P, v2)]
+    reused = classify_schemas(P, history, parse_schema(P, v3), Mode.BACKWARD)
+    assert found(reused) == {("FIELD_ADDED", "Order.coupon"): "safe", ("FIELD_NUMBER_REUSED", "Order.coupon"): "breaking"}
+    assert reused.backward and reused.forward  # the registry accepts it: the verdict says so, and the finding why it breaks anyway
+    [finding] = [f for f in reused.findings if f.rule == "FIELD_NUMBER_REUSED"]
+    assert "takes number 2, which was quantity (int32) in version 1 until it was deleted" in finding.message
+    same = classify_schemas(P, history, parse_schema(P, proto(ORDER.replace("int32 quantity = 2;", "int32 quantity = 2;\n  string note = 4;"))),
+                            Mode.BACKWARD)
+    assert ("FIELD_NUMBER_REUSED", "Order.quantity") not in found(same)  # the same field back: no reuse
+    reserved = proto(ORDER.replace("int32 quantity = 2;", "reserved 2;"))
+    unreserved = classify_schemas(P, [parse_schema(P, v1), parse_schema(P, reserved)], parse_schema(P, v2), Mode.BACKWARD)
+    assert found(unreserved) == {("FIELD_NUMBER_UNRESERVED", "Order"): "compatible"}
+
+
 def test_protobuf_messages_and_packages_follow_the_registrys_direction() -> None:
     extra = ORDER + "\nmessage Refund { string id = 1; }"
     added = {mode: verdict(P, proto(ORDER), proto(extra), mode) for mode in (Mode.BACKWARD, Mode.FORWARD)}

@@ -16,11 +16,13 @@ S = TypeVar("S")
 
 
 def classify_both_ways(history: Sequence[S], new: S, mode: Mode, differences: Callable[[S, S], Sequence[Difference]],
-                       compatible: Collection[str], schema_type: str) -> Verdict:
-    """Classify ``new`` against ``history`` (oldest first; the last is the current version)."""
+                       compatible: Collection[str], schema_type: str, across: Callable[[Sequence[S], S], list[Change]] | None = None) -> Verdict:
+    """Classify ``new`` against ``history`` (oldest first; the last is the current version). ``across``: what the format
+    finds only across the whole history (the registry never sees it: it breaks no direction the registry checks)."""
     if not history:
         return Verdict(Level.SAFE, True, True, (), mode, first_version=True)
     changes = _changes(differences(history[-1], new), differences(new, history[-1]), compatible, None, schema_type)
+    changes += across(history, new) if across is not None else []
     if not changes:  # nothing either way: the same schema, or one written differently (comments, options, order)
         return Verdict(Level.SAFE, True, True, (), mode, identical=getattr(history[-1], "canonical", None) == getattr(new, "canonical", ""))
     if mode.transitive:

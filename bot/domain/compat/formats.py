@@ -65,8 +65,9 @@ def classify_schemas(schema_type: SchemaType, history: Sequence[Any], new: Any, 
     """Classify ``new`` against ``history`` (oldest first), parsed by :func:`parse_schema` for ``schema_type``."""
     if schema_type is SchemaType.PROTOBUF:
         from bot.domain.protobuf import diff as proto_diff
+        from bot.domain.protobuf.history import history_changes
 
-        return classify_both_ways(history, new, mode, proto_diff.differences, proto_diff.COMPATIBLE, "PROTOBUF")
+        return classify_both_ways(history, new, mode, proto_diff.differences, proto_diff.COMPATIBLE, "PROTOBUF", history_changes)
     if schema_type is SchemaType.JSON:
         from bot.domain.jsonschema import diff as json_diff
 

@@ -174,6 +174,12 @@ CATALOGUE += (
     Rule("FIELD_NUMBER_NOT_RESERVED", COMPATIBLE, "a deleted field's number or name is not reserved",
          "Field {path} was deleted without reserving its {detail}: a later field may take it and misread old data "
          "(add `reserved`). The registry does not check this.", PROTOBUF),
+    Rule("FIELD_NUMBER_REUSED", BREAKING, "a field number that meant another field in an earlier version is taken again",
+         "{path} takes number {detail}, which was {old} until it was deleted: data still in the topic from then reads as {new} "
+         "(reserve deleted numbers; use a new one). Neither the registry nor Buf sees this: it takes the subject's whole history.", PROTOBUF),
+    Rule("FIELD_NUMBER_UNRESERVED", COMPATIBLE, "a reserved field number is no longer reserved",
+         "{path} no longer reserves {detail}: a later field may take a number whose old data is still in the topic. "
+         "The registry does not check this.", PROTOBUF),
     Rule("FIELD_TYPE_CHANGED_SAME_WIRE", COMPATIBLE, "a scalar type changed within one wire encoding",
          "{path} changed from {old} to {new}: the wire reads it, but values outside the new type's range are truncated or change sign "
          "(the language guide's compatible groups). The registry does not check this.", PROTOBUF),
