@@ -15,7 +15,7 @@ BENCH = Path(__file__).resolve().parents[1] / "bench"
 SMOKE = {
     "classify.py": ["--smoke"], "impact.py": ["--smoke"], "ack_latency.py": ["--smoke"], "cli_start.py": ["--runs", "2"],
     "sli_ingest.py": ["--samples", "300", "--alerts", "2"], "replay.py": ["--messages", "600", "--rounds", "1"],
-    "census.py": ["--groups", "30"], "flink_gate.py": ["--checks", "2"],
+    "census.py": ["--groups", "30"], "flink_gate.py": ["--checks", "2"], "formats.py": ["--smoke"],
 }
 
 

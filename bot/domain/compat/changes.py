@@ -30,7 +30,7 @@ class Change:
 @dataclass(slots=True)
 class Difference:
     """What the Protobuf and JSON Schema walks report, in one direction: its rule (the registry's name), the element it
-    is about (the same key whichever way the walk goes), where people read it, and where in the source when known."""
+    is about (the same key whichever way the walk goes), and where people read it."""
 
     rule: str
     key: tuple[str, ...]
@@ -38,5 +38,3 @@ class Difference:
     old: str = ""
     new: str = ""
     detail: str = ""
-    line: int = 0
-    column: int = 0

@@ -31,12 +31,13 @@ def compile_proto(text: str, refs: Mapping[str, str] | None = None) -> Any:
             raise ProtoError(f"reference {name!r}: an import path such as 'common/address.proto' (relative, ending in .proto)")
     if ROOT in refs:
         raise ProtoError(f"reference {ROOT!r}: that name is the schema's own; name the import as the schema imports it")
-    return compile_tree({**refs, ROOT: text}, ["."], [ROOT])
+    return compile_tree({**refs, ROOT: text}, ["."], [ROOT], source_info=False)
 
 
-def compile_tree(tree: Mapping[str, str], roots: Sequence[str], inputs: Sequence[str]) -> Any:
+def compile_tree(tree: Mapping[str, str], roots: Sequence[str], inputs: Sequence[str], *, source_info: bool = True) -> Any:
     """The ``FileDescriptorSet`` of the ``inputs`` (paths in ``tree``) and of everything they import, each file named by
-    its path under the first of ``roots`` (folders of ``tree``) that holds it, as protoc names files by its ``-I``."""
+    its path under the first of ``roots`` (folders of ``tree``) that holds it, as protoc names files by its ``-I``;
+    ``source_info``: with each element's position in its file (what Buf's findings need)."""
     from google.protobuf import descriptor_pb2  # imported here: what the Avro-only paths (and the CLI's start) never pay
     from grpc_tools import protoc
 
@@ -48,7 +49,7 @@ def compile_tree(tree: Mapping[str, str], roots: Sequence[str], inputs: Sequence
             target.write_text(body, encoding="utf-8")
         out = Path(folder, "out.pb")
         argv = ["protoc", *(f"-I{Path(folder, root)}" for root in roots), f"-I{PROVIDED}", f"-I{well_known}", "--include_imports",
-                "--include_source_info", f"--descriptor_set_out={out}", *(str(Path(folder, name)) for name in inputs)]
+                *(["--include_source_info"] if source_info else []), f"--descriptor_set_out={out}", *(str(Path(folder, name)) for name in inputs)]
         code, errors = _run(protoc.main, argv)
         if code != 0 or not out.exists():
             raise ProtoError(_message(errors, folder, roots) or f"protoc refused the schema (exit {code})")

@@ -8,7 +8,7 @@ wire-compatible edits that change the JSON encoding."""
 from __future__ import annotations
 
 from bot.domain.compat.changes import Difference
-from bot.domain.protobuf.model import ProtoField, ProtoMessage, ProtoSchema
+from bot.domain.protobuf.model import ProtoField, ProtoSchema
 
 COMPATIBLE = frozenset({
     "MESSAGE_ADDED", "MESSAGE_MOVED", "ENUM_ADDED", "ENUM_REMOVED", "ENUM_CONST_ADDED", "ENUM_CONST_CHANGED", "ENUM_CONST_REMOVED",
@@ -39,8 +39,8 @@ class _Diff:
         self.types(self.o.own, self.u.own)
         return self.found
 
-    def add(self, rule: str, key: tuple[str, ...], path: str, old: str = "", new: str = "", detail: str = "", at: ProtoField | ProtoMessage | None = None) -> None:
-        self.found.append(Difference(rule, key, path, old, new, detail, at.line if at else 0, at.column if at else 0))
+    def add(self, rule: str, key: tuple[str, ...], path: str, old: str = "", new: str = "", detail: str = "") -> None:
+        self.found.append(Difference(rule, key, path, old, new, detail))
 
     def types(self, original: list[str], update: list[str]) -> None:
         """Messages and enums side by side, by their names without the package."""
@@ -49,13 +49,13 @@ class _Diff:
         for name in sorted(set(o_messages) | set(u_messages)):
             old, new = o_messages.get(name), u_messages.get(name)
             if new is None:
-                self.add("MESSAGE_REMOVED", ("message", name), self.o.path_of(str(old)), detail=name, at=self.o.messages[str(old)])
+                self.add("MESSAGE_REMOVED", ("message", name), self.o.path_of(str(old)), detail=name)
             elif old is None:
-                self.add("MESSAGE_ADDED", ("message", name), self.u.path_of(new), detail=name, at=self.u.messages[new])
+                self.add("MESSAGE_ADDED", ("message", name), self.u.path_of(new), detail=name)
             else:
                 self.message(old, new)
                 if self.o.messages[old].index != self.u.messages[new].index:
-                    self.add("MESSAGE_MOVED", ("moved", name), self.u.path_of(new), detail=name, at=self.u.messages[new])
+                    self.add("MESSAGE_MOVED", ("moved", name), self.u.path_of(new), detail=name)
         o_enums = {self.o.enums[n].name: n for n in original if n in self.o.enums}
         u_enums = {self.u.enums[n].name: n for n in update if n in self.u.enums}
         for name in sorted(set(o_enums) | set(u_enums)):
@@ -103,9 +103,9 @@ class _Diff:
                     moved_in += 1
             if len(groups) > 1:
                 rule = "MULTIPLE_FIELDS_MOVED_TO_ONEOF" if moved_in > 1 else "FIELD_MOVED_TO_EXISTING_ONEOF"
-                self.add(rule, ("oneof_members", um.name, oneof), f"{base}.{oneof}", detail=oneof, at=um)
+                self.add(rule, ("oneof_members", um.name, oneof), f"{base}.{oneof}", detail=oneof)
         for oneof in sorted(set(om.oneofs) ^ set(um.oneofs)):
-            self.add("ONEOF_REMOVED" if oneof in om.oneofs else "ONEOF_ADDED", ("oneof", um.name, oneof), f"{base}.{oneof}", detail=oneof, at=um)
+            self.add("ONEOF_REMOVED" if oneof in om.oneofs else "ONEOF_ADDED", ("oneof", um.name, oneof), f"{base}.{oneof}", detail=oneof)
         for number in sorted(set(om.fields) | set(um.fields)):
             old, new = om.fields.get(number), um.fields.get(number)
             key = ("field", um.name, str(number))
@@ -113,23 +113,23 @@ class _Diff:
                 path = f"{base}.{old.name}"
                 if old.oneof:
                     if old.oneof not in gone_oneofs:
-                        self.add("ONEOF_FIELD_REMOVED", key, path, detail=f"{old.name} = {number} of {old.oneof}", at=um)
+                        self.add("ONEOF_FIELD_REMOVED", key, path, detail=f"{old.name} = {number} of {old.oneof}")
                 else:
-                    self.add("REQUIRED_FIELD_REMOVED" if old.label == "required" else "FIELD_REMOVED", key, path, _shown(old), detail=str(number), at=um)
+                    self.add("REQUIRED_FIELD_REMOVED" if old.label == "required" else "FIELD_REMOVED", key, path, _shown(old), detail=str(number))
                 if not um.reserves(number) or old.name not in um.reserved_names:
                     missing = [what for what, kept in ((f"number {number}", um.reserves(number)), (f'name "{old.name}"', old.name in um.reserved_names))
                                if not kept]
-                    self.add("FIELD_NUMBER_NOT_RESERVED", ("reserved", um.name, str(number)), path, detail=" and ".join(missing), at=um)
+                    self.add("FIELD_NUMBER_NOT_RESERVED", ("reserved", um.name, str(number)), path, detail=" and ".join(missing))
             elif old is None and new is not None:
                 path = f"{base}.{new.name}"
                 if new.oneof:
-                    self.add("ONEOF_FIELD_ADDED", key, path, new=_shown(new), detail=new.oneof, at=new)
+                    self.add("ONEOF_FIELD_ADDED", key, path, new=_shown(new), detail=new.oneof)
                 else:
-                    self.add("REQUIRED_FIELD_ADDED" if new.label == "required" else "FIELD_ADDED", key, path, new=_shown(new), detail=str(number), at=new)
+                    self.add("REQUIRED_FIELD_ADDED" if new.label == "required" else "FIELD_ADDED", key, path, new=_shown(new), detail=str(number))
             elif old is not None and new is not None:
                 path = f"{base}.{new.name}"
                 if old.oneof and not new.oneof:
-                    self.add("ONEOF_FIELD_MOVED_TO_TOP_LEVEL", ("to_top", um.name, str(number)), path, detail=old.oneof, at=new)
+                    self.add("ONEOF_FIELD_MOVED_TO_TOP_LEVEL", ("to_top", um.name, str(number)), path, detail=old.oneof)
                 self.field(old, new, key, path)
         compatible = all(d.rule in COMPATIBLE for d in self.found[before:])
         self.done[(original, update)] = compatible
@@ -137,36 +137,35 @@ class _Diff:
         return compatible
 
     def _nested(self, schema: ProtoSchema, message: str) -> list[str]:
-        return [n for n in schema.messages if n.startswith(message + ".") and "." not in n[len(message) + 1:]] + \
-               [n for n in schema.enums if n.startswith(message + ".") and "." not in n[len(message) + 1:]]
+        return schema.own_nested.get(message, [])
 
     def field(self, old: ProtoField, new: ProtoField, key: tuple[str, ...], path: str) -> None:
         if old.name != new.name:
-            self.add("FIELD_NAME_CHANGED", ("name", *key[1:]), path, old.name, new.name, str(new.number), at=new)
+            self.add("FIELD_NAME_CHANGED", ("name", *key[1:]), path, old.name, new.name, str(new.number))
         self.kinds(old, new, key, path, old.label, new.label)
 
     def kinds(self, old: ProtoField, new: ProtoField, key: tuple[str, ...], path: str, old_label: str | None, new_label: str | None) -> None:
         o_kind, u_kind = _kind(old), _kind(new)
         if o_kind != u_kind:
-            self.add("FIELD_KIND_CHANGED", ("kind", *key[1:]), path, _shown(old), _shown(new), at=new)
+            self.add("FIELD_KIND_CHANGED", ("kind", *key[1:]), path, _shown(old), _shown(new))
         elif o_kind == "scalar":
             o_scalar, u_scalar = _scalar(old), _scalar(new)
             if o_scalar != u_scalar:
-                self.add("FIELD_SCALAR_KIND_CHANGED", ("scalar", *key[1:]), path, _shown(old), _shown(new), at=new)
+                self.add("FIELD_SCALAR_KIND_CHANGED", ("scalar", *key[1:]), path, _shown(old), _shown(new))
             else:
                 if old_label and new_label and old_label != new_label:
                     rule = "FIELD_STRING_OR_BYTES_LABEL_CHANGED" if o_scalar == "text" else "FIELD_NUMERIC_LABEL_CHANGED"
-                    self.add(rule, ("label", *key[1:]), path, old_label, new_label, at=new)
+                    self.add(rule, ("label", *key[1:]), path, old_label, new_label)
                 if old.type != new.type and old.kind == new.kind == "scalar":
                     json_changed = (old.type in JSON_STRINGS) != (new.type in JSON_STRINGS)
                     rule = "FIELD_JSON_CHANGED" if json_changed else "FIELD_TYPE_CHANGED_SAME_WIRE"
-                    self.add(rule, ("json", *key[1:]), path, old.type, new.type, at=new)
+                    self.add(rule, ("json", *key[1:]), path, old.type, new.type)
         elif o_kind == "message":
             o_name, u_name = self.o.local(old.type), self.u.local(new.type)
             if o_name != u_name:
-                self.add("FIELD_NAMED_TYPE_CHANGED", ("named", *key[1:]), path, o_name, u_name, f"its type changed from {o_name} to {u_name}", at=new)
+                self.add("FIELD_NAMED_TYPE_CHANGED", ("named", *key[1:]), path, o_name, u_name, f"its type changed from {o_name} to {u_name}")
             elif not self.message(old.type, new.type):
-                self.add("FIELD_NAMED_TYPE_CHANGED", ("named", *key[1:]), path, o_name, u_name, f"its type {u_name} changed incompatibly", at=new)
+                self.add("FIELD_NAMED_TYPE_CHANGED", ("named", *key[1:]), path, o_name, u_name, f"its type {u_name} changed incompatibly")
         elif o_kind == "map":
             o_entry, u_entry = self.o.messages[old.type], self.u.messages[new.type]
             for number, part in ((1, "key"), (2, "value")):

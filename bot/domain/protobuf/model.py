@@ -1,6 +1,6 @@
 """A Protobuf schema as the classifier walks it: the root file's package, its messages and enums (nested ones by
-their full names), and every type its imports define (a field's type resolves through them), each with the line and
-column protoc gives. Paths read like Avro's: ``Order.items[].price`` from the first message that reaches a field."""
+their full names), and every type its imports define (a field's type resolves through them). Paths read like Avro's:
+``Order.items[].price`` from the first message that reaches a field."""
 
 from __future__ import annotations
 
@@ -29,8 +29,6 @@ class ProtoField:
     type: str
     kind: str  # scalar, enum, message or map
     oneof: str | None  # a real oneof (proto3 ``optional`` makes none)
-    line: int = 0
-    column: int = 0
 
 
 @dataclass(slots=True)
@@ -46,8 +44,6 @@ class ProtoMessage:
     map_entry: bool = False
     index: int = 0  # its position among the types beside it
     file: str = ROOT
-    line: int = 0
-    column: int = 0
 
     def reserves(self, number: int) -> bool:
         """Whether ``number`` is reserved in this message."""
@@ -104,46 +100,40 @@ def parse_proto(text: str, refs: dict[str, str] | None = None) -> ProtoSchema:
     own: list[str] = []
     own_nested: dict[str, list[str]] = {}
     for file in files:
-        where = _locations(file) if file.name == ROOT else {}
         prefix = f"{file.package}." if file.package else ""
         for index, message in enumerate(file.message_type):
-            _message(message, prefix, "", (4, index), where, messages, enums, own_nested, file.name, index)
+            _message(message, prefix, "", messages, enums, own_nested, file.name, index)
             if file.name == ROOT:
                 own.append(prefix + message.name)
         for enum in file.enum_type:
             enums[prefix + enum.name] = ProtoEnum(prefix + enum.name, enum.name, {v.number: v.name for v in enum.value}, file.name)
             if file.name == ROOT:
                 own.append(prefix + enum.name)
-    bare = descriptor_pb2.FileDescriptorProto()
-    bare.CopyFrom(root)
-    bare.ClearField("source_code_info")
-    schema = ProtoSchema(root.package, root.syntax or "proto2", messages, enums, own, own_nested,
-                         canonical=bare.SerializeToString(deterministic=True) + b"".join(f.SerializeToString(deterministic=True) for f in files[:-1]))
+    schema = ProtoSchema(root.package, root.syntax or "proto2", messages, enums, own, own_nested,  # compiled without positions: the same
+                         canonical=b"".join(f.SerializeToString(deterministic=True) for f in [root, *files[:-1]]))  # schema however written
     schema.paths = _paths(schema)
     return schema
 
 
-def _message(proto: descriptor_pb2.DescriptorProto, package: str, parent: str, at: tuple[int, ...], where: dict[tuple[int, ...], tuple[int, int]],
+def _message(proto: descriptor_pb2.DescriptorProto, package: str, parent: str,
              messages: dict[str, ProtoMessage], enums: dict[str, ProtoEnum], nested: dict[str, list[str]], file: str, index: int) -> None:
     name = f"{parent}.{proto.name}" if parent else proto.name
     full = package + name
-    line, column = where.get(at, (0, 0))
-    message = ProtoMessage(full, name, map_entry=proto.options.map_entry, index=index, file=file, line=line, column=column,
+    message = ProtoMessage(full, name, map_entry=proto.options.map_entry, index=index, file=file,
                            reserved_numbers=[(r.start, r.end) for r in proto.reserved_range], reserved_names=list(proto.reserved_name))
     real = [o.name for i, o in enumerate(proto.oneof_decl) if not any(f.proto3_optional and f.oneof_index == i and f.HasField("oneof_index")
                                                                       for f in proto.field)]
     message.oneofs = real
-    for position, field_proto in enumerate(proto.field):
+    for field_proto in proto.field:
         type_name = field_proto.type_name.lstrip(".")
         kind = "scalar" if field_proto.type in SCALARS else "enum" if field_proto.type == D.TYPE_ENUM else "message"
         oneof = proto.oneof_decl[field_proto.oneof_index].name if field_proto.HasField("oneof_index") and not field_proto.proto3_optional else None
-        field_line, field_column = where.get((*at, 2, position), (0, 0))
         message.fields[field_proto.number] = ProtoField(field_proto.number, field_proto.name, field_proto.json_name, LABELS[field_proto.label],
-                                                        SCALARS.get(field_proto.type, type_name), kind, oneof, field_line, field_column)
+                                                        SCALARS.get(field_proto.type, type_name), kind, oneof)
     messages[full] = message
     nested[full] = []
     for position, inner in enumerate(proto.nested_type):
-        _message(inner, package, name, (*at, 3, position), where, messages, enums, nested, file, position)
+        _message(inner, package, name, messages, enums, nested, file, position)
         if not inner.options.map_entry:
             nested[full].append(f"{full}.{inner.name}")
     for inner_enum in proto.enum_type:
@@ -154,11 +144,6 @@ def _message(proto: descriptor_pb2.DescriptorProto, package: str, parent: str, a
         entry = messages.get(item.type)
         if item.kind == "message" and entry is not None and entry.map_entry:
             item.kind = "map"
-
-
-def _locations(file: descriptor_pb2.FileDescriptorProto) -> dict[tuple[int, ...], tuple[int, int]]:
-    """Source positions by descriptor path (1-based line and column)."""
-    return {tuple(loc.path): (loc.span[0] + 1, loc.span[1] + 1) for loc in file.source_code_info.location if loc.span}
 
 
 def _paths(schema: ProtoSchema) -> dict[str, str]:
