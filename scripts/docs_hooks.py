@@ -1,6 +1,6 @@
 """MkDocs hooks: the pages made from the code. A page's ``<!-- generated: rules -->`` becomes the classification rules as
 ``bot rules --format markdown`` prints them, ``<!-- generated: cli -->`` the reference of every ``bot`` command from its
-argparse parsers, and ``<!-- generated: http -->`` the table of the routes the bot mounts, so none is ever copied by hand."""
+argparse parsers, and ``<!-- generated: buf-rules -->`` Buf's breaking rules with their categories, ``<!-- generated: http -->`` the table of the routes the bot mounts, so none is ever copied by hand."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import functools
 from typing import Any
 
 from bot.cli import _parser
+from bot.cli.buf import rules_markdown as buf_rules_markdown
 from bot.domain.compat.report import rules_markdown
 from bot.web import pagerduty
 from bot.web.api import ENDPOINTS
@@ -17,8 +18,8 @@ from bot.web.server import SERVED
 
 def on_page_markdown(markdown: str, **_: Any) -> str:
     """Fill the markers of a page."""
-    for marker, make in (("<!-- generated: rules -->", rules_markdown), ("<!-- generated: cli -->", cli_reference),
-                         ("<!-- generated: http -->", http_reference)):
+    for marker, make in (("<!-- generated: rules -->", rules_markdown), ("<!-- generated: buf-rules -->", buf_rules_markdown),
+                         ("<!-- generated: cli -->", cli_reference), ("<!-- generated: http -->", http_reference)):
         if marker in markdown:
             markdown = markdown.replace(marker, make())
     return markdown

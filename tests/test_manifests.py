@@ -57,6 +57,9 @@ def test_the_rules_page_is_generated_from_the_catalogue() -> None:
     assert "| `FIELD_ADDED_WITH_DEFAULT` |" not in page  # never copied by hand
     built = on_page_markdown(page)
     assert all(f"| `{rule.id}` | {rule.level} |" in built for rule in CATALOGUE)
+    from bot.domain.buf.rules import RULES as BUF_RULES
+
+    assert all(f"| `{rule_id}` |" in built for rule_id in BUF_RULES) and "| `FIELD_WIRE_COMPATIBLE_TYPE` | — | WIRE | WIRE |" in built
     reference = on_page_markdown((ROOT / "docs" / "reference" / "cli.md").read_text())
     assert "## `bot backfill`" in reference and "--all-topics" in reference and "### `bot ops undo`" in reference  # subcommands too
     from bot.web.api import ENDPOINTS

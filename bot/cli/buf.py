@@ -54,20 +54,31 @@ def run_folders(args: argparse.Namespace, previous: Path, current: Path, fail_on
 
 def run_rules(args: argparse.Namespace) -> int:
     """``bot rules --buf``: each rule, its categories per version, its purpose."""
-    rows: list[dict[str, Any]] = [{"id": r.id, "categories": {v: list(r.categories[v]) for v in VERSIONS if v in r.categories}, "purpose": r.purpose}
-            for r in sorted(RULES.values(), key=lambda r: r.id)]
+    rows = rule_rows()
     if args.format == "json":
         print(json.dumps(rows, indent=2))
     elif args.format == "markdown":
-        print("| rule | " + " | ".join(VERSIONS) + " | purpose |\n|---|" + "---|" * len(VERSIONS) + "---|")
-        for row in rows:
-            cells = [", ".join(row["categories"].get(v, ["—"])) or "(none)" for v in VERSIONS]
-            print(f"| `{row['id']}` | " + " | ".join(cells) + f" | {row['purpose']} |")
+        print(rules_markdown())
     else:
         for row in rows:
             print(f"{row['id']:<50} {' '.join(row['categories'].get('v2', [])) or '-':<28} {row['purpose']}")
         print(f"\ncategories: {', '.join(CATEGORIES)} (as in buf.yaml v2; `--format json` gives every version's)")
     return 0
+
+
+def rule_rows() -> list[dict[str, Any]]:
+    """Buf's rules by id: categories per configuration version, purpose."""
+    return [{"id": r.id, "categories": {v: list(r.categories[v]) for v in VERSIONS if v in r.categories}, "purpose": r.purpose}
+            for r in sorted(RULES.values(), key=lambda r: r.id)]
+
+
+def rules_markdown() -> str:
+    """The rules as a table (the docs' rules page is made from it)."""
+    lines = ["| rule | " + " | ".join(VERSIONS) + " | purpose |", "|---|" + "---|" * len(VERSIONS) + "---|"]
+    for row in rule_rows():
+        cells = [", ".join(row["categories"][v]) or "(none)" if v in row["categories"] else "—" for v in VERSIONS]
+        lines.append(f"| `{row['id']}` | " + " | ".join(cells) + f" | {row['purpose']} |")
+    return "\n".join(lines)
 
 
 def _tree(folder: Path) -> dict[str, str]:
