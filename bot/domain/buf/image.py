@@ -147,14 +147,23 @@ class Image:
     enums: dict[str, Enum] = field(default_factory=dict)
     services: dict[str, Service] = field(default_factory=dict)
     extensions: dict[tuple[str, int], Field] = field(default_factory=dict)
+    by_file: dict[str, tuple[dict[str, Message], dict[str, Enum], dict[str, Service], dict[str, Field]]] = field(default_factory=dict)
 
     def in_file(self, path: str) -> tuple[dict[str, Message], dict[str, Enum], dict[str, Service], dict[str, Field]]:
-        """One file's messages and enums by nested name, services by name, extensions by nested name."""
-        messages = {m.nested: m for m in self.messages.values() if m.file.path == path}
-        enums = {e.nested: e for e in self.enums.values() if e.file.path == path}
-        services = {s.name: s for s in self.services.values() if s.file.path == path}
-        extensions = {_nested(f): f for f in self.extensions.values() if f.file.path == path}
-        return messages, enums, services, extensions
+        """One file's messages and enums by nested name, services by name, extensions by nested name (every file's
+        indexed in one pass, on the first question: the rules ask once per file and per deleted element)."""
+        if not self.by_file:
+            for path_of in self.files:
+                self.by_file[path_of] = ({}, {}, {}, {})
+            for message in self.messages.values():
+                self.by_file[message.file.path][0][message.nested] = message
+            for enum in self.enums.values():
+                self.by_file[enum.file.path][1][enum.nested] = enum
+            for service in self.services.values():
+                self.by_file[service.file.path][2][service.name] = service
+            for extension in self.extensions.values():
+                self.by_file[extension.file.path][3][_nested(extension)] = extension
+        return self.by_file.get(path, ({}, {}, {}, {}))
 
     def packages(self) -> dict[str, list[ProtoFile]]:
         """Files by package."""
