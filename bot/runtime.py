@@ -42,6 +42,7 @@ from bot.services.proposals import REGISTER, Proposals
 from bot.services.registry import Registry as SubjectRegistry
 from bot.services.releases import Releases
 from bot.services.sli import SLI_EVENT, SliService
+from bot.services.transitions import Transitions
 from bot.slack.app import add_listeners, create_app
 from bot.slack.calendar.commands import CalendarCommands
 from bot.slack.client import SlackConnections
@@ -59,6 +60,8 @@ from bot.slack.readers.actions import Readers
 from bot.slack.sli.actions import AlertActions
 from bot.slack.sli.commands import SliCommands
 from bot.slack.sli.delivery import SliDelivery
+from bot.slack.transitions.commands import TransitionSlack
+from bot.slack.transitions.delivery import TransitionDelivery
 from bot.store import migrate
 from bot.store.database import Database
 from bot.store.models import utcnow
@@ -68,7 +71,8 @@ from bot.web.server import build_web_app
 log = logging.getLogger(__name__)
 SWEEP_SECONDS = 30  # reminders and expiries are claimed in the database; any replica may run the sweep
 SLI_SWEEP_SECONDS = 15  # no data, alert reminders, silences running out
-OPS_SWEEP_SECONDS = 10  # replays whose bot went quiet are looked for this often
+OPS_SWEEP_SECONDS = 10
+TRANSITION_SWEEP_SECONDS = 5  # a transition moves on when its step is registered or its last reader moved: seen within seconds  # replays whose bot went quiet are looked for this often
 
 
 class Bot:
@@ -109,28 +113,35 @@ class Bot:
         self.health = HealthService(self.db, self.lineage, self.sli, self.census, self.outbox, bool(config.schema_registry_url),
                                     bool(config.kafka_bootstrap_servers), config.changes_channel, clock)
         health = HealthSlack(self.connections.client(retries=False), self.health)
+        self.transitions = Transitions(self.db, self.proposals, self.lineage, self.calendar, self.outbox,
+                                       readers=self.census if config.kafka_bootstrap_servers else None, clock=clock)
         self.releases = Releases(self.db, self.lineage, self.registry, self.calendar, self.outbox, self.planner, config.flink_version, clock,
-                                 self.flink)
+                                 self.flink, self.transitions.gate)
         self.pagers = ReceiverDelivery(self.sli, config)
         self.dispatcher = Dispatcher(self.db, self.outbox, {**delivery.handlers(), **alerts.handlers(), **operations.handlers(), **self.pagers.handlers(),
                                                             **out_of_band.handlers(), **health.handlers(), **ReleaseReports(self.releases).handlers(),
                                                             **AutoPause(self.ops, self.sli).handlers(),
+                                                            **TransitionDelivery(self.connections.client(retries=False), self.transitions,
+                                                                                 config.changes_channel).handlers(),
                                                             REGISTER: self.proposals.register},
                                      coalesce=frozenset({SLI_EVENT, CARD}))  # queued card edits: one render, the newest state
         calendar = CalendarCommands(self.calendar, self.slack.client, membership, lambda: config.public_url or self.url)
         actions = AlertActions(SliCommands(self.sli, membership), self.proposals, self.calendar, self._dead_letters if config.kafka_bootstrap_servers else None)
         add_listeners(self.slack, Services(self.proposals, self.registry, self.slack.client), calendar, actions, OpsActions(self.ops, self.sli),
                       Readers(self.census, self.proposals, self.registry, membership), HealthSlack(self.slack.client, self.health), out_of_band,
-                      self.proposals, self.outbox, self.inflight, FlinkCommands(self.flink, self.ops))
+                      self.proposals, self.outbox, self.inflight, FlinkCommands(self.flink, self.ops),
+                      TransitionSlack(self.transitions, self.slack.client))
         self.figures = BotMetrics(self.db, self.dispatcher, self.sli, self.connections, clock)
         self.web = build_web_app(self.slack, self.db, migrate.head(), config, self.lineage, self.proposals, self.sli, self.releases,
-                                 lambda: self.draining, self.figures, self.deliveries.claim)
+                                 lambda: self.draining, self.figures, self.deliveries.claim, self.transitions)
         self.scheduler = AsyncIOScheduler(timezone="UTC")
         self.scheduler.add_job(self._scheduled(self.deliveries.prune), "interval", hours=1, kwargs={"older_than": timedelta(days=1)},
                                id="prune-slack-deliveries", coalesce=True, max_instances=1)
         self.scheduler.add_job(self._scheduled(self.proposals.sweep), "interval", seconds=SWEEP_SECONDS, id="sweep-proposals",
                                coalesce=True, max_instances=1)
         self.scheduler.add_job(self._scheduled(self.proposals.release_held), "interval", seconds=SWEEP_SECONDS, id="release-held",
+                               coalesce=True, max_instances=1)
+        self.scheduler.add_job(self._scheduled(self.transitions.sweep), "interval", seconds=TRANSITION_SWEEP_SECONDS, id="sweep-transitions",
                                coalesce=True, max_instances=1)
         self.scheduler.add_job(self._scheduled(self.sli.sweep), "interval", seconds=SLI_SWEEP_SECONDS, id="sweep-sli",
                                coalesce=True, max_instances=1)

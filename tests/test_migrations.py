@@ -15,7 +15,7 @@ from bot.store.database import sync_engine
 
 TABLES = {"subjects", "schema_versions", "proposals", "acknowledgements", "audit_log", "slack_deliveries",
           "teams", "lineage_datasets", "lineage_jobs", "lineage_revision", "outbox", "lineage_observations",
-          "calendar_entries", "freezes", "calendar_feeds", "pipelines", "sli_series", "sli_episodes", "leases", "operations", "catalog_settings", "topic_readers", "census_runs", "group_attributions", "observed_schemas", "health_reports", "flink_releases"}
+          "calendar_entries", "freezes", "calendar_feeds", "pipelines", "sli_series", "sli_episodes", "leases", "operations", "catalog_settings", "topic_readers", "census_runs", "group_attributions", "observed_schemas", "health_reports", "flink_releases", "transitions", "transition_moves"}
 
 
 def test_upgrade_creates_every_table(database_url: str) -> None:

@@ -20,7 +20,7 @@ from bot.logs import configure
 MODULES = {  # subcommand -> the module whose add_parsers registers it
     "classify": "classify", "subject": "classify", "rules": "classify", "calendar": "calendar", "catalog": "lineage", "lineage": "lineage",
     "impact": "lineage", "propose": "propose", "sli": "sli", "backfill": "ops", "replay": "ops", "ops": "ops", "consumers": "consumers",
-    "gate": "gate", "gate-job": "gate", "health": "health", "flink": "flink",
+    "gate": "gate", "gate-job": "gate", "health": "health", "flink": "flink", "transition": "transition",
 }
 
 

@@ -32,12 +32,12 @@ class Unreachable(Exception):
 
 
 def call(path: str, body: Any, url: str | None = None, timeout: float = 60) -> tuple[int, Any]:
-    """POST ``body`` as JSON to ``path``; the HTTP status and the decoded answer (errors included)."""
+    """POST ``body`` as JSON to ``path`` (GET when ``body`` is None); the HTTP status and the decoded answer (errors included)."""
     token = os.environ.get("CHANGEOPS_API_TOKEN", "").strip()
     if not token:
         raise Unreachable("CHANGEOPS_API_TOKEN is not set: give the bot's API token")
     base = (url or os.environ.get("CHANGEOPS_URL") or DEFAULT_URL).rstrip("/")
-    request = urllib.request.Request(base + path, data=json.dumps(body).encode(), method="POST",
+    request = urllib.request.Request(base + path, data=None if body is None else json.dumps(body).encode(), method="GET" if body is None else "POST",
                                      headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"})
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (the operator's own bot)

@@ -31,7 +31,7 @@ def add_parsers(sub: Any) -> None:
     conflicts.add_argument("--format", choices=("text", "json"), default="text")
     conflicts.set_defaults(run=command(run_conflicts))
     add = calendar.add_parser("add", help="book a window (an upgrade, a backfill, maintenance...)")
-    add.add_argument("--kind", required=True, choices=[k.value for k in Kind if k is not Kind.SCHEMA_CHANGE])
+    add.add_argument("--kind", required=True, choices=[k.value for k in Kind if k not in (Kind.SCHEMA_CHANGE, Kind.TRANSITION)])
     add.add_argument("--title", required=True)
     add.add_argument("--start", required=True, help="ISO 8601 with an offset, e.g. 2026-12-03T02:00:00Z")
     add.add_argument("--end", required=True)

@@ -113,7 +113,7 @@ def run_job_gate(args: argparse.Namespace) -> int:
             for finding in check["findings"]:
                 where = f"line {finding['line']}" + (f", column {finding['column_number']}" if finding["column_number"] else "") \
                     if finding["line"] else ""
-                mark = "warning: " if finding["level"] == "warning" else ""
+                mark = {"warning": "warning: ", "info": "note: "}.get(finding["level"], "")
                 print(f"          {args.sql}:{where}: {mark}{finding['message']}" if where else f"          {mark}{finding['message']}")
     return 0 if answer["verdict"] == "pass" else 1
 

@@ -25,7 +25,7 @@ from bot.store.models import utcnow
 
 FIGURES = ("undeclared_readers_total", "undeclared_readers_trend", "registered_share", "black_box_share", "black_box_trend", "proposals", "out_of_band", "through_proposals_share", "expired",
            "approved_late", "through_freezes", "registrations_failed", "median_hours_to_acknowledge", "sli_episodes",
-           "median_minutes_to_acknowledge_sli")
+           "median_minutes_to_acknowledge_sli", "transitions_open", "transitions_closed", "transitions_overdue")
 
 
 def add_parsers(sub: Any) -> None:

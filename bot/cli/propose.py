@@ -10,6 +10,7 @@ from typing import Any
 
 from bot.cli.api import Unreachable, call, with_references
 from bot.domain.compat.formats import SchemaType
+from bot.domain.transitions.model import TransitionError, parse_mapping_text
 
 
 def add_parsers(sub: Any) -> None:
@@ -29,6 +30,10 @@ def add_parsers(sub: Any) -> None:
     propose.add_argument("--reference", action="append", default=None, metavar="NAME=SUBJECT:VERSION",
                          help="a schema reference (a named type another subject's version defines), in order; repeatable. "
                               "Without any, the subject's current references are kept")
+    propose.add_argument("--transition", action="store_true", help="ship a breaking change in steps: FILE is the target (after the "
+                                                                   "contract); the bot proposes the expand version (both sides) first")
+    propose.add_argument("--deadline", help="with --transition: by when every reader has moved, ISO 8601 with an offset (default: 14 days)")
+    propose.add_argument("--mapping", help="with --transition: OLD=NEW field paths, comma-separated (default: what Avro aliases say)")
     propose.add_argument("--format", choices=("text", "json"), default="text")
     propose.set_defaults(run=run_propose)
 
@@ -52,6 +57,11 @@ def run_propose(args: argparse.Namespace) -> int:
             del body["schema_type"]  # no extension to go by: the subject's own type
     if not with_references(body, args.reference, "bot propose"):
         return 2
+    if args.transition:
+        return start_transition(args, body)
+    if args.deadline or args.mapping:
+        print("bot propose: --deadline and --mapping go with --transition", file=sys.stderr)
+        return 2
     try:
         status, answer = call("/api/v1/proposals", body)
     except Unreachable as err:
@@ -66,3 +76,44 @@ def run_propose(args: argparse.Namespace) -> int:
         waiting = f", waiting for {', '.join(answer['waiting'])} until {answer['deadline']}" if answer["waiting"] else ""
         print(f"proposal #{answer['id']} on {answer['subject']}: {answer['level']}, {answer['state']}{waiting}")
     return 0
+
+
+def start_transition(args: argparse.Namespace, proposal: dict[str, Any]) -> int:
+    """``bot propose --transition``: the target through ``POST /api/v1/transitions``; prints the transition."""
+    body: dict[str, Any] = {key: proposal[key] for key in ("subject", "schema", "proposer") if key in proposal}
+    if args.deadline:
+        body["deadline"] = args.deadline
+    if args.mapping:
+        try:
+            body["mapping"] = [r.as_json() for r in parse_mapping_text(args.mapping)]
+        except TransitionError as err:
+            print(f"bot propose: --{err}", file=sys.stderr)
+            return 2
+    try:
+        status, answer = call("/api/v1/transitions", body)
+    except Unreachable as err:
+        print(f"bot propose: {err}", file=sys.stderr)
+        return 2
+    if status >= 400:
+        print(f"bot propose: {answer.get('error', status)}", file=sys.stderr)
+        return 1
+    if args.format == "json":
+        print(json.dumps(answer, ensure_ascii=False))
+    else:
+        print(transition_text(answer))
+    return 0
+
+
+def transition_text(answer: dict[str, Any]) -> str:
+    """A transition for a terminal: its phase, mapping, proposals and readers."""
+    words = ", ".join(f"{m['old']} -> {m['new']}" for m in answer["mapping"])
+    lines = [f"transition #{answer['id']} on {answer['subject']}: {answer['phase']} ({words}), deadline {answer['deadline']}"
+             + (" (overdue)" if answer.get("overdue") else ""),
+             f"  expand: proposal #{answer['expand_proposal']}" + (f", contract: proposal #{answer['contract_proposal']}" if answer["contract_proposal"] else "")]
+    for reader in answer["readers"]:
+        kind = "job" if "job" in reader else "group"
+        lines.append(f"  {'moved  ' if reader['moved'] else 'waiting'} {kind} {reader[kind]} ({reader['team'] or 'no team'}): {reader['evidence']}")
+    if answer.get("ended"):
+        lines.append(f"  ended: {answer['ended']}")
+    lines += [f"  note: {note}" for note in answer.get("notes", [])]
+    return "\n".join(lines)

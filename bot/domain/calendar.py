@@ -28,6 +28,7 @@ class Kind(enum.StrEnum):
     REPLAY = "replay"
     MAINTENANCE = "maintenance"
     EMERGENCY = "emergency"  # a held change shipped during a freeze, by two oncall people
+    TRANSITION = "transition"  # the deadline of a transition: by then every reader of its old fields has moved
 
 
 class Status(enum.StrEnum):

@@ -45,6 +45,16 @@ class ProposalFacts:
 
 
 @dataclass(frozen=True)
+class TransitionFacts:
+    """One transition that ran during the month: its team (the subject's owner), deadline, and when it ended."""
+
+    team: str | None
+    created: datetime
+    deadline: datetime
+    closed: datetime | None
+
+
+@dataclass(frozen=True)
 class EpisodeFacts:
     """One SLI episode of the month."""
 
@@ -66,6 +76,8 @@ class Facts:
     episodes: list[EpisodeFacts] = field(default_factory=list)
     releases: list[tuple[str | None, tuple[str, ...]]] = field(default_factory=list)  # (team, checks that blocked) per Flink release
     drills: list[tuple[str | None, str, datetime | None]] = field(default_factory=list)  # (team, Flink job, its last completed drill)
+    transitions: list[TransitionFacts] = field(default_factory=list)  # those begun before the month's end and open at its start
+    as_of: datetime | None = None  # when the report is computed (a month so far ends now)
     teams: list[str] = field(default_factory=list)
     unmeasured: list[str] = field(default_factory=list)  # what could not be measured, and why
     previous: dict[str, Any] | None = None  # last month's report, for trends
@@ -141,7 +153,15 @@ def _figures(facts: Facts, team: str | None) -> dict[str, Any]:
         "releases_blocked": {check: sum(1 for failed in releases if check in failed)
                              for check in sorted({c for failed in releases for c in failed})},
         "schema_types": _schema_types(subjects, proposals),
+        **_transitions([t for t in facts.transitions if mine(t.team)], min(end, facts.as_of or end), end),
     }
+
+
+def _transitions(transitions: list[TransitionFacts], cut: datetime, end: datetime) -> dict[str, int]:
+    """Transitions open at the month's end (or now, for the month so far), closed during it, and open past their deadline."""
+    still = [t for t in transitions if t.created <= cut and (t.closed is None or t.closed > cut)]
+    return {"transitions_open": len(still), "transitions_closed": sum(1 for t in transitions if t.closed is not None and t.closed <= cut),
+            "transitions_overdue": sum(1 for t in still if t.deadline <= cut)}
 
 
 def _schema_types(subjects: list[SubjectFacts], proposals: list[ProposalFacts]) -> dict[str, dict[str, Any]]:
@@ -188,6 +208,8 @@ def describe(figures: dict[str, Any]) -> list[tuple[str, str]]:
                          f"{figures['undeclared_readers_total']}" + _moved(figures.get("undeclared_readers_trend"), "")
                          + "".join(f"; `{topic}`: {count}" for topic, count in sorted(figures["undeclared_readers"].items())[:10]))),
         (":black_large_square:", f"Lineage through black boxes: {percent(figures['black_box_share'])}{moved}"),
+        (":twisted_rightwards_arrows:", f"Transitions: {figures.get('transitions_open', 0)} open, {figures.get('transitions_closed', 0)} closed "
+                                        f"this month, {figures.get('transitions_overdue', 0)} overdue"),
         (":memo:", f"Changes through proposals: {figures['proposals']} of {figures['proposals'] + figures['out_of_band']} "
                    f"({percent(figures['through_proposals_share'])}); {figures['out_of_band']} detected out of band"),
         (":hourglass:", f"Proposals expired: {figures['expired']}; approved late: {figures['approved_late']}; median time to acknowledge: "

@@ -128,6 +128,8 @@ class CalendarService:
             raise CalendarError("kind: schema changes are booked by their proposals (/schema propose with a planned window)")
         if booked is Kind.EMERGENCY:
             raise CalendarError("kind: emergency entries are booked when two oncall people ship a held change during a freeze")
+        if booked is Kind.TRANSITION:
+            raise CalendarError("kind: a transition's deadline is booked by the transition (/schema propose SUBJECT --transition)")
         if not title.strip() or len(title) > MAX_TITLE:
             raise CalendarError(f"title: required, at most {MAX_TITLE} characters")
         window = Window(start, end)

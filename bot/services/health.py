@@ -8,10 +8,11 @@ from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+from sqlalchemy import or_
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
-from bot.domain.health import EpisodeFacts, Facts, ProposalFacts, SubjectFacts, first_working_day, report
+from bot.domain.health import EpisodeFacts, Facts, ProposalFacts, SubjectFacts, TransitionFacts, first_working_day, report
 from bot.domain.lineage.graph import LineageError
 from bot.services.census import CensusService
 from bot.services.lineage import LineageService
@@ -31,6 +32,7 @@ from bot.store.models import (
     SchemaVersion,
     SliEpisode,
     Subject,
+    Transition,
     aware,
 )
 
@@ -80,6 +82,8 @@ class HealthService:
             previous = await session.get(HealthReport, previous_month(month).strftime("%Y-%m"))
             releases = list((await session.exec(select(FlinkRelease).where(col(FlinkRelease.created_at) >= start, col(FlinkRelease.created_at) < end))).all())
             drills = list((await session.exec(select(FlinkDrill).where(col(FlinkDrill.ok), col(FlinkDrill.created_at) < end))).all())
+            transitions = list((await session.exec(select(Transition).where(col(Transition.created_at) < end, or_(
+                col(Transition.closed_at).is_(None), col(Transition.closed_at) >= start)))).all())
         owner = {s.id: s.owner_team for s in subjects}
         censuses = await self.census.censuses([topic_of(s) for s in subjects]) if self.kafka_configured else {}
         for subject in subjects:
@@ -109,6 +113,9 @@ class HealthService:
                                        aware(e.acked_at) if e.acked_at else None) for e in episodes]
         facts.previous = previous.figures if previous else None
         facts.releases = [(r.team, tuple(r.failed_checks)) for r in releases]
+        facts.transitions = [TransitionFacts(owner.get(t.subject_id), aware(t.created_at), aware(t.deadline), aware(t.closed_at) if t.closed_at else None)
+                             for t in transitions]
+        facts.as_of = self.clock()
         last: dict[str, datetime] = {}
         for drill in drills:
             last[drill.job] = max(last.get(drill.job, aware(drill.created_at)), aware(drill.created_at))

@@ -306,13 +306,16 @@ class Proposals:
     async def propose(self, subject_name: str, schema_text: str, proposer: str, *, notes: str = "",
                       window_start: datetime | None = None, window_hours: float | None = None,
                       surface: str = "slack", revision_of: int | None = None, checked: Checked | None = None,
-                      api_token: str | None = None, references: Sequence[Reference] | None = None, schema_type: str | None = None) -> ProposalView:
+                      api_token: str | None = None, references: Sequence[Reference] | None = None, schema_type: str | None = None,
+                      impact: dict[str, Any] | None = None) -> ProposalView:
         """Classify (unless ``checked`` already did), find the impact, store, and announce; ProposalError for bad
-        input (nothing stored). ``api_token`` names the HTTP API token that proposed on the proposer's behalf."""
+        input (nothing stored). ``api_token`` names the HTTP API token that proposed on the proposer's behalf. ``impact``:
+        who the change reaches when something surer than the field closure says it (a transition's readers)."""
         checked = checked or await self.check(subject_name, schema_text, window_hours, references, schema_type)
         subject, verdict, level = checked.subject, checked.verdict, checked.level
         teams = await self.lineage.teams()
-        impact, nobody_knows = await self._impact(subject_name, verdict, checked.analysis.label, teams)
+        given = impact is not None
+        impact, nobody_knows = (dict(impact), False) if impact is not None else await self._impact(subject_name, verdict, checked.analysis.label, teams)
         to_ask = list(impact.get("owners", []))
         if checked.dependents:
             if nobody_knows:  # a shared type: read through the subjects that use it, whose readers are known
@@ -323,7 +326,7 @@ class Proposals:
                 impact["dependents"].append(part)
                 to_ask += [t for t in [*part["owners"], *([part["owner"]] if part["owner"] and part["level"] != "safe" else [])]
                            if t not in to_ask]
-        if self.readers is not None:
+        if self.readers is not None and not given:
             census = await self.readers.census(topic_of(subject))
             impact["consumer_groups"] = census.as_json()
             for reader in census.reading:  # a team that answers for a group nobody declared reads the whole topic: asked
@@ -618,14 +621,16 @@ class Proposals:
         await self.release_held()
         return await self.view(proposal_id)
 
-    async def withdraw(self, proposal_id: int, user: str, surface: str = "slack") -> ProposalView:
-        """The proposer takes the proposal back."""
+    async def withdraw(self, proposal_id: int, user: str, surface: str = "slack", *, on_behalf_of: str | None = None) -> ProposalView:
+        """The proposer takes the proposal back (``on_behalf_of``: the person a workflow withdraws it for, such as the owner
+        rolling back a transition, whose right the caller checked)."""
         view = await self.view(proposal_id)
         if view.proposal.proposer != user:
             raise ProposalError(f"only <@{view.proposal.proposer}>, who proposed #{proposal_id}, can withdraw it; nothing changed")
+        actor = on_behalf_of or user
         async with self.db.session() as session:
-            await self._transition(session, proposal_id, State.WITHDRAWN, actor=user, surface=surface)
-            self._notice(session, proposal_id, Event.WITHDRAWN, user)
+            await self._transition(session, proposal_id, State.WITHDRAWN, actor=actor, surface=surface)
+            self._notice(session, proposal_id, Event.WITHDRAWN, actor)
             await session.commit()
         self.outbox.wake()
         return await self.view(proposal_id)

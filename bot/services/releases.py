@@ -6,7 +6,7 @@ health report."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 from datetime import datetime, timedelta
 from typing import Any
@@ -29,6 +29,7 @@ from bot.domain.flink.checks import (
 )
 from bot.domain.flink.statements import Statement, StatementError, split
 from bot.domain.flink.status import FlinkError
+from bot.domain.transitions.gate import Open, transition_notes
 from bot.flink.planner import Planner, PlannerUnavailable
 from bot.services.audit import record as audit
 from bot.services.calendar import CalendarService
@@ -59,9 +60,11 @@ class Releases:
     """Checks Flink job releases."""
 
     def __init__(self, db: Database, lineage: LineageService, registry: Registry, calendar: CalendarService, outbox: Outbox,
-                 planner: Planner, flink_version: str, clock: Callable[[], datetime] = utcnow, flink: FlinkService | None = None) -> None:
+                 planner: Planner, flink_version: str, clock: Callable[[], datetime] = utcnow, flink: FlinkService | None = None,
+                 transitions: Callable[[set[str]], Awaitable[dict[str, Open]]] | None = None) -> None:
         self.db, self.lineage, self.registry, self.calendar, self.outbox, self.planner = db, lineage, registry, calendar, outbox, planner
         self.flink_version, self.clock, self.flink = flink_version, clock, flink
+        self.transitions = transitions  # the open transitions on these subjects: a job may read either side, and is told which to read
 
     async def check(self, job: str, sql: str, state: dict[str, str], *, author: str | None, checked_by: str) -> dict[str, Any]:
         """The gate's answer: ``{"job", "verdict", "checks", "flink", "release"}``; ReleaseError for bad input."""
@@ -141,7 +144,10 @@ class Releases:
             except UnresolvedReference:
                 referenced = []  # an import that no longer resolves: the schema's parse says which
             approved[subject] = (row.format, history[-1].schema_text, imports_of(referenced))
-        return await off_loop(_with_sources, report, subjects, approved)  # parses schemas: off the loop
+        report = await off_loop(_with_sources, report, subjects, approved)  # parses schemas: off the loop
+        if self.transitions is not None:
+            transition_notes(report, subjects, await self.transitions({s for s in subjects.values() if s is not None}))
+        return report
 
     async def _registered(self, report: Report) -> dict[str, tuple[str, str]]:
         """Check 5; the datasets the job's tables are (table -> (namespace, name)), for its lineage."""

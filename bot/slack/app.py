@@ -25,6 +25,8 @@ from bot.slack.ops.commands import OpsCommands
 from bot.slack.proposals.commands import Services
 from bot.slack.readers.actions import Readers
 from bot.slack.sli.actions import AlertActions
+from bot.slack.transitions import commands as transition_listeners
+from bot.slack.transitions.commands import TransitionSlack
 
 log = logging.getLogger(__name__)
 
@@ -49,11 +51,12 @@ def create_app(config: Config, deliveries: Deliveries, inflight: Inflight, clien
 
 def add_listeners(app: AsyncApp, services: Services, calendar_commands: CalendarCommands, alerts: AlertActions, operations: OpsActions,
                   consumers: Readers, health: HealthSlack, watcher: OutOfBandSlack, proposing: Proposals, outbox: Outbox,
-                  inflight: Inflight, flink_commands: FlinkCommands) -> None:
+                  inflight: Inflight, flink_commands: FlinkCommands, transitions: TransitionSlack) -> None:
     """Every slash command, action, view and event, each counted while it runs: the slash commands' routers, then each
     feature's own listeners."""
     routers = commands.register(app, services, calendar_commands, alerts.commands, OpsCommands(operations.ops, app.client), consumers, health,
-                                flink_commands, inflight.track)
+                                flink_commands, transitions, inflight.track)
+    transition_listeners.register(app, transitions, inflight.track)
     readers.register(app, consumers, inflight.track)
     governance.register(app, watcher, inflight.track)
     sli.register(app, alerts, inflight.track)

@@ -20,6 +20,7 @@ from bot.slack.readers.actions import Readers
 from bot.slack.render import Reply
 from bot.slack.request import CommandRequest
 from bot.slack.sli.commands import SliCommands
+from bot.slack.transitions.commands import TransitionSlack
 
 Handler = Callable[[CommandRequest], Awaitable[Reply | None]]
 SMART_QUOTES = str.maketrans({"“": '"', "”": '"', "„": '"', "‘": "'", "’": "'"})
@@ -80,12 +81,15 @@ class Router:
             await respond(**reply.respond())
 
 
-def schema_router(services: Services, readers: Readers, health: HealthSlack) -> Router:
+def schema_router(services: Services, readers: Readers, health: HealthSlack, transitions: TransitionSlack) -> Router:
     """``/schema``: every subcommand the bot offers."""
     router = Router(ids.SCHEMA_COMMAND)
     for sub in (
         Subcommand("help", "help", "this list of commands", lambda _r: _answer(router.help()), in_ack=True),
-        Subcommand("propose", "propose [subject]", "propose a schema change (opens a form)", services.propose),
+        Subcommand("propose", "propose [subject] [--transition]", "propose a schema change (opens a form); --transition: ship a breaking "
+                   "change in steps, both versions readable until every reader moved", _proposing(services, transitions)),
+        Subcommand("transition", "transition ID|list [moved|extend|contract|rollback]", "a transition: its readers and where it stands; "
+                   "say your readers moved, extend, contract, roll back", transitions.command),
         Subcommand("status", "status ID", "a proposal's card, as it stands", services.status),
         Subcommand("list", "list [mine|waiting|SUBJECT]", "recent proposals: yours, waiting on you, or of a subject", services.listing),
         Subcommand("audit", "audit ID", "who did what to a proposal, when, from where", services.audit),
@@ -99,6 +103,17 @@ def schema_router(services: Services, readers: Readers, health: HealthSlack) -> 
     ):
         router.add(sub)
     return router
+
+
+def _proposing(services: Services, transitions: TransitionSlack) -> Handler:
+    """``propose``: the proposal form, or with ``--transition`` the transition form."""
+
+    async def handler(request: CommandRequest) -> Reply | None:
+        if "--transition" in request.args:
+            return await transitions.open_form(request, await services.registry.names())
+        return await services.propose(request)
+
+    return handler
 
 
 async def _answer(reply: Reply) -> Reply:
@@ -184,9 +199,9 @@ def flink_router(flink: FlinkCommands) -> Router:
 
 
 def register(app: AsyncApp, services: Services, calendar: CalendarCommands, sli: SliCommands, ops: OpsCommands, readers: Readers,
-             health: HealthSlack, flink: FlinkCommands, track: Callable[[Any], Any]) -> dict[str, Router]:
+             health: HealthSlack, flink: FlinkCommands, transitions: TransitionSlack, track: Callable[[Any], Any]) -> dict[str, Router]:
     """Attach every slash command to the app; returns the routers (App Home lists their help)."""
-    routers = {ids.SCHEMA_COMMAND: schema_router(services, readers, health), ids.CALENDAR_COMMAND: calendar_router(calendar), ids.SLI_COMMAND: sli_router(sli),
+    routers = {ids.SCHEMA_COMMAND: schema_router(services, readers, health, transitions), ids.CALENDAR_COMMAND: calendar_router(calendar), ids.SLI_COMMAND: sli_router(sli),
                **ops_routers(ops), ids.ONCALL_COMMAND: oncall_router(sli), ids.FLINK_COMMAND: flink_router(flink)}
     assert tuple(routers) == ids.SLASH_COMMANDS
     for name, router in routers.items():

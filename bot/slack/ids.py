@@ -79,3 +79,11 @@ RESET_BLOCK, RESET_ACTION = "reset", "reset"
 
 OOB_PROPOSE = "oob_propose"
 OOB_ACK = "oob_acknowledge"
+
+TRANSITION_MOVED = "transition_moved"
+TRANSITION_EXTEND = "transition_extend"
+TRANSITION_CONTRACT = "transition_contract"
+TRANSITION_ROLLBACK = "transition_rollback"
+TRANSITION_OFFER = "proposal_transition"  # on a breaking card: ship it as a transition instead
+TRANSITION_VIEW = "proposal_transition_view"
+DEADLINE_BLOCK, DEADLINE_ACTION = "deadline", "deadline"

@@ -526,3 +526,50 @@ class FlinkDrill(SQLModel, table=True):
     reason: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))  # Flink's words when it could not
     drilled_by: str = Field(default="", max_length=255)
     created_at: datetime = _when(nullable=False, default=utcnow, index=True)
+
+
+class Transition(SQLModel, table=True):
+    """A breaking change shipped in steps (expand, migrate, contract): its versions, its readers and where it stands.
+
+    ``open_subject`` is the subject's id while the transition is open and NULL once it ends: unique, so a subject has
+    at most one open transition whatever races."""
+
+    __tablename__ = "transitions"
+
+    id: int | None = Field(default=None, primary_key=True)
+    subject_id: int = Field(foreign_key="subjects.id", index=True)
+    open_subject: int | None = Field(default=None, unique=True)
+    phase: str = Field(default="expand", max_length=16, index=True)
+    mapping: list[dict[str, str]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    original_text: str = Field(sa_column=Column(Text, nullable=False))  # the current version when it began (what a rollback returns to)
+    expand_text: str = Field(sa_column=Column(Text, nullable=False))
+    contract_text: str = Field(sa_column=Column(Text, nullable=False))
+    expand_proposal_id: int | None = Field(default=None, foreign_key="proposals.id")
+    contract_proposal_id: int | None = Field(default=None, foreign_key="proposals.id")
+    return_proposal_id: int | None = Field(default=None, foreign_key="proposals.id")  # a rollback's return to the original
+    readers: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))  # every reader of the old fields found
+    proposer: str = Field(max_length=64)
+    surface: str = Field(default="slack", max_length=16)
+    deadline: datetime = _when(nullable=False, index=True)
+    reminders_sent: int = 0
+    deadline_asked: bool = False  # the owners were asked what to do at the deadline
+    calendar_entry_id: int | None = Field(default=None, foreign_key="calendar_entries.id")
+    ended: str | None = Field(default=None, sa_column=Column(Text, nullable=True))  # why it ended (done, rolled back, its expand refused)
+    card_channel: str | None = Field(default=None, max_length=64)
+    card_ts: str | None = Field(default=None, max_length=32)
+    created_at: datetime = _when(nullable=False, default=utcnow)
+    closed_at: datetime | None = _when(nullable=True)
+
+
+class TransitionMove(SQLModel, table=True):
+    """A team's word that one of a transition's readers moved to the new fields; at most one per reader."""
+
+    __tablename__ = "transition_moves"
+    __table_args__ = (UniqueConstraint("transition_id", "reader", name="uq_transition_moves_reader"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    transition_id: int = Field(foreign_key="transitions.id", index=True)
+    reader: str = Field(max_length=600)
+    team: str = Field(max_length=255)
+    user: str = Field(max_length=64)
+    created_at: datetime = _when(nullable=False, default=utcnow)

@@ -25,12 +25,14 @@ from bot.domain.lineage.catalog import moment
 from bot.domain.lineage.openlineage import OpenLineageError, parse_event
 from bot.domain.references import read_references
 from bot.domain.sli.samples import SampleError, checked, latest_believed
+from bot.domain.transitions.model import TransitionError, read_mapping
 from bot.services.calendar import CalendarService
 from bot.services.gate import Gate, GateError
 from bot.services.lineage import LineageService
 from bot.services.proposals import ProposalError, Proposals, ProposalView
 from bot.services.releases import ReleaseError, Releases
 from bot.services.sli import SliService
+from bot.services.transitions import Transitions
 from bot.store.models import aware, utcnow
 
 log = logging.getLogger(__name__)
@@ -51,6 +53,10 @@ ENDPOINTS = (
     Endpoint("POST", "/api/v1/proposals", "proposals:write", "propose a schema change: `subject`, `schema`, `proposer` (a Slack user id), "
              "optional `references`, `notes`, `window_start`, `window_hours`"),
     Endpoint("GET", "/api/v1/proposals/{id}", "proposals:read", "a proposal as it stands: level, findings, impact, acknowledgements, registration"),
+    Endpoint("POST", "/api/v1/transitions", "proposals:write", "ship a breaking change as a transition: `subject`, `schema` (the target, after "
+             "the contract), `proposer`, optional `deadline` (ISO 8601), `mapping` (`[{old, new}]`)"),
+    Endpoint("GET", "/api/v1/transitions/{id}", "proposals:read", "a transition as it stands: phase, mapping, its proposals, every reader of "
+             "the old fields with whether it moved and the evidence"),
     Endpoint("POST", "/api/v1/subjects/{subject}/check", "proposals:read", "the deploy gate: whether this schema is an approved version "
              "(`approved`, `pending`, `rejected`, `unknown` or `frozen`), with its level and changes"),
     Endpoint("POST", "/api/v1/jobs/{job}/check", "proposals:read", "the Flink release gate: the job's SQL, sinks and savepoint state "
@@ -116,7 +122,7 @@ async def read_json(request: web.Request) -> Any:
 
 
 def add_routes(app: web.Application, tokens: Sequence[ApiToken], lineage: LineageService, proposals: Proposals, slack: AsyncWebClient,
-               calendar: CalendarService, sli: SliService, releases: Releases) -> None:
+               calendar: CalendarService, sli: SliService, releases: Releases, transitions: Transitions) -> None:
     """Mount the API."""
 
     async def post_metrics(request: web.Request, _token: ApiToken) -> web.StreamResponse:
@@ -181,6 +187,55 @@ def add_routes(app: web.Application, tokens: Sequence[ApiToken], lineage: Lineag
         except ProposalError as err:
             return _error(404, str(err))
         return web.json_response(_proposal_json(view))
+
+    async def post_transition(request: web.Request, token: ApiToken) -> web.StreamResponse:
+        body = await read_json(request)
+        if not isinstance(body, dict):
+            raise BadRequest("expected an object with subject, schema and proposer")
+        subject, schema = body.get("subject"), body.get("schema")
+        if not isinstance(subject, str) or not subject.strip() or len(subject) > 255:
+            raise BadRequest("subject: required string (at most 255 characters)", "subject")
+        if isinstance(schema, dict | list):
+            schema = json.dumps(schema)
+        if not isinstance(schema, str) or not schema.strip():
+            raise BadRequest("schema: required, the target schema (after the contract)", "schema")
+        deadline = None
+        if body.get("deadline") is not None:
+            try:
+                deadline = datetime.fromisoformat(str(body["deadline"]).replace("Z", "+00:00"))
+            except ValueError:
+                raise BadRequest("deadline: ISO 8601 with a time zone offset (2026-12-31T18:00:00Z)", "deadline") from None
+            if deadline.tzinfo is None:
+                raise BadRequest("deadline needs a time zone offset (e.g. 2026-12-31T18:00:00Z)", "deadline")
+        try:
+            mapping = read_mapping(body.get("mapping"))
+        except TransitionError as err:
+            raise BadRequest(str(err), "mapping") from None
+        named = body.get("proposer")
+        if token.user is not None and named not in (None, token.user):
+            raise BadRequest(f"proposer: this token proposes as {token.user}; leave proposer out or give that user", "proposer")
+        if await lineage_subject_missing(subject):
+            return _error(404, f"unknown subject {subject!r}: it must be in the catalog (bot catalog load)", field="subject")
+        proposer = await _proposer(slack, token.user or named)
+        try:
+            view = await transitions.start(subject, schema, proposer, deadline=deadline, mapping=mapping, surface="api", api_token=token.name)
+        except ProposalError as err:
+            status = 409 if "already open" in str(err) else 400
+            return _error(status, str(err), field=err.field)
+        return web.json_response({"ok": True, **view.as_json()}, status=201)
+
+    async def lineage_subject_missing(name: str) -> bool:
+        return await proposals.registry.subject(name) is None
+
+    async def get_transition(request: web.Request, _token: ApiToken) -> web.StreamResponse:
+        number = request.match_info["id"]
+        if not number.isdigit() or len(number) > 12:
+            return _error(404, f"there is no transition #{number[:20]}")
+        try:
+            view = await transitions.view(int(number))
+        except ProposalError as err:
+            return _error(404, str(err))
+        return web.json_response({"ok": True, **view.as_json()})
 
     async def post_lineage(request: web.Request, _token: ApiToken) -> web.StreamResponse:
         body = await read_json(request)
@@ -264,6 +319,7 @@ def add_routes(app: web.Application, tokens: Sequence[ApiToken], lineage: Lineag
         return web.json_response(answer)
 
     handlers: dict[str, dict[str, Handler]] = {"/api/v1/proposals": {"POST": post_proposal}, "/api/v1/proposals/{id}": {"GET": get_proposal},
+                "/api/v1/transitions": {"POST": post_transition}, "/api/v1/transitions/{id}": {"GET": get_transition},
                 "/api/v1/subjects/{subject}/check": {"POST": post_check}, "/api/v1/jobs/{job}/check": {"POST": post_job_check},
                 "/api/v1/calendar": {"GET": get_calendar, "POST": post_calendar}, "/api/v1/lineage": {"POST": post_lineage},
                 "/api/v1/metrics": {"POST": post_metrics}}

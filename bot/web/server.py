@@ -17,6 +17,7 @@ from bot.services.lineage import LineageService
 from bot.services.proposals import Proposals
 from bot.services.releases import Releases
 from bot.services.sli import SliService
+from bot.services.transitions import Transitions
 from bot.store.database import Database
 from bot.web import api, ical, pagerduty
 from bot.web.api import Endpoint
@@ -38,7 +39,7 @@ FEED_PAST_DAYS, FEED_FUTURE_DAYS = 30, 365
 
 def build_web_app(bolt: AsyncApp, db: Database, schema_head: str, config: Config, lineage: LineageService,
                   proposals: Proposals, sli: SliService, releases: Releases, draining: Callable[[], bool],
-                  figures: BotMetrics, claim: Callable[[str], Awaitable[bool]]) -> web.Application:
+                  figures: BotMetrics, claim: Callable[[str], Awaitable[bool]], transitions: Transitions) -> web.Application:
     """Routes for Slack (unless Socket Mode alone carries it), the HTTP API, the orchestrator's probes and Prometheus."""
 
     async def slack_events(request: web.Request) -> web.Response:
@@ -92,6 +93,6 @@ def build_web_app(bolt: AsyncApp, db: Database, schema_head: str, config: Config
     for endpoint in SERVED:
         if endpoint.path != "/slack/events" or config.slack_signing_secret:
             app.router.add_route(endpoint.method, endpoint.path, handlers[endpoint.path])
-    api.add_routes(app, config.api_tokens, lineage, proposals, bolt.client, proposals.calendar, sli, releases)
+    api.add_routes(app, config.api_tokens, lineage, proposals, bolt.client, proposals.calendar, sli, releases, transitions)
     pagerduty.add_route(app, config.pagerduty_webhook_secrets, sli, claim)
     return app

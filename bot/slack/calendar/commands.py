@@ -190,7 +190,7 @@ def booking_form(teams: list[str], subjects: list[str]) -> dict[str, Any]:
     def block(block_id: str, label: str, element: dict[str, Any], optional: bool = False) -> dict[str, Any]:
         return {"type": "input", "block_id": block_id, "optional": optional, "label": {"type": "plain_text", "text": label}, "element": element}
 
-    kinds = [k.value for k in Kind if k is not Kind.SCHEMA_CHANGE]
+    kinds = [k.value for k in Kind if k not in (Kind.SCHEMA_CHANGE, Kind.TRANSITION)]
     blocks = [
         block(ids.KIND_BLOCK, "Kind", {"type": "static_select", "action_id": ids.KIND_ACTION, "options": options(kinds)}),
         block(ids.TITLE_BLOCK, "Title", {"type": "plain_text_input", "action_id": ids.TITLE_ACTION, "max_length": 200}),

@@ -96,7 +96,7 @@ def card(view: ProposalView, *, team: str | None = None, clashes: list[str] | No
     if p.notes:
         blocks.append(section(f"*Notes for consumers*\n{escape(p.notes)}"))
     if view.state is State.PENDING:
-        blocks.append(_buttons(view.id, team, bool(p.held), bool(p.emergency)))
+        blocks.append(_buttons(view.id, team, bool(p.held), bool(p.emergency), offer=level == "breaking"))
     elif view.state in (State.REJECTED, State.CHANGES_REQUESTED) and team is None:
         blocks.append({"type": "actions", "block_id": f"proposal-{view.id}", "elements": [
             {"type": "button", "action_id": ids.REVISE, "style": "primary", "text": {"type": "plain_text", "text": "Revise"}, "value": str(view.id)}]})
@@ -266,7 +266,7 @@ def emergency_lines(view: ProposalView) -> list[str]:
             "from oncall must confirm it to ship during the freeze"]
 
 
-def _buttons(proposal_id: int, team: str | None, held: bool = False, emergency: bool = False) -> dict[str, Any]:
+def _buttons(proposal_id: int, team: str | None, held: bool = False, emergency: bool = False, offer: bool = False) -> dict[str, Any]:
     value = f"{proposal_id}:{team}" if team else str(proposal_id)
     elements = [
         {"type": "button", "action_id": ids.APPROVE, "style": "primary", "text": {"type": "plain_text", "text": "Approve"}, "value": value},
@@ -275,6 +275,9 @@ def _buttons(proposal_id: int, team: str | None, held: bool = False, emergency: 
     ]
     if team is None:
         elements.append({"type": "button", "action_id": ids.WITHDRAW, "text": {"type": "plain_text", "text": "Withdraw"}, "value": value})
+    if team is None and offer:  # a breaking change can ship in steps instead: both versions readable until every reader moved
+        elements.append({"type": "button", "action_id": ids.TRANSITION_OFFER, "value": value,
+                         "text": {"type": "plain_text", "text": "Ship it as a transition…"}})
     if team is None and held:
         elements.append({"type": "button", "action_id": ids.RESCHEDULE, "text": {"type": "plain_text", "text": "Move to the next free window"},
                          "value": value})

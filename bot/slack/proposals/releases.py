@@ -34,7 +34,7 @@ def report_reply(report: dict[str, Any]) -> Reply:
                 if finding.get("line") else []
             if finding.get("table"):
                 where.insert(0, f"`{escape(finding['table'])}`")
-            mark = ":warning: " if finding["level"] == "warning" else "• "
+            mark = {"warning": ":warning: ", "info": ":information_source: "}.get(finding["level"], "• ")
             lines.append(f"{mark}{' · '.join(where) + ': ' if where else ''}{escape(finding['message'])}")
         if len(check["findings"]) > MAX_FINDINGS:
             lines.append(f"… and {len(check['findings']) - MAX_FINDINGS} more (`bot gate job {job} --format json`)")

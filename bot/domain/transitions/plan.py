@@ -1,0 +1,55 @@
+"""What a transition proposes: the field mapping (old -> new), the expand version (both sides, old beside new) and
+the contract version (the target: the old side gone). Each schema format writes its own versions (``EDITORS``); the
+checks every format share are here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+from bot.domain.compat.formats import SchemaType, field_paths_of, parse_schema
+from bot.domain.transitions.avro import AvroEditor
+from bot.domain.transitions.jsonschema import JsonEditor
+from bot.domain.transitions.model import Editor, Plan, Rename, TransitionError
+from bot.domain.transitions.protobuf import ProtoEditor
+
+EDITORS: dict[SchemaType, Callable[[Mapping[str, str]], Editor]] = {
+    SchemaType.AVRO: lambda _refs: AvroEditor(), SchemaType.JSON: lambda _refs: JsonEditor(), SchemaType.PROTOBUF: ProtoEditor}
+
+
+def plan(schema_type: str, current: str, target: str, mapping: Sequence[Rename] | None, refs: Mapping[str, str] | None = None) -> Plan:
+    """The transition from ``current`` to ``target`` (with ``mapping``, else what the target says); TransitionError when
+    there is no transition to make (nothing maps, a path is wrong, the versions cannot be written)."""
+    kind = SchemaType(schema_type)
+    editor = EDITORS[kind](dict(refs or {}))
+    try:
+        current_paths = set(field_paths_of(kind, parse_schema(kind, current, refs)))
+    except Exception as err:  # noqa: BLE001 - the stored version no longer parses alone (a reference gone): say so
+        raise TransitionError(f"the current version does not parse: {err}") from None
+    try:
+        target_paths = set(field_paths_of(kind, parse_schema(kind, target, refs)))
+    except Exception as err:  # noqa: BLE001 - each format's own parse error, for the person
+        raise TransitionError(f"the target is not a valid schema: {err}") from None
+    renames = list(mapping) if mapping else editor.renames(current, target, current_paths, target_paths)
+    if not renames:
+        raise TransitionError("nothing to map: no field of the target replaces a field of the current version. Say it with a mapping "
+                              "(old=new)" + (", or write the rename the Avro way: the new name with the old one as an alias" if kind is SchemaType.AVRO else ""))
+    _check(renames, current_paths, target_paths)
+    return Plan(tuple(renames), editor.expand(current, target, renames), editor.contract(current, target, renames))
+
+
+def _check(renames: Sequence[Rename], current: set[str], target: set[str]) -> None:
+    olds, news = [r.old for r in renames], [r.new for r in renames]
+    for what, names in (("old", olds), ("new", news)):
+        if len(set(names)) != len(names):
+            raise TransitionError(f"mapping: an {what} field is named twice")
+    for rename in renames:
+        if rename.old not in current:
+            raise TransitionError(f"mapping: {rename.old} is not a field of the current version")
+        if rename.old in target:
+            raise TransitionError(f"mapping: {rename.old} is still in the target: a transition moves readers off fields the target removes")
+        if rename.new not in target:
+            raise TransitionError(f"mapping: {rename.new} is not a field of the target")
+        if rename.new in current:
+            raise TransitionError(f"mapping: {rename.new} is already a field of the current version")
+        if rename.new.rpartition(".")[0] != rename.parent:
+            raise TransitionError(f"mapping: {rename.old} and {rename.new} are in different records; a transition maps a field to one beside it")

@@ -1,0 +1,229 @@
+"""Transitions end to end, through the Slack emulator, the real Schema Registry (Apicurio), the real Kafka broker (the
+reader census) and Flink's own planner (the release gate): a rename shipped as expand / migrate / contract, each reader
+moved by its own evidence, the contract proposed only when none is left; the deadline with a laggard; a rollback; the
+refusals; the monthly report."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from typing import Any
+
+import aiohttp
+import pytest
+from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from bot.domain.lineage.catalog import read_catalog
+from bot.emulator.render import as_text
+from bot.runtime import Bot
+from bot.slack import ids
+from tests.conftest import API_TOKEN, SlackHarness, bot_config
+from tests.registry import RealRegistry
+from tests.test_proposals_slack import ALICE, BOB, CAROL, card_message
+
+V1 = {"type": "record", "name": "Order", "namespace": "shop", "fields": [
+    {"name": "order_id", "type": "string"}, {"name": "userid", "type": "string"}, {"name": "amount", "type": "double"}]}
+TARGET = {"type": "record", "name": "Order", "namespace": "shop", "fields": [
+    {"name": "order_id", "type": "string"}, {"name": "userId", "type": "string", "aliases": ["userid"]}, {"name": "amount", "type": "double"}]}
+KAFKA_NS = "kafka://kafka:9092"
+
+
+@pytest.fixture
+def database_url(postgres_url: str) -> str:
+    """PostgreSQL only: the registry, the broker and the planner are the slow parts."""
+    return postgres_url
+
+
+@pytest.fixture
+async def renaming(slack: SlackHarness, migrated_url: str, schema_registry: RealRegistry, kafka_bootstrap: str) -> AsyncIterator[SlackHarness]:
+    """The bot on the real registry and broker. orders-team (alice) owns orders-value (BACKWARD); analytics-team (bob) runs
+    the Flink job enrich-orders (a black box until a release shows its fields); billing-team (carol) runs ledger, known
+    from OpenLineage; a consumer group nobody declared reads the topic too."""
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    topic = f"orders-{uuid.uuid4().hex[:8]}"
+    admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])[topic].result(timeout=30)
+    adhoc = f"adhoc-{topic}"
+    for _ in range(20):
+        done = admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(adhoc, [TopicPartition(topic, 0, 0)])])[adhoc].result(timeout=30)
+        if all(tp.error is None for tp in done.topic_partitions):
+            break
+        await asyncio.sleep(0.5)
+    await slack.bot.stop()
+    slack.bot = Bot(bot_config(slack.emulator, migrated_url, SCHEMA_REGISTRY_URL=schema_registry.url, KAFKA_BOOTSTRAP_SERVERS=kafka_bootstrap),
+                    slack.clock)
+    await slack.bot.start(0)
+    slack.driver.request_url = f"{slack.bot.url}/slack/events"
+    for job in ("sweep-proposals", "release-held", "sweep-transitions"):  # the tests own the clock and run the sweeps themselves
+        slack.bot.scheduler.pause_job(job)
+    catalog: dict[str, Any] = {
+        "teams": {"orders-team": {"members": [ALICE], "oncall": [ALICE]}, "analytics-team": {"members": [BOB], "oncall": [BOB]},
+                  "billing-team": {"members": [CAROL], "oncall": [CAROL]}},
+        "subjects": {"orders-value": {"owner": "orders-team", "topic": topic, "compatibility": "BACKWARD", "channel": "#orders-pipeline"}},
+        "datasets": [{"name": "dwd_orders", "namespace": KAFKA_NS, "owner": "analytics-team", "fields": ["order_id", "user_id"]},
+                     {"name": "ledger", "namespace": "postgres://billing:5432", "owner": "billing-team", "fields": ["user"]}],
+        "jobs": [{"name": "enrich-orders", "owner": "analytics-team", "inputs": ["orders-value"], "outputs": ["dwd_orders"]}]}
+    parsed, problems = read_catalog(catalog, lambda _: "")
+    assert problems == [], problems
+    await slack.bot.lineage.load_catalog(parsed)
+    slack.topic, slack.adhoc, slack.registry = topic, adhoc, schema_registry  # type: ignore[attr-defined]
+    yield slack
+
+
+async def call(slack: SlackHarness, method: str, path: str, body: Any = None) -> tuple[int, dict[str, Any]]:
+    async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {API_TOKEN}"}) as http, \
+            http.request(method, f"{slack.bot.url}{path}", json=body) as response:
+        return response.status, await response.json()
+
+
+def ledger_event(topic: str, field: str, when: str) -> dict[str, Any]:
+    """billing-team's ledger job as OpenLineage sees one run: it reads ``field`` of the topic into ledger.user."""
+    return {"eventType": "COMPLETE", "eventTime": when, "producer": "https://github.com/apache/spark",
+            "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent", "run": {"runId": str(uuid.uuid4())},
+            "job": {"namespace": "spark://billing", "name": "ledger",
+                    "facets": {"ownership": {"_producer": "x", "_schemaURL": "x", "owners": [{"name": "team:billing-team"}]}}},
+            "inputs": [{"namespace": KAFKA_NS, "name": topic}],
+            "outputs": [{"namespace": "postgres://billing:5432", "name": "ledger", "facets": {"columnLineage": {
+                "_producer": "x", "_schemaURL": "x", "fields": {"user": {"inputFields": [{"namespace": KAFKA_NS, "name": topic, "field": field}]}}}}}]}
+
+
+def job_sql(topic: str, column: str) -> str:
+    """enrich-orders: the user's id and the order into dwd_orders, reading ``column`` of the topic."""
+    kafka = ("'connector' = 'kafka', 'properties.bootstrap.servers' = 'kafka:9092', 'properties.group.id' = 'enrich', "
+             "'scan.startup.mode' = 'earliest-offset', 'format' = 'avro-confluent', 'avro-confluent.url' = 'http://registry:8081'")
+    return (f"CREATE TABLE orders (order_id STRING NOT NULL, {column} STRING NOT NULL, amount DOUBLE NOT NULL) WITH ({kafka}, 'topic' = '{topic}');\n"
+            f"CREATE TABLE dwd_orders (order_id STRING, user_id STRING) WITH ({kafka}, 'topic' = 'dwd_orders');\n"
+            f"INSERT INTO dwd_orders SELECT order_id, {column} AS user_id FROM orders;\n")
+
+
+def readers(answer: dict[str, Any]) -> dict[str, tuple[bool, str]]:
+    return {r.get("job") or r["group"]: (r["moved"], r["evidence"]) for r in answer["readers"]}
+
+
+async def command(slack: SlackHarness, user: str, text: str) -> str:
+    """A slash command as ``user`` types it; the answer only they see."""
+    before = len(slack.ws.ephemerals_for(user))
+    await slack.driver.command(text, user=user, channel="orders-pipeline")
+    shown = await slack.ws.wait_for(lambda: slack.ws.ephemerals_for(user)[before:])
+    return str(shown[-1].text)
+
+
+async def transition_card(slack: SlackHarness, number: int) -> str:
+    message = await slack.ws.wait_for(lambda: next((m for m in slack.ws.channel_messages("schema-changes") if f"Transition #{number} " in m.text), None))
+    return as_text(message.text, message.blocks)
+
+
+async def test_a_rename_ships_as_a_transition_and_contracts_when_the_last_reader_moved(renaming: SlackHarness) -> None:
+    slack, registry = renaming, renaming.registry  # type: ignore[attr-defined]
+    topic, adhoc = renaming.topic, renaming.adhoc  # type: ignore[attr-defined]
+    status, first = await call(slack, "POST", "/api/v1/proposals", {"subject": "orders-value", "schema": V1, "proposer": ALICE})
+    assert status == 201 and first["state"] == "approved", first
+    status, _ = await call(slack, "POST", "/api/v1/lineage", ledger_event(topic, "userid", "2026-12-01T08:00:00Z"))
+    assert status == 200
+    assert await slack.bot.census.refresh()
+    await slack.bot.idle()
+
+    # Refused, nothing stored: an unknown subject, the current schema again, a target that maps nothing, a wrong mapping
+    for body, code, words in [({"subject": "nope-value", "schema": TARGET}, 404, "unknown subject 'nope-value'"),
+                              ({"subject": "orders-value", "schema": V1}, 400, "identical to the current version"),
+                              ({"subject": "orders-value", "schema": {**V1, "doc": "orders"}}, 400, "nothing to map"),
+                              ({"subject": "orders-value", "schema": TARGET, "mapping": [{"old": "user", "new": "userId"}]}, 400,
+                               "user is not a field of the current version"),
+                              ({"subject": "orders-value", "schema": TARGET, "deadline": "next week"}, 400, "deadline: ISO 8601")]:
+        status, refused = await call(slack, "POST", "/api/v1/transitions", {"proposer": ALICE, **body})
+        assert status == code and words in refused["error"], refused
+    assert await slack.bot.transitions.listing(open_only=False) == []
+
+    # Proposed: the expand version (both fields, the new one with the old as an alias), transitively compatible
+    deadline = (slack.clock() + timedelta(days=10)).isoformat()
+    status, started = await call(slack, "POST", "/api/v1/transitions", {"subject": "orders-value", "schema": TARGET, "proposer": ALICE,
+                                                                        "deadline": deadline})
+    assert status == 201 and started["phase"] == "expand" and started["mapping"] == [{"old": "userid", "new": "userId"}], started
+    assert readers(started) == {"enrich-orders": (False, "the catalog reads the whole topic (no field lineage)"),
+                                "ledger": (False, started["readers"][1]["evidence"]), adhoc: (False, started["readers"][2]["evidence"])}
+    assert "still reads userid" in readers(started)["ledger"][1] and "nobody answers for it yet" in readers(started)[adhoc][1]
+    status, second = await call(slack, "POST", "/api/v1/transitions", {"subject": "orders-value", "schema": TARGET, "proposer": ALICE})
+    assert status == 409 and "transition #1 is already open on orders-value" in second["error"]
+    expand = await slack.bot.proposals.view(started["expand_proposal"])
+    assert expand.proposal.level == "compatible" and sorted(expand.proposal.teams) == ["analytics-team", "billing-team"]
+    fields = json.loads(expand.proposal.schema_text)["fields"]
+    assert [(f["name"], f.get("aliases")) for f in fields] == [("order_id", None), ("userid", None), ("userId", ["userid"]), ("amount", None)]
+    text = await transition_card(slack, 1)
+    assert "Mapping: `userid` → `userId`" in text and "0 of 3 moved" in text and "Expand" in text
+
+    # The expand version is approved like any change, registered, and then readers migrate
+    card = await card_message(slack, expand.id)
+    assert "Expand step of transition #1" in as_text(card.text, card.blocks)
+    for user in (BOB, CAROL):
+        await slack.driver.click(card, ids.APPROVE, user=user)
+        await slack.bot.idle()
+    assert await slack.bot.transitions.sweep() == 1
+    versions = await registry.versions("orders-value")
+    assert len(versions) == 2 and '"aliases":["userid"]' in versions[1]["schema"].replace(" ", "")
+    await slack.bot.idle()
+    assert await slack.ws.wait_for(lambda: any("both sides are readable now" in m.text for m in slack.ws.channel_messages(slack.ws.open_dm(BOB))))
+
+    # The Flink gate accepts either side while both are written, and says which to read
+    status, old_side = await gate(slack, job_sql(topic, "userid"))
+    assert status == 200 and old_side["verdict"] == "pass", old_side
+    [warning] = [f for c in old_side["checks"] for f in c["findings"] if f["level"] == "warning" and "transition #1" in f["message"]]
+    assert "read userId before the contract" in warning["message"]
+    assert readers((await call(slack, "GET", "/api/v1/transitions/1"))[1])["enrich-orders"][0] is False  # it still reads userid
+
+    # ledger moves by its newest OpenLineage run; enrich-orders by a passed release that reads userId; the group waits for its team
+    await call(slack, "POST", "/api/v1/lineage", ledger_event(topic, "userId", "2026-12-02T08:00:00Z"))
+    status, new_side = await gate(slack, job_sql(topic, "userId"))
+    assert status == 200 and new_side["verdict"] == "pass" and any("the new side of transition #1" in f["message"]
+                                                                      for c in new_side["checks"] for f in c["findings"]), new_side
+    assert await slack.bot.census.refresh()
+    assert await slack.bot.transitions.sweep() == 0  # the undeclared group still reads: no contract
+    status, now = await call(slack, "GET", "/api/v1/transitions/1")
+    assert now["phase"] == "migrate" and now["contract_proposal"] is None
+    seen = readers(now)
+    assert seen["ledger"][0] and "OpenLineage event of 2026-12-02 08:00 UTC reads userId" in seen["ledger"][1], seen
+    assert seen["enrich-orders"][0] and f"its last passed Flink release #{new_side['release']} reads userId" in seen["enrich-orders"][1], seen
+    assert seen[adhoc] == (False, seen[adhoc][1])
+
+    # Nobody but the group's team can say it moved: first nobody answers for it, then billing-team does
+    said = await command(slack, CAROL, f"/schema transition 1 moved {adhoc}")
+    assert "nobody answers for" in said and "nothing changed" in said, said
+    await slack.bot.census.attribute(adhoc, "billing-team", ALICE, "slack")
+    said = await command(slack, BOB, f"/schema transition 1 moved {adhoc}")
+    assert "only a member of a reader's team can say it moved" in said, said
+    said = await command(slack, CAROL, f"/schema transition 1 moved {adhoc}")
+    assert f"Recorded: group {adhoc} moved, on transition #1" in said, said
+    await slack.bot.idle()
+
+    # No reader left: the contract (userid gone) is proposed, approved at once as nobody reads what it removes, and registered
+    await slack.bot.transitions.sweep()
+    await slack.bot.idle()
+    await slack.bot.transitions.sweep()
+    status, done = await call(slack, "GET", "/api/v1/transitions/1")
+    assert done["phase"] == "done" and all(moved for moved, _ in readers(done).values()), done
+    contract = await slack.bot.proposals.view(done["contract_proposal"])
+    assert contract.proposal.state == "approved" and contract.proposal.teams == [] and "every reader of userid moved" in contract.proposal.impact["note"]
+    versions = await registry.versions("orders-value")
+    assert len(versions) == 3 and [f["name"] for f in json.loads(versions[2]["schema"])["fields"]] == ["order_id", "userId", "amount"]
+    await slack.bot.idle()
+    text = await transition_card(slack, 1)
+    assert "DONE" in text and "3 of 3 moved" in text and "We moved" not in text
+    env = {**os.environ, "CHANGEOPS_API_TOKEN": API_TOKEN, "CHANGEOPS_URL": slack.bot.url}
+    printed = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "transition", "status", "1", "--format", "json"], env=env,
+                                      capture_output=True, text=True, timeout=60)
+    assert printed.returncode == 0, printed.stderr
+    answer = json.loads(printed.stdout)
+    assert {k: answer[k] for k in ("id", "subject", "phase", "expand_proposal", "contract_proposal")} == {
+        "id": 1, "subject": "orders-value", "phase": "done", "expand_proposal": 2, "contract_proposal": contract.id}
+    figures = await slack.bot.health.compute(slack.clock().date().replace(day=1))
+    assert (figures["overall"]["transitions_open"], figures["overall"]["transitions_closed"], figures["overall"]["transitions_overdue"]) == (0, 1, 0)
+
+
+async def gate(slack: SlackHarness, sql: str) -> tuple[int, Any]:
+    return await call(slack, "POST", "/api/v1/jobs/enrich-orders/check", {"sql": sql, "state": {}, "author": BOB})
+
