@@ -111,7 +111,7 @@ async def command(slack: SlackHarness, user: str, text: str) -> str:
     before = len(slack.ws.ephemerals_for(user))
     await slack.driver.command(text, user=user, channel="orders-pipeline")
     shown = await slack.ws.wait_for(lambda: slack.ws.ephemerals_for(user)[before:])
-    return str(shown[-1].text)
+    return as_text(shown[-1].text, shown[-1].blocks)
 
 
 async def transition_card(slack: SlackHarness, number: int) -> str:
@@ -151,18 +151,18 @@ async def test_a_rename_ships_as_a_transition_and_contracts_when_the_last_reader
     status, second = await call(slack, "POST", "/api/v1/transitions", {"subject": "orders-value", "schema": TARGET, "proposer": ALICE})
     assert status == 409 and "transition #1 is already open on orders-value" in second["error"]
     expand = await slack.bot.proposals.view(started["expand_proposal"])
-    assert expand.proposal.level == "compatible" and sorted(expand.proposal.teams) == ["analytics-team", "billing-team"]
+    # approved at once: nobody reads the new field, and the old one is untouched (every reader keeps working)
+    assert expand.proposal.level == "compatible" and expand.proposal.state == "approved" and expand.proposal.teams == []
+    assert [f["rule"] for f in expand.proposal.findings] == ["FIELD_ADDED_WITH_ALIAS"]
     fields = json.loads(expand.proposal.schema_text)["fields"]
     assert [(f["name"], f.get("aliases")) for f in fields] == [("order_id", None), ("userid", None), ("userId", ["userid"]), ("amount", None)]
-    text = await transition_card(slack, 1)
-    assert "Mapping: `userid` → `userId`" in text and "0 of 3 moved" in text and "Expand" in text
-
-    # The expand version is approved like any change, registered, and then readers migrate
     card = await card_message(slack, expand.id)
     assert "Expand step of transition #1" in as_text(card.text, card.blocks)
-    for user in (BOB, CAROL):
-        await slack.driver.click(card, ids.APPROVE, user=user)
-        await slack.bot.idle()
+    await slack.bot.idle()
+    text = await transition_card(slack, 1)
+    assert "Mapping: `userid` → `userId`" in text and "0 of 3 moved" in text
+
+    # Once the expand version is registered, readers migrate
     assert await slack.bot.transitions.sweep() == 1
     versions = await registry.versions("orders-value")
     assert len(versions) == 2 and '"aliases":["userid"]' in versions[1]["schema"].replace(" ", "")
@@ -227,3 +227,172 @@ async def test_a_rename_ships_as_a_transition_and_contracts_when_the_last_reader
 async def gate(slack: SlackHarness, sql: str) -> tuple[int, Any]:
     return await call(slack, "POST", "/api/v1/jobs/enrich-orders/check", {"sql": sql, "state": {}, "author": BOB})
 
+
+
+CLICK: dict[str, Any] = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "additionalProperties": False, "required": ["page"],
+                         "properties": {"page": {"type": "string"}, "at": {"type": "string"}}}
+ORDER_PROTO = 'syntax = "proto3";\npackage shop;\n\nmessage Order {\n  string id = 1;\n  string userid = 2;\n}\n'
+
+
+@pytest.fixture
+async def owned(slack: SlackHarness, migrated_url: str, schema_registry: RealRegistry) -> AsyncIterator[SlackHarness]:
+    """The bot on the real registry, no Kafka. orders-team (alice) owns three subjects; analytics-team's (bob) catalog job
+    `report` reads orders-value's userid and clicks-value's page; billing-team's (carol) `fraud` reads only amounts."""
+    await slack.bot.stop()
+    slack.bot = Bot(bot_config(slack.emulator, migrated_url, SCHEMA_REGISTRY_URL=schema_registry.url), slack.clock)
+    await slack.bot.start(0)
+    slack.driver.request_url = f"{slack.bot.url}/slack/events"
+    for job in ("sweep-proposals", "release-held", "sweep-transitions"):
+        slack.bot.scheduler.pause_job(job)
+    catalog: dict[str, Any] = {
+        "teams": {"orders-team": {"members": [ALICE], "oncall": [ALICE]}, "analytics-team": {"members": [BOB], "oncall": [BOB]},
+                  "billing-team": {"members": [CAROL], "oncall": [CAROL]}},
+        "subjects": {"orders-value": {"owner": "orders-team", "compatibility": "BACKWARD"},
+                     "clicks-value": {"owner": "orders-team", "compatibility": "BACKWARD", "schema_type": "JSON"},
+                     "orders-proto": {"owner": "orders-team", "compatibility": "BACKWARD", "schema_type": "PROTOBUF"}},
+        "datasets": [{"name": "dwd", "namespace": "iceberg://lake", "owner": "analytics-team", "fields": ["user", "page"]},
+                     {"name": "risk", "namespace": "iceberg://lake", "owner": "billing-team", "fields": ["amount"]}],
+        "jobs": [{"name": "report", "owner": "analytics-team", "inputs": ["orders-value", "clicks-value"], "outputs": ["dwd"],
+                  "mappings": {"dwd.user": ["orders-value.userid"], "dwd.page": ["clicks-value.page"]}},
+                 {"name": "fraud", "owner": "billing-team", "inputs": ["orders-value"], "outputs": ["risk"], "mappings": {"risk.amount": ["orders-value.amount"]}}]}
+    parsed, problems = read_catalog(catalog, lambda _: "")
+    assert problems == [], problems
+    await slack.bot.lineage.load_catalog(parsed)
+    for subject, schema in (("orders-value", V1), ("clicks-value", CLICK), ("orders-proto", ORDER_PROTO)):
+        status, created = await call(slack, "POST", "/api/v1/proposals", {"subject": subject, "schema": schema, "proposer": ALICE})
+        assert status == 201 and created["state"] == "approved", created
+    await slack.bot.idle()
+    slack.registry = schema_registry  # type: ignore[attr-defined]
+    yield slack
+
+
+async def approve(slack: SlackHarness, proposal: int, user: str) -> None:
+    card = await card_message(slack, proposal)
+    await slack.driver.click(card, ids.APPROVE, user=user)
+    await slack.bot.idle()
+
+
+def dm_with(slack: SlackHarness, user: str, words: str) -> Any:
+    return next((m for m in reversed(slack.ws.channel_messages(slack.ws.open_dm(user))) if words in m.text), None)
+
+
+async def test_a_breaking_card_ships_as_a_transition_whose_deadline_the_owners_extend_then_contract_knowingly(owned: SlackHarness) -> None:
+    slack = owned
+    renamed = {**V1, "fields": [V1["fields"][0], {"name": "userId", "type": "string"}, V1["fields"][2]]}  # a rename without an alias: breaking
+    status, breaking = await call(slack, "POST", "/api/v1/proposals", {"subject": "orders-value", "schema": renamed, "proposer": ALICE})
+    assert status == 201 and breaking["level"] == "breaking", breaking
+    card = await card_message(slack, breaking["id"])
+    offer = next(e for b in card.blocks if b.get("type") == "actions" for e in b["elements"] if e["action_id"] == ids.TRANSITION_OFFER)
+    assert offer["text"]["text"] == "Ship it as a transition…"
+    before = len(slack.ws.ephemerals_for(BOB))
+    await slack.driver.click(card, ids.TRANSITION_OFFER, user=BOB)
+    assert "Only the proposer" in (await slack.ws.wait_for(lambda: slack.ws.ephemerals_for(BOB)[before:]))[-1].text
+    await slack.driver.click(card, ids.TRANSITION_OFFER, user=ALICE)
+    form = await slack.ws.wait_for(lambda: next((v for v in slack.ws.views.values() if v.view.get("callback_id") == ids.TRANSITION_VIEW), None))
+
+    def values(mapping: str, day: str) -> dict[str, Any]:
+        return {ids.REFERENCES_BLOCK: {ids.REFERENCES_ACTION: {"type": "plain_text_input", "value": mapping}},
+                ids.DEADLINE_BLOCK: {ids.DEADLINE_ACTION: {"type": "datepicker", "selected_date": day}}}
+
+    wrong = await slack.driver.submit(form.id, values("userid:userId", "2026-12-05"), user=ALICE)
+    assert "OLD=NEW pairs" in wrong.json["errors"][ids.REFERENCES_BLOCK]
+    past = await slack.driver.submit(form.id, values("userid=userId", "2026-11-05"), user=ALICE)
+    assert "the deadline must be in the future" in past.json["errors"][ids.DEADLINE_BLOCK]
+    assert await slack.bot.transitions.listing(open_only=False) == []
+    done = await slack.driver.submit(form.id, values("userid=userId", "2026-12-05"), user=ALICE)
+    assert done.status == 200 and done.json is None
+    await slack.bot.idle()
+    view = await slack.bot.transitions.view(1)
+    assert view.row.deadline.isoformat().startswith("2026-12-05T23:59") and (await slack.bot.proposals.view(breaking["id"])).proposal.state == "withdrawn"
+    assert [(r.ref.name, r.moved) for r in view.readers] == [("report", False)]  # fraud reads only amounts
+    assert "no reader census (Kafka is not configured)" in " ".join(view.notes())
+    expand = await slack.bot.proposals.view(view.row.expand_proposal_id or 0)
+    assert expand.proposal.state == "approved" and '"aliases": [\n        "userid"' in expand.proposal.schema_text
+    await slack.bot.idle()
+    assert await slack.bot.transitions.sweep() == 1 and (await slack.bot.transitions.view(1)).phase.value == "migrate"
+    entries = await slack.bot.calendar.listing(slack.clock(), slack.clock() + timedelta(days=30))
+    [deadline] = [e for e in entries if e["kind"] == "transition"]
+    assert deadline["end"].startswith("2026-12-05T23:59") and deadline["scope"]["subjects"] == ["orders-value"]
+
+    # Halfway: a reminder to the team whose reader waits; past the deadline: the owners are asked, once, and it counts as overdue
+    slack.clock.advance(days=3)
+    assert await slack.bot.transitions.sweep() == 1 and await slack.bot.transitions.sweep() == 0
+    await slack.bot.idle()
+    assert dm_with(slack, BOB, "still waits for your readers: job report")
+    slack.clock.advance(days=2)
+    assert await slack.bot.transitions.sweep() == 1 and await slack.bot.transitions.sweep() == 0
+    await slack.bot.idle()
+    figures = await slack.bot.health.compute(slack.clock().date().replace(day=1))
+    assert (figures["overall"]["transitions_open"], figures["overall"]["transitions_overdue"]) == (1, 1)
+    asked = dm_with(slack, ALICE, "reached its deadline with readers left: job report")
+    assert asked is not None
+    buttons = [e["action_id"] for b in asked.blocks if b.get("type") == "actions" for e in b["elements"]]
+    assert buttons == [ids.TRANSITION_EXTEND, ids.TRANSITION_CONTRACT, ids.TRANSITION_ROLLBACK]
+    before = len(slack.ws.ephemerals_for(BOB))
+    await slack.driver.click(asked, ids.TRANSITION_EXTEND, user=BOB)
+    assert "only a member of orders-team" in (await slack.ws.wait_for(lambda: slack.ws.ephemerals_for(BOB)[before:]))[-1].text
+    before = len(slack.ws.ephemerals_for(ALICE))
+    await slack.driver.click(asked, ids.TRANSITION_EXTEND, user=ALICE)
+    assert "now ends 2026-12-12 23:59 UTC" in (await slack.ws.wait_for(lambda: slack.ws.ephemerals_for(ALICE)[before:]))[-1].text
+    entries = await slack.bot.calendar.listing(slack.clock(), slack.clock() + timedelta(days=30))
+    assert [e["end"][:16] for e in entries if e["kind"] == "transition"] == ["2026-12-12T23:59"]
+
+    # Past the new deadline the owners contract knowingly: the team left acknowledges the break like any break
+    slack.clock.advance(days=8)
+    await slack.bot.transitions.sweep()
+    said = await command(slack, ALICE, "/schema transition 1 contract")
+    assert "The contract of transition #1 is proposal #" in said, said
+    view = await slack.bot.transitions.view(1)
+    contract = await slack.bot.proposals.view(view.row.contract_proposal_id or 0)
+    assert view.phase.value == "contract" and contract.proposal.state == "pending" and contract.proposal.teams == ["analytics-team"]
+    assert "before every reader moved: job report" in contract.proposal.impact["note"]
+    await approve(slack, contract.id, BOB)
+    assert await slack.bot.transitions.sweep() == 1
+    view = await slack.bot.transitions.view(1)
+    assert view.phase.value == "done" and view.row.open_subject is None
+    versions = await slack.registry.versions("orders-value")  # type: ignore[attr-defined]
+    assert [f["name"] for f in json.loads(versions[-1]["schema"])["fields"]] == ["order_id", "userId", "amount"]
+    assert "DONE" in await command(slack, BOB, "/schema transition 1")
+    assert "is done: there is nothing to roll back; nothing changed" in await command(slack, ALICE, "/schema transition 1 rollback")
+
+
+async def test_the_form_starts_a_json_schema_transition_a_rollback_proposes_the_return_and_protobuf_keeps_numbers(owned: SlackHarness) -> None:
+    slack = owned
+    await slack.driver.command("/schema propose clicks-value --transition", user=ALICE, channel="orders-pipeline")
+    form = await slack.ws.wait_for(lambda: next((v for v in slack.ws.views.values() if v.view.get("callback_id") == ids.TRANSITION_VIEW), None))
+    target = {**CLICK, "required": ["url"], "properties": {"url": {"type": "string"}, "at": {"type": "string"}}}
+    values = {ids.SUBJECT_BLOCK: {ids.SUBJECT_ACTION: {"type": "static_select", "selected_option": {"value": "clicks-value"}}},
+              ids.SCHEMA_BLOCK: {ids.SCHEMA_ACTION: {"type": "plain_text_input", "value": json.dumps(target)}},
+              ids.REFERENCES_BLOCK: {ids.REFERENCES_ACTION: {"type": "plain_text_input", "value": ""}}}
+    unmapped = await slack.driver.submit(form.id, values, user=ALICE)
+    assert "nothing to map" in unmapped.json["errors"][ids.SCHEMA_BLOCK]
+    values[ids.REFERENCES_BLOCK][ids.REFERENCES_ACTION]["value"] = "page=url"
+    assert (await slack.driver.submit(form.id, values, user=ALICE)).json is None
+    await slack.bot.idle()
+    view = await slack.bot.transitions.view(1)
+    expand = json.loads((await slack.bot.proposals.view(view.row.expand_proposal_id or 0)).proposal.schema_text)
+    assert list(expand["properties"]) == ["page", "url", "at"] and expand["required"] == ["page"]  # the new one optional until the contract
+    # a closed object: readers that validate with the old schema refuse documents that carry url, so the readers' team acknowledges
+    pending = await slack.bot.proposals.view(view.row.expand_proposal_id or 0)
+    assert pending.proposal.state == "pending" and pending.proposal.teams == ["analytics-team"]
+    await approve(slack, pending.id, BOB)
+    assert await slack.bot.transitions.sweep() == 1
+    assert "only a member of orders-team" in await command(slack, BOB, "/schema transition 1 rollback")
+    said = await command(slack, ALICE, "/schema transition 1 rollback")
+    view = await slack.bot.transitions.view(1)
+    assert view.phase.value == "rolled_back" and view.row.return_proposal_id is not None and "the return to the original is proposal" in said
+    back = await slack.bot.proposals.view(view.row.return_proposal_id)
+    assert json.loads(back.proposal.schema_text) == CLICK and "Rollback of transition #1" in back.proposal.notes
+    assert "is rolled back: there is nothing to roll back; nothing changed" in await command(slack, ALICE, "/schema transition 1 rollback")
+    assert "not a transition number" in await command(slack, ALICE, "/schema transition one")
+
+    # Protobuf: the new field at a number of its own, the old declaration back beside it, and the contract reserves it
+    target_proto = ORDER_PROTO.replace("string userid = 2;", "string user_id = 3;")
+    status, refused = await call(slack, "POST", "/api/v1/transitions", {"subject": "orders-proto", "proposer": ALICE, "mapping": [{"old": "userid", "new": "user_id"}],
+                                                                        "schema": ORDER_PROTO.replace("string userid = 2;", "string user_id = 2;")})
+    assert status == 400 and "user_id takes number 2, userid's" in refused["error"], refused
+    status, started = await call(slack, "POST", "/api/v1/transitions", {"subject": "orders-proto", "schema": target_proto, "proposer": ALICE,
+                                                                        "mapping": [{"old": "userid", "new": "user_id"}]})
+    assert status == 201 and started["phase"] in ("expand", "migrate"), started
+    row = (await slack.bot.transitions.view(started["id"])).row
+    assert "string userid = 2;\n  string user_id = 3;" in row.expand_text and "reserved 2;" in row.contract_text and 'reserved "userid";' in row.contract_text

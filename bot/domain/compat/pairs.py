@@ -85,12 +85,14 @@ class _Walker:
         lost: set[str] = set()  # new fields that continue no old one
         renamed: dict[str, str] = {}  # new field name: the old one's
         for field in unshared(old.fields, new.fields):  # a shared field has not changed
-            before = _partner(old, field)
+            before = _partner(old, field, new)
             at = "." + field.name
             if before is None:
                 lost.add(field.name)
                 if field.has_default:
                     found.append((at, "FIELD_ADDED_WITH_DEFAULT", "", field.type.describe(), _json(field.default)))
+                elif kept := next((a for a in field.aliases if a in old.by_name), None):
+                    found.append((at, "FIELD_ADDED_WITH_ALIAS", "", field.type.describe(), kept))
                 continue
             if before.name != field.name:
                 renamed[field.name] = before.name
@@ -116,15 +118,17 @@ class _Walker:
         return found
 
 
-def _partner(old: Node, field: Field) -> Field | None:
-    """The old field a new one continues: same name, a new alias naming it, or an old alias naming the new one."""
+def _partner(old: Node, field: Field, new: Node) -> Field | None:
+    """The old field a new one continues: same name, a new alias naming it, or an old alias naming the new one; an alias
+    names no rename while the field it names is still there under its own name (the new field is added beside it)."""
     same = old.by_name.get(field.name)
     if same is not None:
         return same
     for alias in field.aliases:
-        if alias in old.by_name:
+        if alias in old.by_name and alias not in new.by_name:
             return old.by_name[alias]
-    return old.by_alias.get(field.name)
+    renamed = old.by_alias.get(field.name)
+    return renamed if renamed is not None and renamed.name not in new.by_name else None
 
 
 def _field(at: str, old: Field, new: Field) -> list[Rel]:

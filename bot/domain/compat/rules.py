@@ -57,6 +57,10 @@ CATALOGUE: tuple[Rule, ...] = (
          "Field {path} ({old}) was removed and had no default."),
     Rule("FIELD_RENAMED", COMPATIBLE, "a field was renamed, keeping the old name as an alias",
          "Field {path} was renamed from {detail} (the new schema keeps the old name as an alias)."),
+    Rule("FIELD_ADDED_WITH_ALIAS", COMPATIBLE, "a field was added beside the one its alias names (a transition's expand step)",
+         "Field {path} ({new}) was added beside {detail}, which it names as an alias: readers on the new schema read {detail}'s value "
+         "from older data. Avro resolves aliases by rewriting the writer's schema, so an implementation that does so literally (Java) "
+         "finds {detail} missing in data written before this version: give {detail} a default, or read older data with its own schema."),
     Rule("FIELDS_REORDERED", SAFE, "the fields of a record changed order",
          "Fields of {path} changed order: readers resolve by name and are unaffected, but the schema fingerprint changes."),
     Rule("FIELD_ORDER_CHANGED", COMPATIBLE, "a field's sort order attribute changed",
