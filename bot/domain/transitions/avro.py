@@ -34,6 +34,8 @@ class AvroEditor:
         for rename in mapping:
             fields = _record_fields(doc, rename.parent)
             names = [f.get("name") for f in fields]
+            if rename.old.rpartition(".")[2] in names:
+                continue  # a record type used in two places: its fields are edited once
             at = names.index(rename.new.rpartition(".")[2])
             fields.insert(at, copy.deepcopy(_field(old_doc, rename.old)))
             _alias(fields[at + 1], rename)

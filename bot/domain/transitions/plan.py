@@ -41,7 +41,7 @@ def _check(renames: Sequence[Rename], current: set[str], target: set[str]) -> No
     olds, news = [r.old for r in renames], [r.new for r in renames]
     for what, names in (("old", olds), ("new", news)):
         if len(set(names)) != len(names):
-            raise TransitionError(f"mapping: an {what} field is named twice")
+            raise TransitionError(f"mapping: the same {what} field is named twice")
     for rename in renames:
         if rename.old not in current:
             raise TransitionError(f"mapping: {rename.old} is not a field of the current version")

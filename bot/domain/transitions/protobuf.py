@@ -63,10 +63,12 @@ class ProtoEditor:
             end = _span(new_file, path)
             line = target.splitlines(keepends=True)[end[2]]
             indent = line[:len(line) - len(line.lstrip())] + "  "
-            at = _offset(target, end[2], end[3] - 1)  # before the message's closing brace
+            start, brace = _offset(target, end[2], 0), _offset(target, end[2], end[3] - 1)  # the closing brace's line, and the brace
+            alone = not target[start:brace].strip()  # the brace on a line of its own: the reservations go on lines before it
             for reserved in (names, words):  # inserted at one place in turn: numbers come out first
                 if reserved:
-                    edits.append((at, f"{indent}reserved {', '.join(reserved)};\n" if target[:at].endswith("\n") else f"\n{indent}reserved {', '.join(reserved)};\n"))
+                    statement = f"{indent}reserved {', '.join(reserved)};\n"
+                    edits.append((start, statement) if alone else (brace, "\n" + statement))
         text = target
         for offset, inserted in sorted(edits, key=lambda e: e[0], reverse=True):
             text = text[:offset] + inserted + text[offset:]
