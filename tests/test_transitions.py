@@ -13,11 +13,12 @@ import sys
 import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
-from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bot.domain.lineage.catalog import read_catalog
@@ -72,7 +73,7 @@ async def renaming(slack: SlackHarness, migrated_url: str, schema_registry: Real
     parsed, problems = read_catalog(catalog, lambda _: "")
     assert problems == [], problems
     await slack.bot.lineage.load_catalog(parsed)
-    slack.topic, slack.adhoc, slack.registry = topic, adhoc, schema_registry  # type: ignore[attr-defined]
+    slack.topic, slack.adhoc, slack.registry, slack.bootstrap = topic, adhoc, schema_registry, kafka_bootstrap  # type: ignore[attr-defined]
     yield slack
 
 
@@ -168,6 +169,18 @@ async def test_a_rename_ships_as_a_transition_and_contracts_when_the_last_reader
     assert len(versions) == 2 and '"aliases":["userid"]' in versions[1]["schema"].replace(" ", "")
     await slack.bot.idle()
     assert await slack.ws.wait_for(lambda: any("both sides are readable now" in m.text for m in slack.ws.channel_messages(slack.ws.open_dm(BOB))))
+
+    # A producer still writing with version 1 writes only userid: alerted once, as one side of the transition; the expand's id is fine
+    producer = Producer({"bootstrap.servers": renaming.bootstrap})  # type: ignore[attr-defined]
+    for version in versions:
+        producer.produce(topic, b"\x00" + int(version["id"]).to_bytes(4, "big") + b"\x02")
+    assert producer.flush(30) == 0
+    assert await slack.bot.watcher.watch() == 1 and await slack.bot.watcher.watch() == 0
+    await slack.bot.idle()
+    alerted = await slack.ws.wait_for(lambda: next((m for m in slack.ws.channel_messages("orders-pipeline") if "One side only" in m.text), None))
+    shown = as_text(alerted.text, alerted.blocks)
+    assert f"producers write schema id {versions[0]['id']} on the topic" in shown and "which has userid but not userId" in shown, shown
+    assert "retroactive" not in shown
 
     # The Flink gate accepts either side while both are written, and says which to read
     status, old_side = await gate(slack, job_sql(topic, "userid"))
@@ -356,7 +369,8 @@ async def test_a_breaking_card_ships_as_a_transition_whose_deadline_the_owners_e
     assert "is done: there is nothing to roll back; nothing changed" in await command(slack, ALICE, "/schema transition 1 rollback")
 
 
-async def test_the_form_starts_a_json_schema_transition_a_rollback_proposes_the_return_and_protobuf_keeps_numbers(owned: SlackHarness) -> None:
+async def test_the_form_starts_a_json_schema_transition_a_rollback_proposes_the_return_and_protobuf_keeps_numbers(owned: SlackHarness,
+                                                                                                                  tmp_path: Path) -> None:
     slack = owned
     await slack.driver.command("/schema propose clicks-value --transition", user=ALICE, channel="orders-pipeline")
     form = await slack.ws.wait_for(lambda: next((v for v in slack.ws.views.values() if v.view.get("callback_id") == ids.TRANSITION_VIEW), None))
@@ -391,8 +405,15 @@ async def test_the_form_starts_a_json_schema_transition_a_rollback_proposes_the_
     status, refused = await call(slack, "POST", "/api/v1/transitions", {"subject": "orders-proto", "proposer": ALICE, "mapping": [{"old": "userid", "new": "user_id"}],
                                                                         "schema": ORDER_PROTO.replace("string userid = 2;", "string user_id = 2;")})
     assert status == 400 and "user_id takes number 2, userid's" in refused["error"], refused
-    status, started = await call(slack, "POST", "/api/v1/transitions", {"subject": "orders-proto", "schema": target_proto, "proposer": ALICE,
-                                                                        "mapping": [{"old": "userid", "new": "user_id"}]})
-    assert status == 201 and started["phase"] in ("expand", "migrate"), started
+    (tmp_path / "order.proto").write_text(target_proto)
+    env = {**os.environ, "CHANGEOPS_API_TOKEN": API_TOKEN, "CHANGEOPS_URL": slack.bot.url}
+    cli = [sys.executable, "-m", "bot", "propose", "orders-proto", str(tmp_path / "order.proto"), "--proposer", ALICE, "--transition"]
+    wrong = await asyncio.to_thread(subprocess.run, [*cli, "--mapping", "userid"], env=env, capture_output=True, text=True, timeout=60)
+    assert wrong.returncode == 2 and "OLD=NEW" in wrong.stderr, wrong
+    printed = await asyncio.to_thread(subprocess.run, [*cli, "--mapping", "userid=user_id", "--deadline", "2026-12-20T12:00:00Z", "--format", "json"],
+                                      env=env, capture_output=True, text=True, timeout=60)
+    assert printed.returncode == 0, printed.stderr
+    started = json.loads(printed.stdout)
+    assert started["phase"] in ("expand", "migrate") and started["deadline"] == "2026-12-20T12:00:00+00:00", started
     row = (await slack.bot.transitions.view(started["id"])).row
     assert "string userid = 2;\n  string user_id = 3;" in row.expand_text and "reserved 2;" in row.contract_text and 'reserved "userid";' in row.contract_text

@@ -21,6 +21,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
 from bot.domain.compat.analysis import analyse, fingerprints
+from bot.domain.compat.formats import paths_of
 from bot.domain.references import read_references
 from bot.kafka.out_of_band import Registered, new_versions, schema_ids, schema_text
 from bot.services import leases
@@ -30,12 +31,12 @@ from bot.services.outbox import Outbox
 from bot.services.proposals import ProposalError, Proposals, names_of, topic_of
 from bot.services.registry import Registry
 from bot.store.database import Database
-from bot.store.models import CatalogSetting, ObservedSchema, SchemaVersion, Subject
+from bot.store.models import CatalogSetting, ObservedSchema, SchemaVersion, Subject, Transition
 from bot.workers import off_loop
 
 log = logging.getLogger(__name__)
 OOB_ALERT, OOB_STATUS = "oob.alert", "oob.status"
-REGISTRY, KAFKA = "registry", "kafka"
+REGISTRY, KAFKA, TRANSITION = "registry", "kafka", "transition"
 
 
 class OutOfBandError(ValueError):
@@ -101,7 +102,51 @@ class OutOfBand:
                 if (subject.name, schema_id) not in seen:
                     registered = await asyncio.to_thread(schema_text, self.client, schema_id) if self.client is not None else None
                     found += await self._observe(subject.name, KAFKA, schema_id, -1, registered)
+            found += await self._one_sided(subject, ids)
         await self._reachable(KAFKA, None)
+        return found
+
+    async def _one_sided(self, subject: Subject, ids: set[int]) -> int:
+        """During a transition producers write both sides of its mapping: a schema id on the topic with only one side (a
+        producer not yet on the expand version, or one already on the target) is alerted, once per transition and id."""
+        async with self.db.session() as session:
+            transition = (await session.exec(select(Transition).where(col(Transition.subject_id) == subject.id,
+                                                                      col(Transition.phase).in_(["migrate", "contract"])))).first()
+            if transition is None or transition.id is None or self.client is None:
+                return 0
+            judged = set((await session.exec(select(ObservedSchema.schema_id).where(
+                col(ObservedSchema.subject) == subject.name, col(ObservedSchema.source) == TRANSITION,
+                col(ObservedSchema.version) == transition.id))).all())
+        found = 0
+        for schema_id in sorted(ids - judged):
+            registered = await asyncio.to_thread(schema_text, self.client, schema_id)
+            if registered is None:
+                continue
+            refs = {str(e.get("name", "")): e["schema"] for e in registered.referenced}
+            paths = set(await off_loop(paths_of, registered.schema_type, registered.text, refs))
+            sides = [(m["old"], m["new"], m["old"] in paths, m["new"] in paths) for m in transition.mapping]
+            lopsided = [(old, new, has_old) for old, new, has_old, has_new in sides if has_old != has_new]
+            if not lopsided:
+                continue
+            changes = [{"rule": "TRANSITION_ONE_SIDE", "path": old if has_old else new, "level": "breaking",
+                        "message": f"Producers write schema id {schema_id} on {topic_of(subject)}, which has {old if has_old else new} but not "
+                                   f"{new if has_old else old}: during transition #{transition.id} both are written, so readers of "
+                                   f"{new if has_old else old} get nothing from these records."} for old, new, has_old in lopsided]
+            row = ObservedSchema(subject=subject.name, source=TRANSITION, schema_id=schema_id, version=transition.id, accounted=False,
+                                 level="breaking", seen_at=self.clock(), channel=subject.channel or self.changes_channel,
+                                 detail={"changes": changes, "owners": [subject.owner_team] if subject.owner_team else [],
+                                         "note": f"transition #{transition.id} ({', '.join(m['old'] + ' → ' + m['new'] for m in transition.mapping)})"})
+            async with self.db.session() as session:
+                session.add(row)
+                try:
+                    await session.flush()
+                except IntegrityError:
+                    continue  # another replica judged it first
+                self.outbox.add(session, OOB_ALERT, f"oob:{subject.name}", {"observed": row.id})
+                await session.commit()
+            found += 1
+        if found:
+            self.outbox.wake()
         return found
 
     async def _observe(self, subject_name: str, source: str, schema_id: int, version: int, registered: Registered | None) -> int:

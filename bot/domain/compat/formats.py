@@ -90,6 +90,15 @@ def field_paths_of(schema_type: SchemaType, schema: Any) -> list[str]:
     return field_paths(schema)
 
 
+def paths_of(schema_type: str, text: str, refs: Mapping[str, str] | None = None) -> list[str]:
+    """The field paths of a schema given as text (empty when it does not parse)."""
+    kind = SchemaType(schema_type)
+    try:
+        return field_paths_of(kind, parse_schema(kind, text, refs))
+    except Exception:  # noqa: BLE001 - each format's own parse errors: a schema that does not parse has no paths to compare
+        return []
+
+
 def canonical_bytes(schema_type: SchemaType, schema: Any) -> bytes:
     """What a Protobuf or JSON schema's fingerprint hashes: equal for the same schema however it is written (protoc's
     descriptor without positions; the document with sorted keys), its references included."""

@@ -10,7 +10,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncAck, AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.services.out_of_band import OOB_ALERT, OOB_STATUS, REGISTRY, OutOfBand, OutOfBandError
+from bot.services.out_of_band import OOB_ALERT, OOB_STATUS, REGISTRY, TRANSITION, OutOfBand, OutOfBandError
 from bot.services.outbox import GiveUp, Handler, Item
 from bot.services.proposals import Membership
 from bot.slack import ids
@@ -25,9 +25,13 @@ def alert(row: ObservedSchema) -> Reply:
     """The alert: what was found where, its classification and impact, and what has been done about it."""
     where = (f"version {row.version} in the Schema Registry (schema id {row.schema_id})" if row.source == REGISTRY
              else f"producers write schema id {row.schema_id} on the topic")
-    title = f":rotating_light: Unapproved change on {escape(row.subject)}: {where}"
     detail = row.detail
-    lines = [f"*{title}*", "No approved proposal accounts for this schema: it was changed around ChangeOps."]
+    if row.source == TRANSITION:  # an approved schema, but only one side of a running transition's mapping
+        title = f":rotating_light: One side only on {escape(row.subject)} during {escape(detail.get('note') or 'a transition')}: {where}"
+        lines = [f"*{title}*", "While a transition runs, producers write both sides of its mapping; this schema has only one."]
+    else:
+        title = f":rotating_light: Unapproved change on {escape(row.subject)}: {where}"
+        lines = [f"*{title}*", "No approved proposal accounts for this schema: it was changed around ChangeOps."]
     if row.level:
         against = f" against approved version {detail['against']}" if detail.get("against") else ""
         lines.append(f"Classified *{row.level}*{against}:")
@@ -45,7 +49,7 @@ def alert(row: ObservedSchema) -> Reply:
     if done:
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": " ".join(done)}]})
     buttons = []
-    if row.proposal_id is None and row.level:
+    if row.proposal_id is None and row.level and row.source != TRANSITION:
         buttons.append({"type": "button", "action_id": ids.OOB_PROPOSE, "style": "primary", "value": str(row.id),
                         "text": {"type": "plain_text", "text": "Open a retroactive proposal"}})
     if row.acknowledged_by is None:
