@@ -36,11 +36,11 @@ def transition_notes(report: Report, subjects: Mapping[str, str | None], transit
                     f"reads {rename.old}, which transition #{current.number} on {subject} replaces with {rename.new}: both are written "
                     f"during the transition, so this release passes, but read {rename.new} before the contract "
                     f"(deadline {current.deadline:%Y-%m-%d %H:%M} UTC) or the job breaks when {rename.old} goes",
-                    table=table_name, column=rename.old, level="warning"))
+                    table=table_name, column=rename.old, line=table.line, level="warning"))
             elif _reads(table, rename.new):
                 report.checks["source_schema"].append(Finding(
                     f"reads {rename.new}, the new side of transition #{current.number} on {subject} ({rename.old} → {rename.new}): "
-                    "nothing to move", table=table_name, column=rename.new, level="info"))
+                    "nothing to move", table=table_name, column=rename.new, line=table.line, level="info"))
 
 
 def _reads(table: Table, path: str) -> bool:
