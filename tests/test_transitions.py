@@ -195,13 +195,19 @@ async def test_a_rename_ships_as_a_transition_and_contracts_when_the_last_reader
     assert status == 200 and new_side["verdict"] == "pass" and any("the new side of transition #1" in f["message"]
                                                                       for c in new_side["checks"] for f in c["findings"]), new_side
     assert await slack.bot.census.refresh()
-    assert await slack.bot.transitions.sweep() == 0  # the undeclared group still reads: no contract
+    await slack.bot.transitions.sweep()  # the moves are told; the undeclared group still reads: no contract
     status, now = await call(slack, "GET", "/api/v1/transitions/1")
     assert now["phase"] == "migrate" and now["contract_proposal"] is None
     seen = readers(now)
     assert seen["ledger"][0] and "OpenLineage event of 2026-12-02 08:00 UTC reads userId" in seen["ledger"][1], seen
     assert seen["enrich-orders"][0] and f"its last passed Flink release #{new_side['release']} reads userId" in seen["enrich-orders"][1], seen
     assert seen[adhoc] == (False, seen[adhoc][1])
+    await slack.bot.idle()
+    card = await slack.ws.wait_for(lambda: next((m for m in slack.ws.channel_messages("schema-changes") if "Transition #1 " in m.text), None))
+    notes = await slack.ws.wait_for(lambda: [m.text for m in slack.ws.channel_messages("schema-changes", thread_ts=card.ts)
+                                              if "job ledger moved" in m.text] or None)
+    assert "its OpenLineage event of 2026-12-02 08:00 UTC reads userId" in notes[0] and "job enrich-orders moved" in notes[0], notes
+    assert "2 of 3 moved" in await transition_card(slack, 1)
 
     # Nobody but the group's team can say it moved: first nobody answers for it, then billing-team does
     said = await command(slack, CAROL, f"/schema transition 1 moved {adhoc}")

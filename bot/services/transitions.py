@@ -8,6 +8,8 @@ people are owed is an outbox row (``transition.notice``) in the same transaction
 from __future__ import annotations
 
 import enum
+import hashlib
+import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -65,12 +67,12 @@ class Event(enum.StrEnum):
 
     CREATED = "created"
     MIGRATING = "migrating"  # the expand version is registered: readers may move
-    MOVED = "moved"  # a team said one of its readers moved
     REMINDER = "reminder"
     DEADLINE = "deadline"  # the deadline passed with readers left: the owners decide
     EXTENDED = "extended"
     CONTRACT = "contract"  # the contract version is proposed
     CONTRACT_REFUSED = "contract_refused"  # the contract proposal ended without approval: back to migrating
+    PROGRESS = "progress"  # readers moved (on evidence), went back, or appeared
     DONE = "done"
     ENDED = "ended"  # rolled back, or its expand step refused
 
@@ -139,6 +141,12 @@ class TransitionView:
                           "return": step(self.row.return_proposal_id)}, "notes": self.notes()}
 
 
+def progress_digest(readers: Sequence[ReaderState]) -> str:
+    """Which readers there are and which moved, as a short digest (what people were last told)."""
+    text = json.dumps(sorted([r.ref.key, r.moved] for r in readers))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def transition_key(transition_id: int) -> str:
     """The outbox lane of a transition's notices, in order."""
     return f"transition:{transition_id}"
@@ -198,7 +206,7 @@ class Transitions:
         async with self.db.session() as session:
             row = Transition(subject_id=subject.id or 0, open_subject=subject.id, phase=Phase.EXPAND.value,
                              mapping=[r.as_json() for r in planned.mapping], original_text=history[-1], expand_text=planned.expand,
-                             contract_text=planned.contract, readers=[r.as_json() for r in found], proposer=proposer, surface=surface,
+                             contract_text=planned.contract, readers=[{**r.as_json(), "moved": False} for r in found], proposer=proposer, surface=surface,
                              deadline=deadline, created_at=now)
             session.add(row)
             try:
@@ -282,22 +290,43 @@ class Transitions:
         """One step, if its time has come: expand approved and registered -> migrate; every reader moved -> the contract
         proposed; the contract approved and registered -> done (refused -> migrate again); reminders and the deadline."""
         view = await self.view(number)
-        row, phase = view.row, view.phase
+        phase = view.phase
         if phase is Phase.EXPAND:
-            return await self._after_expand(view)
+            return await self._after_expand(view) or await self._progress(view)
         if phase is Phase.CONTRACT:
             return await self._after_contract(view)
         if phase is not Phase.MIGRATE:
             return False
-        known = [ReaderRef.from_json(r) for r in row.readers]
-        if len(view.readers) != len(known):  # new readers of the old fields appeared: followed from now on
-            async with self.db.session() as session:
-                await session.exec(update(Transition).where(col(Transition.id) == number, col(Transition.phase) == Phase.MIGRATE.value)
-                                   .values(readers=[r.ref.as_json() for r in view.readers]))
-                await session.commit()
+        told = await self._progress(view)
         if not view.laggards and self._census_answers(view):
-            return await self._propose_contract(view, "changeops", "workflow", laggards=[])
-        return await self._remind(view)
+            return await self._propose_contract(view, "changeops", "workflow", laggards=[]) or told
+        return await self._remind(view) or told
+
+    async def _progress(self, view: TransitionView) -> bool:
+        """Tell people (the card, a note with the evidence) when readers moved, went back, or appeared; once per change,
+        whichever replica sees it first (a conditional update on the digest people were last told)."""
+        row = view.row
+        digest = progress_digest(view.readers)
+        if digest == row.progress:
+            return False
+        known = {ReaderRef.from_json(r).key for r in row.readers}
+        before = {ReaderRef.from_json(r).key for r in row.readers if r.get("moved")}  # as people were last told
+        moved_now = [r for r in view.readers if r.moved and r.ref.key not in before]
+        back = [r for r in view.readers if not r.moved and r.ref.key in before]
+        new = [r for r in view.readers if r.ref.key not in known]
+        stored = [{**r.ref.as_json(), "moved": r.moved} for r in view.readers]
+        async with self.db.session() as session:
+            moved = await session.exec(update(Transition).where(col(Transition.id) == view.id, col(Transition.progress) == row.progress,
+                                                                col(Transition.phase) == row.phase).values(progress=digest, readers=stored))
+            if not getattr(moved, "rowcount", 0):
+                return False
+            lines = [f"{_reader_name(r)} moved: {r.evidence}" for r in moved_now] + [f"{_reader_name(r)} is back on the old fields: {r.evidence}"
+                                                                                      for r in back]
+            lines += [f"{_reader_name(r)} reads the old fields too ({r.evidence}): it must move as well" for r in new]
+            self._notice(session, view.id, Event.PROGRESS, detail="\n".join(lines))
+            await session.commit()
+        self.outbox.wake()
+        return True
 
     def _census_answers(self, view: TransitionView) -> bool:
         """Whether the census is live enough to say nobody else reads (without Kafka, lineage and teams are all there is)."""
@@ -468,9 +497,7 @@ class Transitions:
                     continue  # said already (a double click, another member): once is enough
                 recorded.append(_reader_name(state))
                 audit(session, user, surface, "reader moved", "transition", str(number), {"reader": state.ref.key, "team": state.team})
-            if recorded:
-                self._notice(session, number, Event.MOVED, user, detail=", ".join(recorded))
-            await session.commit()
+            await session.commit()  # the card and its thread say it with the next step (the evidence names who said it)
         self.outbox.wake()
         await self.advance(number)
         return recorded

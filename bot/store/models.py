@@ -548,6 +548,7 @@ class Transition(SQLModel, table=True):
     contract_proposal_id: int | None = Field(default=None, foreign_key="proposals.id")
     return_proposal_id: int | None = Field(default=None, foreign_key="proposals.id")  # a rollback's return to the original
     readers: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))  # every reader of the old fields found
+    progress: str = Field(default="", max_length=64)  # which readers had moved when people were last told (a digest): told once per change
     proposer: str = Field(max_length=64)
     surface: str = Field(default="slack", max_length=16)
     deadline: datetime = _when(nullable=False, index=True)

@@ -32,6 +32,7 @@ def upgrade() -> None:
         sa.Column('contract_proposal_id', sa.Integer(), sa.ForeignKey('proposals.id'), nullable=True),
         sa.Column('return_proposal_id', sa.Integer(), sa.ForeignKey('proposals.id'), nullable=True),
         sa.Column('readers', sa.JSON(), nullable=False),
+        sa.Column('progress', sa.String(length=64), nullable=False, server_default=''),
         sa.Column('proposer', sa.String(length=64), nullable=False),
         sa.Column('surface', sa.String(length=16), nullable=False),
         sa.Column('deadline', sa.DateTime(timezone=True), nullable=False),

@@ -83,8 +83,8 @@ class TransitionDelivery:
             await self._to_laggards(view, rows, f":twisted_rightwards_arrows: Transition #{view.id} on {name} ({words}): both sides are readable "
                                                 f"now. Move your readers to the new fields by {deadline}, then press *We moved* on its card "
                                                 f"(or `/schema transition {view.id} moved`).")
-        elif event is Event.MOVED:
-            note(f"{mention(actor)} says these moved: {detail}")
+        elif event is Event.PROGRESS and detail:
+            note(detail)
         elif event is Event.REMINDER:
             note(f":alarm_clock: Reminder: still on the old fields: {detail}")
             await self._to_laggards(view, rows, f":alarm_clock: Transition #{view.id} on {name} ({words}) still waits for your readers: "
