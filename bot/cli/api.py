@@ -49,3 +49,17 @@ def call(path: str, body: Any, url: str | None = None, timeout: float = 60) -> t
             return err.code, {"error": str(err.reason)}
     except urllib.error.URLError as err:
         raise Unreachable(f"cannot reach the bot at {base}: {err.reason}") from None
+
+
+def ask(prog: str, path: str, body: Any, url: str | None = None, timeout: float = 60) -> tuple[int, Any]:
+    """The bot's answer with the exit code a command gives: 0 and the answer; 2 when the bot cannot be asked, 1 when it
+    refused (each said on stderr, after ``prog``)."""
+    try:
+        status, answer = call(path, body, url, timeout=timeout)
+    except Unreachable as err:
+        print(f"{prog}: {err}", file=sys.stderr)
+        return 2, None
+    if status >= 400:
+        print(f"{prog}: {answer.get('error', status)}", file=sys.stderr)
+        return 1, None
+    return 0, answer

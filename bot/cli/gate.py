@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from bot.cli.api import Unreachable, call, with_references
+from bot.cli.api import ask, with_references
 from bot.domain.compat.formats import SchemaType
 
 VERDICT = {"approved": "approved as version {version}", "pending": "waiting for acknowledgements (proposal #{proposal})",
@@ -67,7 +67,7 @@ def run_gate(args: argparse.Namespace) -> int:
         body["schemaType"] = kind.value
     if not with_references(body, args.reference, "bot gate"):
         return 2
-    answer = _ask("bot gate", f"/api/v1/subjects/{quote(args.subject, safe='')}/check", body, args.url)
+    answer = ask("bot gate", f"/api/v1/subjects/{quote(args.subject, safe='')}/check", body, args.url)[1]
     if answer is None:
         return 2
     if args.format == "json":
@@ -101,7 +101,7 @@ def run_job_gate(args: argparse.Namespace) -> int:
         print("bot gate job: a file is not UTF-8 text", file=sys.stderr)
         return 2
     body = {"sql": sql, "state": state, **({"author": args.author} if args.author else {})}
-    answer = _ask("bot gate job", f"/api/v1/jobs/{quote(args.job, safe='')}/check", body, args.url, timeout=600)
+    answer = ask("bot gate job", f"/api/v1/jobs/{quote(args.job, safe='')}/check", body, args.url, timeout=600)[1]
     if answer is None:
         return 2
     if args.format == "json":
@@ -116,16 +116,3 @@ def run_job_gate(args: argparse.Namespace) -> int:
                 mark = {"warning": "warning: ", "info": "note: "}.get(finding["level"], "")
                 print(f"          {args.sql}:{where}: {mark}{finding['message']}" if where else f"          {mark}{finding['message']}")
     return 0 if answer["verdict"] == "pass" else 1
-
-
-def _ask(prog: str, path: str, body: Any, url: str | None, timeout: float = 60) -> Any:
-    """The bot's answer; None once why there is none (unreachable, refused) is on stderr."""
-    try:
-        status, answer = call(path, body, url, timeout=timeout)
-    except Unreachable as err:
-        print(f"{prog}: {err}", file=sys.stderr)
-        return None
-    if status >= 400:
-        print(f"{prog}: {answer.get('error', status)}", file=sys.stderr)
-        return None
-    return answer

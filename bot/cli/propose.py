@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bot.cli.api import Unreachable, call, with_references
+from bot.cli.api import ask, with_references
 from bot.domain.compat.formats import SchemaType
 from bot.domain.transitions.model import TransitionError, parse_mapping_text
 
@@ -62,14 +62,9 @@ def run_propose(args: argparse.Namespace) -> int:
     if args.deadline or args.mapping:
         print("bot propose: --deadline and --mapping go with --transition", file=sys.stderr)
         return 2
-    try:
-        status, answer = call("/api/v1/proposals", body)
-    except Unreachable as err:
-        print(f"bot propose: {err}", file=sys.stderr)
-        return 2
-    if status >= 400:
-        print(f"bot propose: {answer.get('error', status)}", file=sys.stderr)
-        return 1
+    code, answer = ask("bot propose", "/api/v1/proposals", body)
+    if code:
+        return code
     if args.format == "json":
         print(json.dumps(answer, ensure_ascii=False))
     else:
@@ -89,14 +84,9 @@ def start_transition(args: argparse.Namespace, proposal: dict[str, Any]) -> int:
         except TransitionError as err:
             print(f"bot propose: --{err}", file=sys.stderr)
             return 2
-    try:
-        status, answer = call("/api/v1/transitions", body)
-    except Unreachable as err:
-        print(f"bot propose: {err}", file=sys.stderr)
-        return 2
-    if status >= 400:
-        print(f"bot propose: {answer.get('error', status)}", file=sys.stderr)
-        return 1
+    code, answer = ask("bot propose", "/api/v1/transitions", body)
+    if code:
+        return code
     if args.format == "json":
         print(json.dumps(answer, ensure_ascii=False))
     else:

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from bot.cli.api import Unreachable, call
+from bot.cli.api import ask
 from bot.cli.propose import transition_text
 
 
@@ -27,13 +27,8 @@ def run_status(args: argparse.Namespace) -> int:
     if not number.isdecimal():
         print(f"bot transition status: {args.id!r} is not a transition number", file=sys.stderr)
         return 2
-    try:
-        status, answer = call(f"/api/v1/transitions/{int(number)}", None)
-    except Unreachable as err:
-        print(f"bot transition status: {err}", file=sys.stderr)
-        return 2
-    if status >= 400:
-        print(f"bot transition status: {answer.get('error', status)}", file=sys.stderr)
-        return 1
+    code, answer = ask("bot transition status", f"/api/v1/transitions/{int(number)}", None)
+    if code:
+        return code
     print(json.dumps(answer, ensure_ascii=False, indent=2) if args.format == "json" else transition_text(answer))
     return 0

@@ -145,16 +145,7 @@ def add_routes(app: web.Application, tokens: Sequence[ApiToken], lineage: Lineag
         return web.json_response({"ok": not refused, "accepted": len(samples), "refused": refused[:100]}, status=200 if samples or not refused else 400)
 
     async def post_proposal(request: web.Request, token: ApiToken) -> web.StreamResponse:
-        body = await read_json(request)
-        if not isinstance(body, dict):
-            raise BadRequest("expected an object with subject, schema and proposer")
-        subject, schema = body.get("subject"), body.get("schema")
-        if not isinstance(subject, str) or not subject.strip() or len(subject) > 255:
-            raise BadRequest("subject: required string (at most 255 characters)", "subject")
-        if isinstance(schema, dict | list):
-            schema = json.dumps(schema)
-        if not isinstance(schema, str) or not schema.strip():
-            raise BadRequest("schema: required (an Avro or JSON Schema as JSON or as a string, a .proto as a string)", "schema")
+        body, subject, schema = await _proposing(request, "schema: required (an Avro or JSON Schema as JSON or as a string, a .proto as a string)")
         schema_type = body.get("schema_type", body.get("schemaType"))
         if schema_type is not None and not isinstance(schema_type, str):
             raise BadRequest("schema_type: AVRO, PROTOBUF or JSON", "schema_type")
@@ -189,16 +180,7 @@ def add_routes(app: web.Application, tokens: Sequence[ApiToken], lineage: Lineag
         return web.json_response(_proposal_json(view))
 
     async def post_transition(request: web.Request, token: ApiToken) -> web.StreamResponse:
-        body = await read_json(request)
-        if not isinstance(body, dict):
-            raise BadRequest("expected an object with subject, schema and proposer")
-        subject, schema = body.get("subject"), body.get("schema")
-        if not isinstance(subject, str) or not subject.strip() or len(subject) > 255:
-            raise BadRequest("subject: required string (at most 255 characters)", "subject")
-        if isinstance(schema, dict | list):
-            schema = json.dumps(schema)
-        if not isinstance(schema, str) or not schema.strip():
-            raise BadRequest("schema: required, the target schema (after the contract)", "schema")
+        body, subject, schema = await _proposing(request, "schema: required, the target schema (after the contract)")
         deadline = None
         if body.get("deadline") is not None:
             try:
@@ -325,6 +307,21 @@ def add_routes(app: web.Application, tokens: Sequence[ApiToken], lineage: Lineag
                 "/api/v1/metrics": {"POST": post_metrics}}
     for endpoint in ENDPOINTS:
         app.router.add_route(endpoint.method, endpoint.path, guarded(tokens, endpoint.access, handlers[endpoint.path][endpoint.method]))
+
+
+async def _proposing(request: web.Request, schema_missing: str) -> tuple[dict[str, Any], str, str]:
+    """A body that proposes a schema: the object, its subject and its schema (as text); BadRequest for anything else."""
+    body = await read_json(request)
+    if not isinstance(body, dict):
+        raise BadRequest("expected an object with subject, schema and proposer")
+    subject, schema = body.get("subject"), body.get("schema")
+    if not isinstance(subject, str) or not subject.strip() or len(subject) > 255:
+        raise BadRequest("subject: required string (at most 255 characters)", "subject")
+    if isinstance(schema, dict | list):
+        schema = json.dumps(schema)
+    if not isinstance(schema, str) or not schema.strip():
+        raise BadRequest(schema_missing, "schema")
+    return body, subject, schema
 
 
 def _window(body: dict[str, Any]) -> tuple[datetime | None, float | None, int | None]:

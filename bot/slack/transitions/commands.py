@@ -26,6 +26,7 @@ USAGE = ("Usage: `/schema transition ID` (its card), `/schema transition list`, 
          "`/schema transition ID extend DAYS`, `/schema transition ID contract`, `/schema transition ID rollback`; "
          "start one with `/schema propose SUBJECT --transition`")
 EXTEND_DAYS = 7
+BUTTONS = {ids.TRANSITION_MOVED: "moved", ids.TRANSITION_EXTEND: "extend", ids.TRANSITION_CONTRACT: "contract", ids.TRANSITION_ROLLBACK: "rollback"}
 MAX_EXTEND_DAYS = 90
 
 
@@ -51,11 +52,13 @@ class TransitionSlack:
         if not number.isdecimal() or len(number) > 9:
             return Reply.text(f"`{escape(args[0])}` is not a transition number. {USAGE}")
         try:
-            return await self._act(int(number), request.user, args[1:])
+            return await self.act(int(number), request.user, args[1:])
         except ProposalError as err:
             return Reply.text(escape(err))
 
-    async def _act(self, number: int, user: str, rest: list[str]) -> Reply:
+    async def act(self, number: int, user: str, rest: list[str]) -> Reply:
+        """``status`` (the card), ``moved [READER]``, ``extend [DAYS]``, ``contract`` or ``rollback`` on transition ``number`` as
+        ``user``; ProposalError says why not."""
         verb = rest[0].lower() if rest else "status"
         if verb == "status":
             return transition_card(await self.transitions.view(number))
@@ -117,55 +120,19 @@ def register(app: AsyncApp, slack: TransitionSlack, track: Callable[[Any], Any])
     """Attach the buttons and the form."""
     transitions = slack.transitions
 
-    async def clicked(body: dict[str, Any], respond: AsyncRespond, act: Callable[[int, str], Any]) -> None:
-        value = str(body["actions"][0].get("value") or "")
-        if not value.isdecimal():
+    async def on_button(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
+        """*We moved*, *Extend a week*, *Contract now*, *Roll back*: what ``/schema transition ID VERB`` does, for the clicker."""
+        await ack()
+        action = body["actions"][0]
+        value = str(action.get("value") or "")
+        if not value.isdecimal() or len(value) > 9:
             await respond(**ephemeral("That button does not name a transition; nothing changed."))
             return
         try:
-            said = await act(int(value), body["user"]["id"])
+            reply = await slack.act(int(value), body["user"]["id"], [BUTTONS[action["action_id"]]])
         except ProposalError as err:
-            await respond(**ephemeral(escape(err)))
-            return
-        await respond(**ephemeral(said))
-
-    async def on_moved(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
-        await ack()
-
-        async def act(number: int, user: str) -> str:
-            marked = await transitions.moved(number, user)
-            return f"Recorded: {escape(', '.join(marked)) or 'nothing new (said already)'} moved, on transition #{number}."
-
-        await clicked(body, respond, act)
-
-    async def on_extend(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
-        await ack()
-
-        async def act(number: int, user: str) -> str:
-            view = await transitions.view(number)
-            moved = await transitions.extend(number, user, view.row.deadline.replace(tzinfo=UTC) + timedelta(days=EXTEND_DAYS))
-            return f"Transition #{number} now ends {moved.row.deadline:%Y-%m-%d %H:%M} UTC."
-
-        await clicked(body, respond, act)
-
-    async def on_contract(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
-        await ack()
-
-        async def act(number: int, user: str) -> str:
-            view = await transitions.contract_now(number, user)
-            return f"The contract of transition #{number} is proposal #{view.row.contract_proposal_id}; the teams left are asked."
-
-        await clicked(body, respond, act)
-
-    async def on_rollback(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
-        await ack()
-
-        async def act(number: int, user: str) -> str:
-            view = await transitions.rollback(number, user)
-            back = f"; the return to the original is proposal #{view.row.return_proposal_id}" if view.row.return_proposal_id else ""
-            return f"Transition #{number} is rolled back{back}."
-
-        await clicked(body, respond, act)
+            reply = Reply.text(escape(err))
+        await respond(**ephemeral(reply.fallback))
 
     async def on_offer(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient) -> None:
         await ack()
@@ -223,9 +190,7 @@ def register(app: AsyncApp, slack: TransitionSlack, track: Callable[[Any], Any])
             await slack.client.views_update(view_id=view["id"], view=notice_modal(f"Transition #{started.id}", f"Transition #{started.id} "
                                             f"started; its expand version is proposal #{started.row.expand_proposal_id}."))
 
-    app.action(ids.TRANSITION_MOVED)(track(on_moved))
-    app.action(ids.TRANSITION_EXTEND)(track(on_extend))
-    app.action(ids.TRANSITION_CONTRACT)(track(on_contract))
-    app.action(ids.TRANSITION_ROLLBACK)(track(on_rollback))
+    for action in BUTTONS:
+        app.action(action)(track(on_button))
     app.action(ids.TRANSITION_OFFER)(track(on_offer))
     app.view(ids.TRANSITION_VIEW)(track(on_submit))
