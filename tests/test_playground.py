@@ -15,7 +15,7 @@ async def test_commands_from_the_prompt_and_over_http(tmp_path: Path) -> None:
     await playground.start(0, 0)
     try:
         [help_text] = await playground.send("/schema help")
-        assert "`/schema propose [subject]`" in help_text
+        assert "`/schema propose [subject] [--transition]`" in help_text
         assert "Type a slash command" in (await playground.send("hello"))[0]
         assert "There are no subjects yet" in (await playground.send("/schema propose", PEOPLE["bob"]))[0]
         async with aiohttp.ClientSession() as http:

@@ -423,3 +423,59 @@ async def test_the_form_starts_a_json_schema_transition_a_rollback_proposes_the_
     assert started["phase"] in ("expand", "migrate") and started["deadline"] == "2026-12-20T12:00:00+00:00", started
     row = (await slack.bot.transitions.view(started["id"])).row
     assert "string userid = 2;\n  string user_id = 3;" in row.expand_text and "reserved 2;" in row.contract_text and 'reserved "userid";' in row.contract_text
+
+
+async def test_races_and_a_registry_away_never_double_or_skip_a_step(slack: SlackHarness, migrated_url: str) -> None:
+    await slack.bot.stop()
+    slack.bot = Bot(bot_config(slack.emulator, migrated_url, SCHEMA_REGISTRY_URL="http://127.0.0.1:9"), slack.clock)  # nothing listens there
+    await slack.bot.start(0)
+    slack.driver.request_url = f"{slack.bot.url}/slack/events"
+    for job in ("sweep-proposals", "release-held", "sweep-transitions"):
+        slack.bot.scheduler.pause_job(job)
+    catalog: dict[str, Any] = {"teams": {"orders-team": {"members": [ALICE]}, "analytics-team": {"members": [BOB]}},
+                               "subjects": {"orders-value": {"owner": "orders-team", "compatibility": "BACKWARD"}},
+                               "datasets": [{"name": "dwd", "namespace": "iceberg://lake", "owner": "analytics-team", "fields": ["user"]}],
+                               "jobs": [{"name": "report", "owner": "analytics-team", "inputs": ["orders-value"], "outputs": ["dwd"],
+                                         "mappings": {"dwd.user": ["orders-value.userid"]}}]}
+    parsed, problems = read_catalog(catalog, lambda _: "")
+    assert problems == []
+    await slack.bot.lineage.load_catalog(parsed)
+    status, first = await call(slack, "POST", "/api/v1/proposals", {"subject": "orders-value", "schema": V1, "proposer": ALICE})
+    assert status == 201 and first["state"] == "approved"
+
+    # Two starts at once: one transition, the other told why
+    answers = await asyncio.gather(*(call(slack, "POST", "/api/v1/transitions", {"subject": "orders-value", "schema": TARGET, "proposer": ALICE})
+                                     for _ in range(2)))
+    assert sorted(status for status, _ in answers) == [201, 409], answers
+    assert len(await slack.bot.transitions.listing(open_only=False)) == 1
+
+    # The expand version is approved, but the registry does not answer: no reader is told to move to a field producers cannot write yet
+    for _ in range(200):  # polled: the registration retries for minutes, so nothing here waits for the outbox to drain
+        now = (await call(slack, "GET", "/api/v1/transitions/1"))[1]
+        if now["steps"]["expand"]["registry_state"] == "retrying":
+            break
+        await asyncio.sleep(0.1)
+    assert await slack.bot.transitions.sweep() == 1  # the card shows the registration retrying; the phase does not move
+    now = (await call(slack, "GET", "/api/v1/transitions/1"))[1]
+    assert now["phase"] == "expand" and now["steps"]["expand"]["state"] == "approved", now
+    card = await slack.ws.wait_for(lambda: next((m for m in slack.ws.channel_messages("schema-changes") if "Transition #1 " in m.text
+                                                 and "registry: retrying" in as_text(m.text, m.blocks)), None))
+    assert "Expand" in as_text(card.text, card.blocks)
+
+    # Registered at last (as if the registry answered): migrate; the reader's team says it moved (once); many sweeps at once
+    # propose one contract
+    async with slack.bot.db.session() as session:
+        from sqlalchemy import update as sql_update
+
+        from bot.store.models import Proposal
+        await session.exec(sql_update(Proposal).where(Proposal.id == now["expand_proposal"]).values(registry_state="registered"))  # type: ignore[arg-type]
+        await session.commit()
+    assert await slack.bot.transitions.advance(1)
+    said = await command(slack, BOB, "/schema transition 1 moved report")
+    assert "Recorded: job report moved" in said, said
+    assert "none of the readers that wait belong to your teams" in await command(slack, BOB, "/schema transition 1 moved")
+    results = await asyncio.gather(*(slack.bot.transitions.advance(1) for _ in range(4)), slack.bot.transitions.sweep())
+    view = await slack.bot.transitions.view(1)
+    assert view.phase.value == "contract" and view.row.contract_proposal_id is not None, results
+    contracts = [p for p in await slack.bot.proposals.listing(subject="orders-value") if "Contract step" in p.proposal.notes]
+    assert len(contracts) == 1

@@ -141,9 +141,11 @@ class TransitionView:
                           "return": step(self.row.return_proposal_id)}, "notes": self.notes()}
 
 
-def progress_digest(readers: Sequence[ReaderState]) -> str:
-    """Which readers there are and which moved, as a short digest (what people were last told)."""
-    text = json.dumps(sorted([r.ref.key, r.moved] for r in readers))
+def progress_digest(view: TransitionView) -> str:
+    """Which readers there are and which moved, and where its proposals stand (the registry's state too), as a short
+    digest: what people were last shown."""
+    steps = sorted([p.id or 0, p.state, p.registry_state or ""] for p in view.proposals.values())
+    text = json.dumps([sorted([r.ref.key, r.moved] for r in view.readers), steps])
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -303,10 +305,11 @@ class Transitions:
         return await self._remind(view) or told
 
     async def _progress(self, view: TransitionView) -> bool:
-        """Tell people (the card, a note with the evidence) when readers moved, went back, or appeared; once per change,
-        whichever replica sees it first (a conditional update on the digest people were last told)."""
+        """Tell people (the card, a note with the evidence) when readers moved, went back, or appeared, and show its
+        proposals' new states (a registration retrying); once per change, whichever replica sees it first (a conditional
+        update on the digest people were last shown)."""
         row = view.row
-        digest = progress_digest(view.readers)
+        digest = progress_digest(view)
         if digest == row.progress:
             return False
         known = {ReaderRef.from_json(r).key for r in row.readers}
