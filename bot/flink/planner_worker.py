@@ -65,8 +65,8 @@ def check(env: Any, request: dict[str, Any], database: str, known: dict[str, boo
     """Run one job's statements in a fresh database: every statement's outcome and every table it created."""
     j_env = env._j_tenv
     catalog = j_env.getCurrentCatalog()
-    env.execute_sql(f"CREATE DATABASE `{database}`")
-    env.execute_sql(f"USE `{database}`")
+    j_env.executeSql(f"CREATE DATABASE `{database}`")  # the Java environment's own call: PyFlink's execute_sql first re-adds its
+    j_env.executeSql(f"USE `{database}`")  # jars to the configuration, a dozen JVM calls per statement for jars set once at start
     saved: dict[str, str | None] = {}  # keys the job SET, with their values before it
     try:
         results: list[dict[str, Any]] = []
@@ -75,14 +75,16 @@ def check(env: Any, request: dict[str, Any], database: str, known: dict[str, boo
             if statement["kind"] == "insert":
                 _stand_in(env, catalog, database, known, looked_at)
             results.append(_statement(env, statement, saved))
-        tables = {name: _table(env, catalog, database, name) for name in env.list_tables()}
+        planned = _planned_tables(results)  # what the compiled plans already say: each other table is asked for, attribute by attribute
+        tables = {name: planned.get(name) or _table(env, catalog, database, name) for name in env.list_tables()}
         unchecked = {name: table["options"]["connector"] for name, table in tables.items() if table.pop("unchecked", False)}
         return {"results": results, "tables": tables, "unchecked": unchecked}
     finally:
-        env.execute_sql("USE `default_database`")
-        env.execute_sql(f"DROP DATABASE IF EXISTS `{database}` CASCADE")
-        configuration = env.get_config().get_configuration()
+        j_env.executeSql("USE `default_database`")
+        j_env.executeSql(f"DROP DATABASE IF EXISTS `{database}` CASCADE")
+        configuration = env.get_config().get_configuration() if saved else None  # (each is a JVM call: only when the job SET keys)
         for key, value in saved.items():
+            assert configuration is not None
             if value is None:
                 configuration.remove_config(key)
             else:
@@ -96,7 +98,7 @@ def _statement(env: Any, statement: dict[str, Any], saved: dict[str, str | None]
             _configure(env, sql, saved)
             return {"ok": True}
         if kind != "insert":
-            env.execute_sql(sql)
+            env._j_tenv.executeSql(sql)
             return {"ok": True}
         return {"ok": True, **_insert(env, sql)}
     except Exception as err:
@@ -121,16 +123,19 @@ def _configure(env: Any, sql: str, saved: dict[str, str | None]) -> None:
 def _insert(env: Any, sql: str) -> dict[str, Any]:
     """The planner's whole validation of an INSERT (columns, types, the sink's shape, connector options) by
     compiling its plan, which the gate reads for column lineage and casts; and what the gate checks beyond the
-    planner: the query's own columns (before the sink's implicit casts) and the explicit column list. A plan that
-    cannot be compiled (a connector without compiled-plan support) is validated by ``explain_sql`` instead."""
+    planner: the query's own columns (before the sink's implicit casts) and the explicit column list. The statement is
+    parsed once and its plan compiled from that operation (``compilePlanSql`` would parse and validate it again). A plan
+    that cannot be compiled (a connector without compiled-plan support) is validated by ``explain_sql`` instead."""
+    from pyflink.java_gateway import get_gateway
+
     j_env = env._j_tenv
     answer: dict[str, Any] = {"plan": None, "target_columns": None}
+    operation = j_env.getParser().parse(sql).get(0)  # parsed and validated once: the plan is compiled from this operation
     try:
-        answer["plan"] = json.loads(j_env.compilePlanSql(sql).asJsonString())
+        answer["plan"] = json.loads(j_env.getPlanner().compilePlan(get_gateway().jvm.java.util.Collections.singletonList(operation)).asJsonString())
     except Exception as err:
         env.explain_sql(sql)  # raises what the planner refuses; if it passes, only the compiled plan was unavailable
         answer["plan_error"] = chain(err)[-1][1]
-    operation = j_env.getParser().parse(sql).get(0)
     answer["target"] = str(operation.getContextResolvedTable().getIdentifier().getObjectName())
     answer["query"] = [[c.getName(), c.getDataType().getLogicalType().asSerializableString()]
                        for c in operation.getChild().getResolvedSchema().getColumns()]
@@ -145,11 +150,13 @@ def _stand_in(env: Any, catalog: str, database: str, known: dict[str, bool], loo
     from pyflink.java_gateway import get_gateway
 
     jvm = get_gateway().jvm
-    for name in env.list_tables():
-        if name in looked_at:
-            continue
+    names = [name for name in env.list_tables() if name not in looked_at]
+    if not names:
+        return
+    tables, path = env._j_tenv.getCatalog(catalog).get(), jvm.org.apache.flink.table.catalog.ObjectPath  # looked up once: each is a JVM call
+    for name in names:
         looked_at.add(name)
-        base = env._j_tenv.getCatalog(catalog).get().getTable(jvm.org.apache.flink.table.catalog.ObjectPath(database, name))
+        base = tables.getTable(path(database, name))
         if str(base.getTableKind().name()) != "TABLE":
             continue
         connector = str(base.getOptions().get("connector") or "")
@@ -165,7 +172,43 @@ def _stand_in(env: Any, catalog: str, database: str, known: dict[str, bool], loo
                 known[connector] = False
         if not known[connector]:
             quoted = connector.replace("'", "''")
-            env.execute_sql(f"ALTER TABLE `{name}` SET ('connector' = '{STAND_IN}', '{REAL}' = '{quoted}')")
+            env._j_tenv.executeSql(f"ALTER TABLE `{name}` SET ('connector' = '{STAND_IN}', '{REAL}' = '{quoted}')")
+
+
+def _planned_tables(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The tables the INSERTs' compiled plans describe, as ``_table`` describes them: Flink writes each catalog table a plan
+    reads or writes into it whole (``table.plan.compile.catalog-objects``: ALL, the default). A table with a column whose type
+    the plan spells in a form not read here is left out (``_table`` asks for it)."""
+    found: dict[str, dict[str, Any]] = {}
+    stack: list[Any] = [r["plan"] for r in results if r.get("plan")]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        stack.extend(node.values())
+        resolved, identifier = node.get("resolvedTable"), node.get("identifier")
+        if not isinstance(resolved, dict) or not isinstance(identifier, str) or not identifier.endswith("`"):
+            continue
+        columns = []
+        for column in resolved.get("schema", {}).get("columns", []):
+            kind = str(column.get("kind", "PHYSICAL")).lower()
+            written = column.get("expression", {}).get("rexNode", {}).get("type") if kind == "computed" else column.get("dataType")
+            if isinstance(written, dict) and written.get("type") == "TIMESTAMP_WITHOUT_TIME_ZONE" and "precision" in written:
+                written = f"TIMESTAMP({written['precision']})" + ("" if written.get("nullable", True) else " NOT NULL")  # a rowtime attribute
+            if not isinstance(written, str):
+                break
+            columns.append({"name": column["name"], "type": written, "kind": kind})
+        else:
+            options = {str(k): str(v) for k, v in (resolved.get("options") or {}).items()}
+            unchecked = options.get("connector") == STAND_IN and REAL in options
+            if unchecked:
+                options["connector"] = options.pop(REAL)
+            name = identifier[identifier.rfind(".`") + 2:-1].replace("``", "`") if ".`" in identifier else identifier.strip("`")
+            found[name] = {"kind": "table", "options": options, "columns": columns, "unchecked": unchecked}
+    return found
 
 
 def _table(env: Any, catalog: str, database: str, name: str) -> dict[str, Any]:
