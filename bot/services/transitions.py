@@ -296,7 +296,7 @@ class Transitions:
         if phase is Phase.EXPAND:
             return await self._after_expand(view) or await self._progress(view)
         if phase is Phase.CONTRACT:
-            return await self._after_contract(view)
+            return await self._after_contract(view) or await self._progress(view)
         if phase is not Phase.MIGRATE:
             return False
         told = await self._progress(view)
