@@ -21,6 +21,7 @@ import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from bot.domain.approvals import UNOWNED
 from bot.domain.lineage.catalog import read_catalog
 from bot.emulator.render import as_text
 from bot.runtime import Bot
@@ -423,6 +424,14 @@ async def test_the_form_starts_a_json_schema_transition_a_rollback_proposes_the_
     assert started["phase"] in ("expand", "migrate") and started["deadline"] == "2026-12-20T12:00:00+00:00", started
     row = (await slack.bot.transitions.view(started["id"])).row
     assert "string userid = 2;\n  string user_id = 3;" in row.expand_text and "reserved 2;" in row.contract_text and 'reserved "userid";' in row.contract_text
+    # Nobody is known to read orders-proto: that is no evidence that nobody does, so its contract is not waved through
+    await slack.bot.idle()
+    await slack.bot.transitions.sweep()
+    await slack.bot.transitions.sweep()
+    view = await slack.bot.transitions.view(started["id"])
+    contract = await slack.bot.proposals.view(view.row.contract_proposal_id or 0)
+    assert view.phase.value == "contract" and contract.proposal.state == "pending", (view.phase, contract.proposal.state)
+    assert "no lineage is known" in contract.proposal.impact["note"] and contract.proposal.teams == [UNOWNED], contract.proposal.impact
 
 
 async def test_races_and_a_registry_away_never_double_or_skip_a_step(slack: SlackHarness, migrated_url: str) -> None:

@@ -400,11 +400,15 @@ class Transitions:
         return True
 
     async def _propose_contract(self, view: TransitionView, actor: str, surface: str, laggards: list[ReaderState]) -> bool:
-        """Propose the contract version: with nobody left on the old fields, nobody to ask; with laggards (the owners chose
-        to break them at the deadline), their teams acknowledge it like any break."""
+        """Propose the contract version: with every known reader moved, nobody to ask; with laggards (the owners chose to
+        break them at the deadline), their teams acknowledge it like any break; with no reader ever known, the usual
+        impact rules ask (lineage that knows nothing of the topic asks the fallback approvers)."""
         words = ", ".join(f"{m.old} → {m.new}" for m in view.mapping)
-        if laggards:
-            impact: dict[str, Any] = {"owners": sorted({r.team for r in laggards if r.team}),
+        impact: dict[str, Any] | None
+        if not view.readers:  # no reader was ever known: that is no evidence nobody reads, so the usual impact rules decide who is asked
+            impact = None
+        elif laggards:
+            impact = {"owners": sorted({r.team for r in laggards if r.team}),
                                       "note": f"contract of transition #{view.id} before every reader moved: "
                                               + "; ".join(f"{_reader_name(r)} ({r.evidence})" for r in laggards)[:1500]}
             if any(r.team is None for r in laggards):
