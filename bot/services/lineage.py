@@ -15,7 +15,7 @@ from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from bot.domain.calendar import Freeze
-from bot.domain.compat.formats import INVALID, SchemaType, field_paths_of, parse_schema
+from bot.domain.compat.formats import paths_of
 from bot.domain.lineage.catalog import Catalog
 from bot.domain.lineage.graph import LineageGraph
 from bot.domain.lineage.model import Dataset, DatasetId, FieldRef, Job, JobId, Team
@@ -300,15 +300,8 @@ async def _latest_schemas(session: AsyncSession) -> dict[str, list[str]]:
                                .join(SchemaVersion, col(SchemaVersion.subject_id) == col(Subject.id))
                                .order_by(col(SchemaVersion.version)))).all()
     newest = {name: (text, schema_type) for name, text, _, schema_type in rows}  # ordered by version: the last one wins
-    return {name: _field_paths(schema_type, text) for name, (text, schema_type) in newest.items()}
-
-
-def _field_paths(schema_type: str, text: str) -> list[str]:
-    """A stored version's field paths (none for a Protobuf or JSON version whose references are elsewhere)."""
-    try:
-        return field_paths_of(SchemaType(schema_type), parse_schema(SchemaType(schema_type), text))
-    except INVALID:
-        return []
+    return {name: paths_of(schema_type, text) for name, (text, schema_type) in newest.items()}  # (none for a version whose
+    # Protobuf or JSON references are elsewhere)
 
 
 def _as_text(value: object) -> str:

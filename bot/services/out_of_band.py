@@ -89,6 +89,7 @@ class OutOfBand:
         async with self.db.session() as session:
             subjects = list((await session.exec(select(Subject))).all())
             seen = {(r.subject, r.schema_id) for r in (await session.exec(select(ObservedSchema).where(col(ObservedSchema.source) == KAFKA))).all()}
+            running = {t.subject_id: t for t in (await session.exec(select(Transition).where(col(Transition.phase).in_(["migrate", "contract"])))).all()}
         found = 0
         for subject in subjects:
             if subject.name.endswith("-key"):
@@ -102,18 +103,17 @@ class OutOfBand:
                 if (subject.name, schema_id) not in seen:
                     registered = await asyncio.to_thread(schema_text, self.client, schema_id) if self.client is not None else None
                     found += await self._observe(subject.name, KAFKA, schema_id, -1, registered)
-            found += await self._one_sided(subject, ids)
+            if subject.id in running:
+                found += await self._one_sided(subject, running[subject.id], ids)
         await self._reachable(KAFKA, None)
         return found
 
-    async def _one_sided(self, subject: Subject, ids: set[int]) -> int:
+    async def _one_sided(self, subject: Subject, transition: Transition, ids: set[int]) -> int:
         """During a transition producers write both sides of its mapping: a schema id on the topic with only one side (a
         producer not yet on the expand version, or one already on the target) is alerted, once per transition and id."""
+        if transition.id is None or self.client is None:
+            return 0
         async with self.db.session() as session:
-            transition = (await session.exec(select(Transition).where(col(Transition.subject_id) == subject.id,
-                                                                      col(Transition.phase).in_(["migrate", "contract"])))).first()
-            if transition is None or transition.id is None or self.client is None:
-                return 0
             judged = set((await session.exec(select(ObservedSchema.schema_id).where(
                 col(ObservedSchema.subject) == subject.name, col(ObservedSchema.source) == TRANSITION,
                 col(ObservedSchema.version) == transition.id))).all())

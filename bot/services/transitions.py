@@ -23,7 +23,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from bot.domain.approvals import Policy, State
 from bot.domain.calendar import Kind, Scope, Status, Window
-from bot.domain.compat.analysis import analyse
+from bot.domain.compat.analysis import analyse, fingerprints
 from bot.domain.compat.classify import Mode
 from bot.domain.readers import Census
 from bot.domain.transitions.gate import Open
@@ -185,7 +185,8 @@ class Transitions:
         if not now < deadline <= now + timedelta(days=MAX_DAYS):
             raise ProposalError(f"the deadline must be in the future and within {MAX_DAYS} days", "deadline")
         await self._none_open(subject)
-        history = [v.schema_text for v in await self.proposals.registry.history(subject_name)]
+        versions = await self.proposals.registry.history(subject_name)
+        history = [v.schema_text for v in versions]
         if not history:
             raise ProposalError(f"{subject_name} has no version yet: a transition moves readers from the current version; propose the first "
                                 "version as a normal change", "subject")
@@ -194,8 +195,8 @@ class Transitions:
         except UnresolvedReference as err:
             raise ProposalError(f"{err}; nothing was stored", "references") from None
         refs = dict(zip(names_of(referenced), [e["schema"] for e in referenced], strict=True))
-        same = await off_loop(analyse, history, target, subject.compatibility, list(refs.values()), subject.format, list(refs))
-        if same.error is None and same.verdict is not None and same.verdict.identical:
+        [printed] = await off_loop(fingerprints, [target], list(refs.values()), subject.format, list(refs))
+        if printed is not None and printed == versions[-1].fingerprint:
             raise ProposalError(f"no change: the target is identical to the current version of {subject_name}", "schema")
         try:
             planned: Plan = await off_loop(plan, subject.format, history[-1], target, mapping, refs)
@@ -204,7 +205,6 @@ class Transitions:
         await self._expand_compatible(subject, history, planned, refs)
         checked = await self.proposals.check(subject_name, planned.expand)
         found = await self._find(subject, planned.mapping)
-        policy_owner = subject.owner_team or ""
         async with self.db.session() as session:
             row = Transition(subject_id=subject.id or 0, open_subject=subject.id, phase=Phase.EXPAND.value,
                              mapping=[r.as_json() for r in planned.mapping], original_text=history[-1], expand_text=planned.expand,
@@ -218,7 +218,7 @@ class Transitions:
                 raise ProposalError(f"a transition is already open on {subject_name}: one at a time per subject") from None
             assert row.id is not None
             entry = self.calendar.book(session, kind=Kind.TRANSITION, title=f"Transition #{row.id} on {subject_name}: every reader moved by now",
-                                       window=Window(deadline - DEADLINE_ENTRY, deadline), owner=policy_owner, booked_by=proposer,
+                                       window=Window(deadline - DEADLINE_ENTRY, deadline), owner=subject.owner_team or "", booked_by=proposer,
                                        scope=Scope(subjects=frozenset({subject_name})), status=Status.CONFIRMED)
             await session.flush()
             row.calendar_entry_id = entry.id

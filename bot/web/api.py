@@ -196,7 +196,7 @@ def add_routes(app: web.Application, tokens: Sequence[ApiToken], lineage: Lineag
         named = body.get("proposer")
         if token.user is not None and named not in (None, token.user):
             raise BadRequest(f"proposer: this token proposes as {token.user}; leave proposer out or give that user", "proposer")
-        if await lineage_subject_missing(subject):
+        if await proposals.registry.subject(subject) is None:
             return _error(404, f"unknown subject {subject!r}: it must be in the catalog (bot catalog load)", field="subject")
         proposer = await _proposer(slack, token.user or named)
         try:
@@ -205,9 +205,6 @@ def add_routes(app: web.Application, tokens: Sequence[ApiToken], lineage: Lineag
             status = 409 if "already open" in str(err) else 400
             return _error(status, str(err), field=err.field)
         return web.json_response({"ok": True, **view.as_json()}, status=201)
-
-    async def lineage_subject_missing(name: str) -> bool:
-        return await proposals.registry.subject(name) is None
 
     async def get_transition(request: web.Request, _token: ApiToken) -> web.StreamResponse:
         number = request.match_info["id"]

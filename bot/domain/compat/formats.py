@@ -91,11 +91,11 @@ def field_paths_of(schema_type: SchemaType, schema: Any) -> list[str]:
 
 
 def paths_of(schema_type: str, text: str, refs: Mapping[str, str] | None = None) -> list[str]:
-    """The field paths of a schema given as text (empty when it does not parse)."""
+    """The field paths of a schema given as text (none when it does not parse, alone or with ``refs``)."""
     kind = SchemaType(schema_type)
     try:
         return field_paths_of(kind, parse_schema(kind, text, refs))
-    except Exception:  # noqa: BLE001 - each format's own parse errors: a schema that does not parse has no paths to compare
+    except INVALID:
         return []
 
 

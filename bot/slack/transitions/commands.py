@@ -21,6 +21,7 @@ from bot.slack.proposals.listeners import CHECK_WITHIN_ACK, notice_modal
 from bot.slack.render import Reply, ephemeral, escape
 from bot.slack.request import CommandRequest
 from bot.slack.transitions.cards import transition_card
+from bot.store.models import aware
 
 USAGE = ("Usage: `/schema transition ID` (its card), `/schema transition list`, `/schema transition ID moved [READER]`, "
          "`/schema transition ID extend DAYS`, `/schema transition ID contract`, `/schema transition ID rollback`; "
@@ -70,7 +71,7 @@ class TransitionSlack:
             if not days.isdecimal() or not 0 < int(days) <= MAX_EXTEND_DAYS:
                 return Reply.text(f"`/schema transition {number} extend DAYS`: DAYS from 1 to {MAX_EXTEND_DAYS}")
             view = await self.transitions.view(number)
-            moved = await self.transitions.extend(number, user, view.row.deadline.replace(tzinfo=UTC) + timedelta(days=int(days)))
+            moved = await self.transitions.extend(number, user, aware(view.row.deadline) + timedelta(days=int(days)))
             return Reply.text(f"Transition #{number} now ends {moved.row.deadline:%Y-%m-%d %H:%M} UTC.")
         if verb == "contract":
             view = await self.transitions.contract_now(number, user)
