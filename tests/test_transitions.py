@@ -75,7 +75,18 @@ async def renaming(slack: SlackHarness, migrated_url: str, schema_registry: Real
     assert problems == [], problems
     await slack.bot.lineage.load_catalog(parsed)
     slack.topic, slack.adhoc, slack.registry, slack.bootstrap = topic, adhoc, schema_registry, kafka_bootstrap  # type: ignore[attr-defined]
+    slack.migrated_url = migrated_url  # type: ignore[attr-defined]
     yield slack
+
+
+async def restart(slack: SlackHarness, **env: str) -> None:
+    """The bot again on the same database and registry, with ``env`` changed (a broker that does not answer, say)."""
+    await slack.bot.stop()
+    slack.bot = Bot(bot_config(slack.emulator, slack.migrated_url, SCHEMA_REGISTRY_URL=slack.registry.url, **env), slack.clock)  # type: ignore[attr-defined]
+    await slack.bot.start(0)
+    slack.driver.request_url = f"{slack.bot.url}/slack/events"
+    for job in ("sweep-proposals", "release-held", "sweep-transitions"):
+        slack.bot.scheduler.pause_job(job)
 
 
 async def call(slack: SlackHarness, method: str, path: str, body: Any = None) -> tuple[int, dict[str, Any]]:
@@ -137,7 +148,12 @@ async def test_a_rename_ships_as_a_transition_and_contracts_when_the_last_reader
                               ({"subject": "orders-value", "schema": {**V1, "doc": "orders"}}, 400, "nothing to map"),
                               ({"subject": "orders-value", "schema": TARGET, "mapping": [{"old": "user", "new": "userId"}]}, 400,
                                "user is not a field of the current version"),
-                              ({"subject": "orders-value", "schema": TARGET, "deadline": "next week"}, 400, "deadline: ISO 8601")]:
+                              ({"subject": "orders-value", "schema": TARGET, "deadline": "next week"}, 400, "deadline: ISO 8601"),
+                              ({"subject": "orders-value", "schema": TARGET, "deadline": "2026-12-20T12:00:00"}, 400, "time zone offset"),
+                              ({"subject": "orders-value", "schema": TARGET, "mapping": "userid=userId"}, 400, "mapping: a non-empty list"),
+                              ({"subject": "orders-value", "schema": TARGET, "mapping": [{"old": "userid"}]}, 400, "mapping[0]: expected"),
+                              ({"subject": "orders-value", "schema": "{\"type\": \"record\""}, 400, "the target is not a valid schema"),
+                              ({"subject": "orders-value", "schema": TARGET, "proposer": "alice"}, 400, "proposer: required, the Slack user id")]:
         status, refused = await call(slack, "POST", "/api/v1/transitions", {"proposer": ALICE, **body})
         assert status == code and words in refused["error"], refused
     assert await slack.bot.transitions.listing(open_only=False) == []
@@ -201,6 +217,8 @@ async def test_a_rename_ships_as_a_transition_and_contracts_when_the_last_reader
     assert now["phase"] == "migrate" and now["contract_proposal"] is None
     seen = readers(now)
     assert seen["ledger"][0] and "OpenLineage event of 2026-12-02 08:00 UTC reads userId" in seen["ledger"][1], seen
+    status, _ = await call(slack, "POST", "/api/v1/lineage", ledger_event(topic, "userid", "2026-12-01T09:00:00Z"))  # a late run, older
+    assert status == 200 and readers((await call(slack, "GET", "/api/v1/transitions/1"))[1])["ledger"][0]  # than the newest: ledger stays moved
     assert seen["enrich-orders"][0] and f"its last passed Flink release #{new_side['release']} reads userId" in seen["enrich-orders"][1], seen
     assert seen[adhoc] == (False, seen[adhoc][1])
     await slack.bot.idle()
@@ -216,9 +234,21 @@ async def test_a_rename_ships_as_a_transition_and_contracts_when_the_last_reader
     await slack.bot.census.attribute(adhoc, "billing-team", ALICE, "slack")
     said = await command(slack, BOB, f"/schema transition 1 moved {adhoc}")
     assert "only a member of a reader's team can say it moved" in said, said
+    # The last reader moves while the newest census does not answer (the broker away): nobody can say no new reader came, so no contract
+    await restart(slack, KAFKA_BOOTSTRAP_SERVERS="127.0.0.1:9")
+    assert not await slack.bot.census.refresh()
     said = await command(slack, CAROL, f"/schema transition 1 moved {adhoc}")
     assert f"Recorded: group {adhoc} moved, on transition #1" in said, said
+    await slack.bot.transitions.sweep()
+    status, waiting = await call(slack, "GET", "/api/v1/transitions/1")
+    assert waiting["phase"] == "migrate" and waiting["contract_proposal"] is None, waiting
+    assert any("the newest census failed" in note for note in waiting["notes"]), waiting["notes"]
     await slack.bot.idle()
+    assert "the newest census failed" in await transition_card(slack, 1)
+    await restart(slack, KAFKA_BOOTSTRAP_SERVERS=renaming.bootstrap)  # type: ignore[attr-defined]
+    assert await slack.bot.census.refresh()
+    await slack.bot.idle()
+
 
     # No reader left: the contract (userid gone) is proposed, approved at once as nobody reads what it removes, and registered
     await slack.bot.transitions.sweep()
@@ -319,9 +349,11 @@ async def test_a_breaking_card_ships_as_a_transition_whose_deadline_the_owners_e
     past = await slack.driver.submit(form.id, values("userid=userId", "2026-11-05"), user=ALICE)
     assert "the deadline must be in the future" in past.json["errors"][ids.DEADLINE_BLOCK]
     assert await slack.bot.transitions.listing(open_only=False) == []
+    slack.ws.rate_limit("chat.postMessage", times=2)  # Slack says 429 twice: the card is posted once, when it answers
     done = await slack.driver.submit(form.id, values("userid=userId", "2026-12-05"), user=ALICE)
     assert done.status == 200 and done.json is None
     await slack.bot.idle()
+    assert len([m for m in slack.ws.channel_messages("schema-changes") if "Transition #1 " in m.text]) == 1
     view = await slack.bot.transitions.view(1)
     assert view.row.deadline.isoformat().startswith("2026-12-05T23:59") and (await slack.bot.proposals.view(breaking["id"])).proposal.state == "withdrawn"
     assert [(r.ref.name, r.moved) for r in view.readers] == [("report", False)]  # fraud reads only amounts
@@ -352,8 +384,14 @@ async def test_a_breaking_card_ships_as_a_transition_whose_deadline_the_owners_e
     await slack.driver.click(asked, ids.TRANSITION_EXTEND, user=BOB)
     assert "only a member of orders-team" in (await slack.ws.wait_for(lambda: slack.ws.ephemerals_for(BOB)[before:]))[-1].text
     before = len(slack.ws.ephemerals_for(ALICE))
+    slack.ws.failing["chat.update"] = 500  # Slack fails the card's edit: the extension stands, and the card shows it once Slack answers
     await slack.driver.click(asked, ids.TRANSITION_EXTEND, user=ALICE)
     assert "now ends 2026-12-12 23:59 UTC" in (await slack.ws.wait_for(lambda: slack.ws.ephemerals_for(ALICE)[before:]))[-1].text
+    await slack.ws.wait_for(lambda: any(c.method == "chat.update" and c.status == 500 for c in slack.ws.calls))
+    del slack.ws.failing["chat.update"]
+    await slack.bot.idle()
+    assert "Deadline: 2026-12-12 23:59 UTC" in await transition_card(slack, 1)
+    assert (await slack.bot.transitions.view(1)).row.deadline.isoformat().startswith("2026-12-12T23:59")  # the extension, once
     entries = await slack.bot.calendar.listing(slack.clock(), slack.clock() + timedelta(days=30))
     assert [e["end"][:16] for e in entries if e["kind"] == "transition"] == ["2026-12-12T23:59"]
 

@@ -143,3 +143,17 @@ def test_readers_move_only_on_evidence_and_the_evidence_is_said() -> None:
     assert moved["adhoc"].moved and "U0000CAROL of billing-team said it moved" in moved["adhoc"].evidence
     assert moved["gone"].moved and "retired" in moved["gone"].evidence
     assert [r.name for r in merged(found[:1], [ReaderRef(JOB, "new", "spark://x"), found[0]])] == ["enrich", "new"]
+
+
+def test_protobuf_a_schema_with_imports_is_edited_with_them() -> None:
+    money = 'syntax = "proto3";\npackage acme.common;\n\nmessage Money {\n  string currency = 1;\n  int64 units = 2;\n}\n'
+    current = ('syntax = "proto3";\npackage shop;\n\nimport "common/money.proto";\n\nmessage Order {\n  string id = 1;\n'
+               '  acme.common.Money price = 2;\n}\n')
+    target = current.replace("acme.common.Money price = 2;", "acme.common.Money amount = 3;")
+    refs = {"common/money.proto": money}
+    planned = plan("PROTOBUF", current, target, [Rename("price", "amount")], refs)
+    assert "  acme.common.Money price = 2;\n  acme.common.Money amount = 3;" in planned.expand
+    verdict = analyse([current], planned.expand, "FULL_TRANSITIVE", [money], "PROTOBUF", ["common/money.proto"]).verdict
+    assert verdict is not None and verdict.backward and verdict.forward
+    with pytest.raises(TransitionError, match="price.currency is still in the target"):  # the import is read: its fields are in both
+        plan("PROTOBUF", current, current.replace("price = 2;", "price = 2;\n  string note = 4;"), [Rename("price.currency", "price.code")], refs)
