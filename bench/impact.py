@@ -70,13 +70,14 @@ def main() -> None:
     print(f"graph: {fields:,} field nodes, {len(graph.jobs):,} jobs, {graph.graph.number_of_edges():,} edges, "
           f"{size / 2**20:.0f} MiB loaded")
     adjacency = {node: list(graph.graph.successors(node)) for node in graph.graph}
+    field_nodes = {(n[1], n[2]): n for n in graph.graph if n[0] == "f"}  # (DatasetId, path): the graph's own node
     rng = random.Random(5)
     first_layer = [d.id for d in datasets[: DATASETS // LAYERS // 10]]
     ours, card, full, baseline, reached = [], [], [], [], []
     for number in range(QUERIES):
         source = rng.choice(first_layer)
         changed = [f"f{i}" for i in rng.sample(range(FIELDS), 5)]
-        starts = [("f", source.namespace, source.name, f) for f in changed]
+        starts = [field_nodes[source, f] for f in changed]
 
         def query(source: DatasetId = source, changed: list[str] = changed) -> Any:
             started = time.perf_counter()

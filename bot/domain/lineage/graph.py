@@ -1,10 +1,10 @@
 """The field-level lineage graph and the impact query.
 
-Nodes are tuples of strings (cheap to hash): fields ``("f", namespace, dataset, path)`` and job ports.
-A mapped job gets one port per output field it writes (``("j", job namespace, job name, output
-namespace, output dataset, output path)``): each input field it reads for that output points at the
+Nodes are short tuples that hold the graph's own id objects (cheap to hash, nothing to build when an answer
+names them): fields ``("f", DatasetId, path)`` and job ports. A mapped job gets one port per output field it
+writes (``("j", JobId, output DatasetId, output path)``): each input field it reads for that output points at the
 port, the port at the output field, so a path through a job is exact. A black-box job gets one hub per
-output dataset it does not map (``("b", job namespace, job name, output namespace, output dataset)``):
+output dataset it does not map (``("b", JobId, output DatasetId)``):
 every field of every input points at the hub and the hub at every field of that output, the
 conservative reading. A dataset whose fields are unknown is one pseudo-field, ``*``.
 """
@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import Collection, Iterable, Iterator
 from functools import cached_property
 from itertools import chain, islice
-from operator import attrgetter, itemgetter
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 import networkx as nx
@@ -24,8 +24,7 @@ import networkx as nx
 from bot.domain.lineage.model import WHOLE, Dataset, DatasetId, Job, JobId
 
 Node = tuple[Any, ...]
-_KEY = itemgetter(1, 2)  # a field's (namespace, dataset) or a job node's (namespace, job)
-_OWNERS = attrgetter("owners")
+_ID = itemgetter(1)  # a field's DatasetId, a port's or hub's JobId
 
 
 class LineageError(ValueError):
@@ -90,25 +89,26 @@ class Impact:
         return len(self._fields)
 
     @cached_property
-    def _job_keys(self) -> list[tuple[str, str]]:
-        """The (namespace, name) of the jobs on the way, in the order the walk met them."""
-        return list(dict.fromkeys(map(_KEY, self._hops)))
+    def _job_ids(self) -> list[JobId]:
+        """The jobs on the way, in the order the walk met them."""
+        return list(dict.fromkeys(map(_ID, self._hops)))
 
     def _impacted(self) -> Iterator[ImpactedField]:
         parents, black_only = self._parents, self._black_only
         explained: dict[Node, tuple[str, ...]] = {}
+        new = tuple.__new__  # ImpactedField's own __new__, without the Python-level call
         for node in self._fields:
-            parent = parents[node]
-            assert parent is not None
-            yield ImpactedField(DatasetId(node[1], node[2]), node[3], JobId(parent[1], parent[2]),
-                                _explain(node, parents, explained), node in black_only)
+            hop = parents[node]  # a field is reached through a job's port or hub
+            assert hop is not None
+            path = explained[node] = (*(explained.get(hop) or _explain(hop, parents, explained)), f"{node[1].name}.{node[2]}")
+            yield new(ImpactedField, (node[1], node[2], hop[1], path, node in black_only))
 
     @cached_property
     def jobs(self) -> tuple[ImpactedJob, ...]:
         """The jobs on the way, in the order the walk met them."""
         jobs = self.graph.jobs
         return tuple(ImpactedJob(j, tuple(jobs[j].owners), jobs[j].channel, jobs[j].black_box, jobs[j].learned)
-                     for j in (JobId(*key) for key in self._job_keys))
+                     for j in self._job_ids)
 
     def unowned(self, teams: Collection[str]) -> tuple[ImpactedJob, ...]:
         """The jobs on the way that no known team owns (no owner, or owners that are not ``teams``): readers
@@ -118,19 +118,12 @@ class Impact:
     @cached_property
     def datasets(self) -> tuple[DatasetId, ...]:
         """The datasets reached (through at least one job)."""
-        return tuple(DatasetId(*key) for key in self._dataset_keys)
-
-    @cached_property
-    def _dataset_keys(self) -> list[tuple[str, str]]:
-        return list(dict.fromkeys(map(_KEY, self._fields)))
+        return tuple(dict.fromkeys(map(_ID, self._fields)))
 
     @cached_property
     def owners(self) -> tuple[str, ...]:
         """The teams to ask: owners of the jobs on the way, then of the datasets reached."""
-        # (namespace, name) tuples find JobId and DatasetId keys (named tuples hash and compare as tuples)
-        jobs = map(self.graph.jobs.__getitem__, self._job_keys)  # type: ignore[arg-type]
-        datasets = map(self.graph.datasets.__getitem__, self._dataset_keys)  # type: ignore[arg-type]
-        return tuple(dict.fromkeys(chain.from_iterable(map(_OWNERS, chain(jobs, datasets)))))
+        return tuple(dict.fromkeys(chain.from_iterable(map(self.graph._owners.__getitem__, chain(self._job_ids, self.datasets)))))
 
     def as_json(self, teams: Collection[str] | None = None, *, limit: int | None = None) -> dict[str, Any]:
         """The JSON of ``bot impact --format json`` (every impacted field) and, with ``limit``, of a proposal
@@ -161,6 +154,8 @@ class LineageGraph:
         self.jobs: dict[JobId, Job] = {}
         self.graph = nx.DiGraph()
         self._fields: dict[DatasetId, dict[str, Node]] = {}
+        self._ids: dict[DatasetId, DatasetId] = {d: d for d in self.datasets}  # one id object per dataset, held by its nodes
+        self._owners: dict[DatasetId | JobId, tuple[str, ...]] = {d.id: tuple(d.owners) for d in self.datasets.values()}  # what a card asks of each
         self._indexes: dict[DatasetId, _PathIndex] = {}  # built on first query, dropped when a field is added
         for dataset in self.datasets.values():
             for path in dataset.fields or [WHOLE]:
@@ -172,13 +167,17 @@ class LineageGraph:
         known = self._fields.setdefault(dataset, {})
         node = known.get(path)
         if node is None:
-            node = ("f", dataset.namespace, dataset.name, path)
+            node = ("f", self._id(dataset), path)
             known[path] = node
             self._indexes.pop(dataset, None)
             self.graph.add_node(node)
             if dataset not in self.datasets:
                 self.datasets[dataset] = Dataset(dataset)
+                self._owners[dataset] = ()
         return node
+
+    def _id(self, dataset: DatasetId) -> DatasetId:
+        return self._ids.setdefault(dataset, dataset)
 
     def _all_fields(self, dataset: DatasetId) -> list[Node]:
         known = self._fields.get(dataset)
@@ -190,12 +189,13 @@ class LineageGraph:
     def add_job(self, job: Job) -> None:
         """Add one job's nodes and edges."""
         self.jobs[job.id] = job
+        self._owners[job.id] = tuple(job.owners)
         for source, target in job.mappings:
-            port = ("j", job.id.namespace, job.id.name, target.dataset.namespace, target.dataset.name, target.path)
+            port = ("j", job.id, self._id(target.dataset), target.path)
             self.graph.add_edge(self._field(source.dataset, source.path), port)
             self.graph.add_edge(port, self._field(target.dataset, target.path))
         for output in job.unmapped_outputs:
-            hub = ("b", job.id.namespace, job.id.name, output.namespace, output.name)
+            hub = ("b", job.id, self._id(output))
             for dataset in job.inputs:
                 for node in self._all_fields(dataset):
                     self.graph.add_edge(node, hub)
@@ -237,6 +237,8 @@ class LineageGraph:
         if not wanted:
             return list(known.values())
         index = self._path_index(dataset)
+        if index.flat.issuperset(wanted):  # the common case: top-level fields, none a struct with known members
+            return list(dict.fromkeys([known[p] for p in wanted] + ([known[WHOLE]] if WHOLE in known else [])))
         exact: list[Node] = []
         members: list[Node] = []
         enclosing: list[Node] = []
@@ -278,21 +280,20 @@ class LineageGraph:
         hops: list[Node] = []
         field, hop = fields.append, hops.append
         deferred: list[Node] = []
-        while queue:
+        while queue:  # fields only: a port is opened where it is found (its fields go on the queue in the same order)
             node = pop()
             for nxt in succ[node]:
                 if nxt not in parents:
                     parents[nxt] = node
-                    kind = nxt[0]
-                    if kind == "f":
-                        field(nxt)
-                        push(nxt)
-                    elif kind == "b":
+                    hop(nxt)
+                    if nxt[0] == "b":
                         deferred.append(nxt)
-                        hop(nxt)
-                    else:
-                        hop(nxt)
-                        push(nxt)
+                        continue
+                    for out in succ[nxt]:
+                        if out not in parents:
+                            parents[out] = nxt
+                            field(out)
+                            push(out)
         black_only = set(deferred)
         queue.extend(deferred)
         while queue:
@@ -316,9 +317,9 @@ def _explain(node: Node, parents: dict[Node, Node | None], explained: dict[Node,
     steps = explained[current] if current is not None else ()
     for step in reversed(chain):
         if step[0] == "f":
-            label = f"{step[2]}.{step[3]}"
+            label = f"{step[1].name}.{step[2]}"
         else:
-            label = f"{step[2]} (black box)" if step[0] == "b" else step[2]
+            label = f"{step[1].name} (black box)" if step[0] == "b" else step[1].name
         steps = (*steps, label)
         explained[step] = steps
     return steps
@@ -330,6 +331,8 @@ class _PathIndex:
     def __init__(self, known: dict[str, Node]) -> None:
         self.position = {path: number for number, path in enumerate(known)}
         self.sorted = sorted(p for p in known if p != WHOLE)
+        structs = {p[:i] for p in self.sorted for i, c in enumerate(p) if c == "."}
+        self.flat = {p for p in self.sorted if "." not in p and p not in structs}  # a path that is itself and nothing more
 
     def members(self, path: str) -> list[str]:
         """The known paths inside ``path`` (``path.x``, ``path.x.y``), in the order they became known."""
