@@ -123,7 +123,8 @@ class Impact:
     @cached_property
     def owners(self) -> tuple[str, ...]:
         """The teams to ask: owners of the jobs on the way, then of the datasets reached."""
-        return tuple(dict.fromkeys(chain.from_iterable(map(self.graph._owners.__getitem__, chain(self._job_ids, self.datasets)))))
+        ids: Iterable[DatasetId | JobId] = chain(self._job_ids, self.datasets)
+        return tuple(dict.fromkeys(chain.from_iterable(map(self.graph._owners.__getitem__, ids))))
 
     def as_json(self, teams: Collection[str] | None = None, *, limit: int | None = None) -> dict[str, Any]:
         """The JSON of ``bot impact --format json`` (every impacted field) and, with ``limit``, of a proposal
