@@ -4,8 +4,9 @@ Each app runs in its own process (``bot serve``, and ``bench/_bare_bolt.py``), s
 and the Slack emulator in this process do not share their event loop. Both get the same 500 signed
 requests (slash commands that open the propose form or show a card, and Approve clicks on a pending
 proposal's card), 50 in flight, in three rounds taken in turn (bot, bare, bot, bare, ...), so a
-machine busy with something else weighs on both alike; percentiles are over all rounds' samples. The
-real bot runs on SQLite with the example catalog loaded.
+machine busy with something else weighs on both alike; each round waits until the app of the round before is
+idle (the bot's work after its acks once fell on the bare app's round and slowed it); percentiles are over all
+rounds' samples. The real bot runs on SQLite with the example catalog loaded.
 
 Run: .venv/bin/python bench/ack_latency.py
 """
@@ -88,6 +89,26 @@ async def load(driver: SlackDriver, ws: Workspace, card: Any) -> list[float]:
     return list(await asyncio.gather(*(one(i) for i in range(REQUESTS))))
 
 
+async def settled(pid: int) -> None:
+    """Wait until the process ``pid`` has used no CPU for 200 ms (at most 30 s): the work it still does after its
+    round (listeners after their acks, the outbox) must not weigh on the other app's round."""
+    def ticks() -> int:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        return int(fields[11]) + int(fields[12])
+
+    if not Path(f"/proc/{pid}/stat").exists():  # not Linux: a fixed pause
+        await asyncio.sleep(2)
+        return
+    last, quiet = ticks(), 0
+    for _ in range(300):
+        await asyncio.sleep(0.1)
+        now = ticks()
+        quiet = quiet + 1 if now == last else 0
+        if quiet >= 2:
+            return
+        last = now
+
+
 def percentile(samples: list[float], share: float) -> float:
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
@@ -129,7 +150,9 @@ async def main() -> None:
             try:
                 for _ in range(ROUNDS):
                     real += await load(drivers[0], ws, card)
+                    await settled(bot.pid)
                     baseline += await load(drivers[1], ws, card)
+                    await settled(bare.pid)
             finally:
                 for driver in drivers:
                     await driver.close()

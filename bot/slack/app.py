@@ -32,13 +32,15 @@ log = logging.getLogger(__name__)
 
 
 def create_app(config: Config, deliveries: Deliveries, inflight: Inflight, client: AsyncWebClient) -> AsyncApp:
-    """An AsyncApp that verifies signatures and ignores repeated deliveries (listeners come next)."""
+    """An AsyncApp that ignores repeated deliveries (listeners come next); signatures are checked before it."""
     app = AsyncApp(
         client=client,
         signing_secret=config.slack_signing_secret or None,
-        # Socket Mode alone (no signing secret): no request URL is served, so there is nothing to verify
-        request_verification_enabled=bool(config.slack_signing_secret),
+        # the web server checks every request's signature before Bolt sees it (bot.web.server), and Socket Mode's come
+        # over the app's own connection: Bolt's own check would do the first one again
+        request_verification_enabled=False,
         logger=logging.getLogger("bot.slack.bolt"),
+        process_before_response=True,  # listeners return at their ack (Inflight.listener): no 10 ms polling for it
     )
     app.middleware(once_per_delivery(deliveries, inflight))
 
@@ -55,13 +57,13 @@ def add_listeners(app: AsyncApp, services: Services, calendar_commands: Calendar
     """Every slash command, action, view and event, each counted while it runs: the slash commands' routers, then each
     feature's own listeners."""
     routers = commands.register(app, services, calendar_commands, alerts.commands, OpsCommands(operations.ops, app.client), consumers, health,
-                                flink_commands, transitions, inflight.track)
-    transition_listeners.register(app, transitions, inflight.track)
-    readers.register(app, consumers, inflight.track)
-    governance.register(app, watcher, inflight.track)
-    sli.register(app, alerts, inflight.track)
-    ops.register(app, operations, inflight.track)
-    flink.register(app, FlinkActions(operations.ops, alerts.sli), inflight.track)
-    calendar.register(app, calendar_commands, inflight.track)
-    home.register(app, routers, proposing, inflight.track, services)
-    proposals.register(app, proposing, outbox, inflight.track)
+                                flink_commands, transitions, inflight.listener)
+    transition_listeners.register(app, transitions, inflight.listener)
+    readers.register(app, consumers, inflight.listener)
+    governance.register(app, watcher, inflight.listener)
+    sli.register(app, alerts, inflight.listener)
+    ops.register(app, operations, inflight.listener)
+    flink.register(app, FlinkActions(operations.ops, alerts.sli), inflight.listener)
+    calendar.register(app, calendar_commands, inflight.listener)
+    home.register(app, routers, proposing, inflight.listener, services)
+    proposals.register(app, proposing, outbox, inflight.listener)
