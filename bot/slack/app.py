@@ -58,6 +58,7 @@ def add_listeners(app: AsyncApp, services: Services, calendar_commands: Calendar
     feature's own listeners."""
     routers = commands.register(app, services, calendar_commands, alerts.commands, OpsCommands(operations.ops, app.client), consumers, health,
                                 flink_commands, transitions, inflight.listener)
+    proposals.register(app, proposing, outbox, inflight.listener)  # Bolt tries listeners in order: the cards' buttons are the busiest
     transition_listeners.register(app, transitions, inflight.listener)
     readers.register(app, consumers, inflight.listener)
     governance.register(app, watcher, inflight.listener)
@@ -66,4 +67,3 @@ def add_listeners(app: AsyncApp, services: Services, calendar_commands: Calendar
     flink.register(app, FlinkActions(operations.ops, alerts.sli), inflight.listener)
     calendar.register(app, calendar_commands, inflight.listener)
     home.register(app, routers, proposing, inflight.listener, services)
-    proposals.register(app, proposing, outbox, inflight.listener)
