@@ -181,3 +181,12 @@ def test_jobs_are_listed_in_the_order_the_walk_met_them(graph: LineageGraph, fie
     impact = graph.impact(source, fields)
     met = [node[1] for node in impact._parents if node[0] != "f"]  # the walk's own order (a port or hub holds its JobId)
     assert [j.id for j in impact.jobs] == list(dict.fromkeys(met))
+
+
+def test_a_job_declared_again_is_asked_as_it_stands_now_and_a_dataset_met_late_has_no_owner() -> None:
+    graph = LineageGraph([ds("src", ["a"]), ds("out", ["a"], owner="lake")], [job("enrich", "old-team", [("src.a", "out.a")])])
+    graph.add_job(job("enrich", "new-team", [("src.a", "out.a"), ("src.a", "late.a")]))  # a newer event: other owners, a dataset nobody declared
+    impact = graph.impact(DatasetId(L, "src"), ["a"])
+    assert impact.owners == ("new-team", "lake")
+    assert {d.name for d in impact.datasets} == {"out", "late"} and [j.owners for j in impact.jobs] == [("new-team",)]
+    assert [i.path for i in impact.impacted] == [("src.a", "enrich", "out.a"), ("src.a", "enrich", "late.a")]

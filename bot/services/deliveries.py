@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from datetime import datetime, timedelta
 
-from sqlalchemy import Insert, delete, inspect
+from sqlalchemy import delete, inspect
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import col
 
@@ -25,7 +25,9 @@ class Deliveries:
         self.db = db
         self._waiting: dict[str, list[asyncio.Future[bool]]] = {}
         self._writer: asyncio.Task[None] | None = None
-        self._claiming: Insert | None = None  # INSERT ... ON CONFLICT DO NOTHING RETURNING key, for this database
+        table = inspect(SlackDelivery).local_table
+        dialect = postgresql if db.engine.dialect.name == "postgresql" else sqlite
+        self._claiming = dialect.insert(table).on_conflict_do_nothing(index_elements=["key"]).returning(table.c.key)
 
     async def claim(self, key: str) -> bool:
         """True the first time ``key`` is seen, False for every repeat."""
@@ -52,20 +54,13 @@ class Deliveries:
                         future.set_result(key in fresh and number == 0)
 
     async def _insert(self, keys: list[str]) -> set[str]:
-        """The keys inserted now (the others were there): one statement of fixed shape, compiled once, run for every
-        key of the batch (SQLAlchemy sends them as one multi-row INSERT); a statement with the batch's rows written in
-        it was compiled again for every batch, a third of the claim's cost."""
+        """The keys inserted now (the others were there): one statement of fixed shape, compiled once and run for every
+        key of the batch (SQLAlchemy sends them as one multi-row INSERT); rows written into the statement made it
+        compile again for every batch."""
         now = utcnow()
         async with self.db.engine.begin() as connection:
-            result = await connection.execute(self._statement(), [{"key": key, "received_at": now} for key in keys])
+            result = await connection.execute(self._claiming, [{"key": key, "received_at": now} for key in keys])
             return set(result.scalars().all())
-
-    def _statement(self) -> Insert:
-        if self._claiming is None:
-            table = inspect(SlackDelivery).local_table
-            dialect = postgresql if self.db.engine.dialect.name == "postgresql" else sqlite
-            self._claiming = dialect.insert(table).on_conflict_do_nothing(index_elements=["key"]).returning(table.c.key)
-        return self._claiming
 
     async def prune(self, older_than: timedelta = timedelta(days=1), now: datetime | None = None) -> int:
         """Forget keys older than ``older_than`` (Slack retries within minutes); returns how many."""

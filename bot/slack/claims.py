@@ -38,12 +38,12 @@ async def claimed() -> None:
         raise Replayed
 
 
-def claimed_ack(ack: Callable[..., Awaitable[Any]], after: Callable[[], Awaitable[None]]) -> Callable[..., Awaitable[Any]]:
-    """``ack`` that, once Slack is answered, awaits ``after`` and then the request's claim (``claimed``)."""
+def claimed_ack(ack: Callable[..., Awaitable[Any]], on_ack: Callable[[], None]) -> Callable[..., Awaitable[Any]]:
+    """``ack`` that, once Slack is answered, calls ``on_ack`` and waits for the request's claim (``claimed``)."""
 
     async def ack_then_check(*args: Any, **kwargs: Any) -> Any:
         answered = await ack(*args, **kwargs)
-        await after()
+        on_ack()
         await claimed()
         return answered
 

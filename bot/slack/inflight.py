@@ -54,7 +54,7 @@ class Inflight:
         async def answered(*args: Any, **kwargs: Any) -> Any:
             loop = asyncio.get_running_loop()
             if "ack" not in kwargs:  # acknowledged by Bolt as soon as this returns
-                self.add(task := loop.create_task(self._after_ack(listener, args, kwargs)))
+                self.add(task := loop.create_task(_after_claim(listener, args, kwargs)))
                 task.add_done_callback(_report)
                 return None
             gate = loop.create_future()
@@ -64,12 +64,12 @@ class Inflight:
                 if not gate.done():
                     gate.set_result(None)
 
-            async def after_ack() -> None:
+            def on_ack() -> None:
                 nonlocal acked
                 acked = True
                 opened()
 
-            kwargs["ack"] = claimed_ack(kwargs["ack"], after_ack)
+            kwargs["ack"] = claimed_ack(kwargs["ack"], on_ack)
             self.add(task := asyncio.ensure_future(listener(*args, **kwargs)))
             task.add_done_callback(opened)
             timer = loop.call_later(ACK_WAIT, opened)
@@ -84,10 +84,6 @@ class Inflight:
 
         return answered  # type: ignore[return-value]
 
-    async def _after_ack(self, listener: Callable[..., Awaitable[Any]], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        await claimed()
-        return await listener(*args, **kwargs)
-
     def busy(self) -> bool:
         """Whether any tracked work is still running."""
         current = asyncio.current_task()
@@ -99,6 +95,11 @@ class Inflight:
         pending = {t for t in self._tasks if t is not current and not t.done()}
         if pending:
             await asyncio.wait(pending, timeout=timeout)
+
+
+async def _after_claim(listener: Callable[..., Awaitable[Any]], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    await claimed()
+    return await listener(*args, **kwargs)
 
 
 def _report(task: asyncio.Task[Any]) -> None:
