@@ -1,9 +1,11 @@
 """A census of the cluster's consumer groups: which topics each reads (committed offsets, or live members
 assigned to it), its state and members, its lag; and how long each topic keeps data.
 
-Cheap on a cluster with thousands of groups: groups are described in batches, committed offsets (one group
-per request, as the protocol's client API allows) are asked with a bounded number in flight, every call has a
-timeout; only groups with members are described (the listing says which). Blocking: run it in a worker thread.
+Cheap on a cluster with thousands of groups: committed offsets are read from Kafka's log of them
+(``__consumer_offsets``, followed by bot.kafka.offsets_log) when the caller keeps one and it can be read, else asked
+one group a request (as the protocol's client API allows) with a bounded number in flight; groups are described in
+batches, only those with members (the listing says which); every call has a timeout. Blocking: run it in a worker
+thread.
 The bot's own groups (``changeops-``) are left out.
 
 Complete or says it is not: what Kafka refuses for a moment (a coordinator that moved or is still loading its part
@@ -12,6 +14,7 @@ snapshot's ``unanswered``, never left out as if it read nothing."""
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterable
 from concurrent.futures import Future
@@ -22,6 +25,9 @@ from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaExcep
 from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, ResourceType  # type: ignore[attr-defined]
 
 from bot.domain.sli.retention import Retention
+from bot.kafka.offsets_log import OffsetsLog, OffsetsUnreadable
+
+log = logging.getLogger(__name__)
 
 TIMEOUT = 10.0  # seconds per call
 IN_FLIGHT = 64  # committed-offset requests at once
@@ -62,6 +68,7 @@ class Snapshot:
     unanswered: dict[str, str] = field(default_factory=dict)  # group -> why its offsets or its description did not come
     listing: str | None = None  # why the listing itself may be incomplete (a coordinator still loading, say)
     topics: frozenset[str] = frozenset()  # every topic on the cluster
+    offsets_from: str = "api"  # "log": committed offsets read from __consumer_offsets; "api": asked group by group
 
     @property
     def partial(self) -> bool:
@@ -106,10 +113,11 @@ def _committed(answer: Any, group: str) -> dict[tuple[str, int], int]:
     return {(tp.topic, tp.partition): tp.offset for tp in partitions if tp.offset >= 0}
 
 
-def take(admin: AdminClient, topics: Iterable[str] | None = None) -> Snapshot:
-    """Census every consumer group (``topics``: keep only readers of these; None: of any topic). A group whose
-    offsets or description Kafka does not give (after one more try) is named in ``unanswered``; CensusFailed when
-    the cluster does not answer at all, or not for most groups."""
+def take(admin: AdminClient, topics: Iterable[str] | None = None, offsets_log: OffsetsLog | None = None) -> Snapshot:
+    """Census every consumer group (``topics``: keep only readers of these; None: of any topic), their committed
+    offsets from ``offsets_log`` when given and readable. A group whose offsets or description Kafka does not give
+    (after one more try) is named in ``unanswered``; CensusFailed when the cluster does not answer at all, or not
+    for most groups."""
     wanted = set(topics) if topics is not None else None
     listings, listing_error = _listing(admin)
     listings = [g for g in listings if not g.group_id.startswith(OWN_PREFIX)]
@@ -120,29 +128,12 @@ def take(admin: AdminClient, topics: Iterable[str] | None = None) -> Snapshot:
     busy = [group for group in ids if groups[group].state not in ("EMPTY", "DEAD")]
     described = [admin.describe_consumer_groups(busy[start:start + DESCRIBE_BATCH], request_timeout=TIMEOUT)
                  for start in range(0, len(busy), DESCRIBE_BATCH)]
-    pending: list[tuple[str, Future[object]]] = []
-
-    def drain(limit: int) -> None:
-        while len(pending) > limit:
-            group, future = pending.pop(0)
-            try:
-                groups[group].committed = _committed(_result(future, f"committed offsets of {group}"), group)
-            except CensusFailed as err:
-                unanswered[group] = str(err)
-                if len(unanswered) > max(MOST_UNANSWERED, len(ids) // 10):
-                    raise CensusFailed(f"Kafka did not answer for {len(unanswered)} groups, the latest {err}") from None
-    for group in ids:
-        pending.append((group, _offsets(admin, group)))
-        drain(IN_FLIGHT)
-    drain(0)
-    if unanswered:  # once more, one at a time, after a pause: most refusals are a coordinator moving or loading
-        time.sleep(RETRY_PAUSES[0])
-        for group in sorted(unanswered):
-            try:
-                groups[group].committed = _committed(_result(_offsets(admin, group), f"committed offsets of {group}"), group)
-                del unanswered[group]
-            except CensusFailed as err:
-                unanswered[group] = str(err)
+    logged = _logged(offsets_log, admin)
+    if logged is not None:
+        for group in ids:
+            groups[group].committed = logged.get(group, {})
+    else:
+        _ask_offsets(admin, groups, unanswered)
     for batch in described:
         for group, future in batch.items():
             try:
@@ -158,7 +149,46 @@ def take(admin: AdminClient, topics: Iterable[str] | None = None) -> Snapshot:
     partitions = {tp for g in readers for tp in (*g.committed, *(p for _, _, parts in g.members for p in parts))
                   if wanted is None or tp[0] in wanted}
     return Snapshot(readers, _ends(admin, partitions), {t: r.ms for t, r in retentions(admin, {t for t, _ in partitions}).items()}, set(ids), unanswered,
-                    listing_error, cluster_topics(admin))
+                    listing_error, cluster_topics(admin), "api" if logged is None else "log")
+
+
+def _ask_offsets(admin: AdminClient, groups: dict[str, GroupSeen], unanswered: dict[str, str]) -> None:
+    """Each group's committed offsets from the API, ``IN_FLIGHT`` requests at once; the groups Kafka did not answer for
+    (after one more try) go into ``unanswered``; CensusFailed when they are most of them."""
+    pending: list[tuple[str, Future[object]]] = []
+
+    def drain(limit: int) -> None:
+        while len(pending) > limit:
+            group, future = pending.pop(0)
+            try:
+                groups[group].committed = _committed(_result(future, f"committed offsets of {group}"), group)
+            except CensusFailed as err:
+                unanswered[group] = str(err)
+                if len(unanswered) > max(MOST_UNANSWERED, len(groups) // 10):
+                    raise CensusFailed(f"Kafka did not answer for {len(unanswered)} groups, the latest {err}") from None
+    for group in sorted(groups):
+        pending.append((group, _offsets(admin, group)))
+        drain(IN_FLIGHT)
+    drain(0)
+    if unanswered:  # once more, one at a time, after a pause: most refusals are a coordinator moving or loading
+        time.sleep(RETRY_PAUSES[0])
+        for group in sorted(unanswered):
+            try:
+                groups[group].committed = _committed(_result(_offsets(admin, group), f"committed offsets of {group}"), group)
+                del unanswered[group]
+            except CensusFailed as err:
+                unanswered[group] = str(err)
+
+
+def _logged(offsets_log: OffsetsLog | None, admin: AdminClient) -> dict[str, dict[tuple[str, int], int]] | None:
+    """Every group's committed offsets from the log; None (and why, in the log) when there is none or it cannot be read."""
+    if offsets_log is None:
+        return None
+    try:
+        return offsets_log.committed(admin)
+    except OffsetsUnreadable as err:
+        log.info("committed offsets asked one group at a time: %s", err)
+        return None
 
 
 def cluster_topics(admin: AdminClient) -> frozenset[str]:

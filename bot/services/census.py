@@ -25,6 +25,7 @@ from sqlmodel import col, select
 from bot.domain.readers import Census, Declared, Member, Reading, judge
 from bot.kafka.census import CensusFailed, Snapshot, cluster_topics, take
 from bot.kafka.clients import settings
+from bot.kafka.offsets_log import OffsetsLog
 from bot.services import leases
 from bot.services.audit import record as audit
 from bot.services.lineage import DOCUMENT, RETIRED_GROUPS, LineageService
@@ -77,6 +78,7 @@ class CensusService:
         self.db, self.lineage, self.sli, self.bootstrap, self.owner, self.clock = db, lineage, sli, bootstrap, owner, clock
         self.interval = interval  # how often the census is taken: an older one says what was, not what is
         self._admin: AdminClient | None = None
+        self._offsets_log: OffsetsLog | None = None  # followed from one census to the next: each reads only what is new
         self._writing = asyncio.Lock()
 
     # --- taking it ------------------------------------------------------------------------------
@@ -93,7 +95,9 @@ class CensusService:
             raise CensusError("Kafka is not configured for this bot: set KAFKA_BOOTSTRAP_SERVERS")
         admin = self._admin_client()
         try:
-            snapshot = await asyncio.to_thread(take, admin)
+            if self._offsets_log is None:
+                self._offsets_log = OffsetsLog(settings(self.bootstrap, {"client.id": "changeops-census"}))
+            snapshot = await asyncio.to_thread(take, admin, None, self._offsets_log)
         except Exception as err:  # a CensusFailed, or whatever else the client raised: the last census stays, the failure is shown
             reason = str(err) if isinstance(err, CensusFailed) else f"{type(err).__name__}: {err}"
             log.warning("reader census failed: %s", reason)
@@ -139,8 +143,11 @@ class CensusService:
         return self._admin
 
     def close(self) -> None:
-        """Release the admin client (librdkafka ends a client when the last reference goes: call from a thread)."""
+        """Release the admin client and leave the offsets log (librdkafka ends a client when the last reference goes:
+        call from a thread)."""
         self._admin = None
+        if self._offsets_log is not None:
+            self._offsets_log.close()
 
     # --- answering ------------------------------------------------------------------------------
 
