@@ -1,17 +1,19 @@
 """Committed offsets read from ``__consumer_offsets`` on the real broker are what the Admin API answers, however they
 were committed: by the Admin API, by a consumer (with metadata), in a committed transaction; an aborted transaction's
 offsets and a transaction still open are not counted (and do not hold the answer up); a deleted group is gone; what
-is committed after one answer is in the next. A log not read in time leaves the census to the API, complete."""
+is committed after one answer is in the next. A log not read in time, or too long to begin reading, leaves the census
+to the API, complete."""
 
 from __future__ import annotations
 
 import uuid
 
+import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from bot.kafka.census import take
-from bot.kafka.offsets_log import OffsetsLog
+from bot.kafka.offsets_log import OffsetsLog, OffsetsUnreadable
 from tests.test_census import seed_groups
 from tests.test_ops import new_topic
 
@@ -91,19 +93,22 @@ def test_the_log_answers_what_the_api_answers_however_the_offsets_were_committed
         offsets_log.close()
 
 
-def test_the_census_reads_the_log_and_falls_back_to_the_api_when_the_log_is_not_read_in_time(kafka_bootstrap: str) -> None:
+def test_the_census_reads_the_log_and_falls_back_to_the_api_when_the_log_is_not_read_in_time_or_too_long(kafka_bootstrap: str) -> None:
     admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
     topic = new_topic(admin, "offsets-census")
     groups = [f"{topic}-reader-{n}" for n in range(40)]
     seed_groups(admin, topic, groups)
     followed = OffsetsLog({"bootstrap.servers": kafka_bootstrap})
     hurried = OffsetsLog({"bootstrap.servers": kafka_bootstrap}, timeout=0.001)
+    too_long = OffsetsLog({"bootstrap.servers": kafka_bootstrap}, most_records=len(groups))  # the log holds their 120 commits at least
     try:
-        from_log, from_api = take(admin, [topic], followed), take(admin, [topic], hurried)
-        assert (from_log.offsets_from, from_api.offsets_from) == ("log", "api")
-        for snapshot in (from_log, from_api):
+        snapshots = [take(admin, [topic], offsets_log) for offsets_log in (followed, hurried, too_long)]
+        assert [s.offsets_from for s in snapshots] == ["log", "api", "api"]
+        with pytest.raises(OffsetsUnreadable, match="more than a first read takes on"):
+            too_long.committed(admin)
+        for snapshot in snapshots:
             assert not snapshot.partial
             assert {g.group: g.committed for g in snapshot.groups if g.group in groups} == {g: {(topic, p): 1 for p in range(3)} for g in groups}
     finally:
-        followed.close()
-        hurried.close()
+        for offsets_log in (followed, hurried, too_long):
+            offsets_log.close()
