@@ -160,3 +160,18 @@ async def test_a_claim_the_database_cannot_answer_still_lets_the_request_act(sla
     delivery = await slack.driver.command("/schema list", user="U0000ALICE", channel="changes")
     assert delivery.status == 200
     await slack.ws.wait_for(lambda: slack.ws.ephemerals_for("U0000ALICE"))
+
+
+async def test_a_command_whose_text_says_payload_is_answered(slack: SlackHarness) -> None:
+    """Bolt's own form reading takes a body holding the word "payload" for an interaction and drops it; this one is
+    answered like any other."""
+    delivery = await slack.driver.command("/schema frobnicate payload", user="U0000ALICE", channel="changes")
+    assert delivery.status == 200
+    assert "I don't know `/schema frobnicate`" in slack.ws.ephemerals_for("U0000ALICE")[0].text
+
+
+async def test_a_signed_interaction_whose_payload_is_not_json_is_refused_and_changes_nothing(slack: SlackHarness) -> None:
+    before = len(slack.ws.calls)
+    delivery = await slack.driver.send(b"payload=%5Bnot%20an%20object", "application/x-www-form-urlencoded")
+    assert delivery.status == 400
+    assert len(slack.ws.calls) == before

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
 from aiohttp import web
-from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.signature import SignatureVerifier
 from sqlalchemy import text
@@ -22,6 +22,7 @@ from bot.store.database import Database
 from bot.web import api, ical, pagerduty
 from bot.web.api import Endpoint
 from bot.web.metrics import BotMetrics
+from bot.web.slack_body import bolt_request as bolt_request_of
 
 log = logging.getLogger(__name__)
 SERVED = (
@@ -49,7 +50,7 @@ def build_web_app(bolt: AsyncApp, db: Database, schema_head: str, config: Config
             log.info("refused a Slack request with a missing, wrong or stale signature (%d bytes)", len(body))
             return web.json_response({"error": "invalid request"}, status=401)
         try:
-            bolt_request = await to_bolt_request(request)
+            bolt_request = await bolt_request_of(request)
         except (ValueError, UnicodeDecodeError):  # a signed body that is not what Slack sends
             log.warning("refused a signed Slack request whose body cannot be read (%d bytes)", len(body))
             return web.json_response({"error": "malformed request"}, status=400)
