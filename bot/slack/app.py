@@ -19,7 +19,7 @@ from bot.slack.flink.commands import FlinkCommands
 from bot.slack.governance.health import HealthSlack
 from bot.slack.governance.out_of_band import OutOfBandSlack
 from bot.slack.inflight import Inflight
-from bot.slack.middleware import once_per_delivery
+from bot.slack.middleware import OncePerDelivery
 from bot.slack.ops.actions import OpsActions
 from bot.slack.ops.commands import OpsCommands
 from bot.slack.proposals.commands import Services
@@ -42,7 +42,7 @@ def create_app(config: Config, deliveries: Deliveries, inflight: Inflight, clien
         logger=logging.getLogger("bot.slack.bolt"),
         process_before_response=True,  # listeners return at their ack (Inflight.listener): no 10 ms polling for it
     )
-    app.middleware(once_per_delivery(deliveries, inflight))
+    app.use(OncePerDelivery(deliveries, inflight))
 
     async def on_error(error: Exception, body: dict[str, Any]) -> None:
         log.exception("a Slack listener failed (%s)", body.get("type") or body.get("command"), exc_info=error)

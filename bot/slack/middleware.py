@@ -9,6 +9,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from slack_bolt.middleware.async_middleware import AsyncMiddleware
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 
@@ -18,7 +19,6 @@ from bot.slack.inflight import Inflight
 
 log = logging.getLogger(__name__)
 RECENT_KEYS = 10_000
-Middleware = Callable[[AsyncBoltRequest, BoltResponse, Callable[[], Awaitable[None]]], Awaitable[BoltResponse | None]]
 
 
 def delivery_key(body: dict[str, Any]) -> str | None:
@@ -36,7 +36,7 @@ def delivery_key(body: dict[str, Any]) -> str | None:
     return None
 
 
-def once_per_delivery(deliveries: Deliveries, inflight: Inflight) -> Middleware:
+class OncePerDelivery(AsyncMiddleware):
     """Acknowledge a repeated delivery with an empty 200 and do nothing else; refuse a replayed request.
 
     Nothing but an in-memory check stands between a request and its acknowledgement. Every signature
@@ -49,11 +49,19 @@ def once_per_delivery(deliveries: Deliveries, inflight: Inflight) -> Middleware:
     A first delivery's key (event_id or trigger_id) is claimed the same way; a retry
     (``X-Slack-Retry-Num``) is dropped when this process saw the key, or else when its claim in the
     database (shared by every replica) fails.
-    """
-    recent: OrderedDict[str, asyncio.Task[bool]] = OrderedDict()
-    signatures: OrderedDict[str, None] = OrderedDict()
 
-    async def middleware(req: AsyncBoltRequest, resp: BoltResponse, next: Callable[[], Awaitable[None]]) -> BoltResponse | None:
+    A middleware object, not a function: Bolt calls it as it is (a function would have its arguments worked out
+    from its signature on every request).
+    """
+
+    def __init__(self, deliveries: Deliveries, inflight: Inflight) -> None:
+        self.deliveries, self.inflight = deliveries, inflight
+        self.recent: OrderedDict[str, asyncio.Task[bool]] = OrderedDict()
+        self.signatures: OrderedDict[str, None] = OrderedDict()
+
+    async def async_process(self, *, req: AsyncBoltRequest, resp: BoltResponse,
+                            next: Callable[[], Awaitable[BoltResponse]]) -> BoltResponse | None:
+        deliveries, inflight, recent, signatures = self.deliveries, self.inflight, self.recent, self.signatures
         key = delivery_key(req.body)
         retry = req.headers.get("x-slack-retry-num", [""])[0]
         signature = req.headers.get("x-slack-signature", [""])[0]
@@ -83,10 +91,7 @@ def once_per_delivery(deliveries: Deliveries, inflight: Inflight) -> Middleware:
                 inflight.add(recent[key])
                 while len(recent) > RECENT_KEYS:
                     recent.popitem(last=False)
-        await next()
-        return None
-
-    return middleware
+        return await next()
 
 
 def _settled(claim: asyncio.Task[bool]) -> None:
