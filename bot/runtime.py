@@ -88,7 +88,7 @@ class Bot:
         self.outbox = Outbox()
         self.draining = False
         self.connections = SlackConnections(config.slack_bot_token, config.slack_api_url)
-        self.slack: AsyncApp = create_app(config, self.deliveries, self.inflight, self.connections.client())
+        self.slack: AsyncApp = create_app(config, self.deliveries, self.connections.client())
         membership = SlackMembership(self.slack.client)
         self.schema_registry = SchemaRegistry(config.schema_registry_url) if config.schema_registry_url else None
         self.calendar = CalendarService(self.db, self.lineage, clock)
@@ -133,7 +133,7 @@ class Bot:
                       TransitionSlack(self.transitions, self.slack.client))
         self.figures = BotMetrics(self.db, self.dispatcher, self.sli, self.connections, clock)
         self.web = build_web_app(self.slack, self.db, migrate.head(), config, self.lineage, self.proposals, self.sli, self.releases,
-                                 lambda: self.draining, self.figures, self.deliveries.claim, self.transitions)
+                                 lambda: self.draining, self.figures, self.deliveries.claim, self.transitions, self.inflight)
         self.scheduler = AsyncIOScheduler(timezone="UTC")
         self.scheduler.add_job(self._scheduled(self.deliveries.prune), "interval", hours=1, kwargs={"older_than": timedelta(days=1)},
                                id="prune-slack-deliveries", coalesce=True, max_instances=1)

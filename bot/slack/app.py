@@ -31,7 +31,7 @@ from bot.slack.transitions.commands import TransitionSlack
 log = logging.getLogger(__name__)
 
 
-def create_app(config: Config, deliveries: Deliveries, inflight: Inflight, client: AsyncWebClient) -> AsyncApp:
+def create_app(config: Config, deliveries: Deliveries, client: AsyncWebClient) -> AsyncApp:
     """An AsyncApp that ignores repeated deliveries (listeners come next); signatures are checked before it."""
     app = AsyncApp(
         client=client,
@@ -42,7 +42,7 @@ def create_app(config: Config, deliveries: Deliveries, inflight: Inflight, clien
         logger=logging.getLogger("bot.slack.bolt"),
         process_before_response=True,  # listeners return at their ack (Inflight.listener): no 10 ms polling for it
     )
-    app.use(OncePerDelivery(deliveries, inflight))
+    app.use(OncePerDelivery(deliveries))
 
     async def on_error(error: Exception, body: dict[str, Any]) -> None:
         log.exception("a Slack listener failed (%s)", body.get("type") or body.get("command"), exc_info=error)

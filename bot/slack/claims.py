@@ -1,8 +1,9 @@
-"""A request's signature claim, confirmed after the ack: what stops a replayed request before it acts.
+"""A request's signature claim, made after the ack: what stops a replayed request before it acts.
 
-The middleware claims each request's signature in the background and leaves the claim here (``CLAIM``,
-one per request through its context); listeners wait for it right after their ack (``claimed_ack``)
-or, when Bolt acknowledges for them (events), before they start.
+The middleware leaves each request's claim here (``CLAIM``, one per request through its context: its signature
+and its delivery key, to be claimed in the database); listeners make it right after their ack (``claimed_ack``)
+or, when Bolt acknowledges for them (events), before they start. Nothing of the database is on the way to the
+ack: this process's own memory of signatures and keys refuses what it saw before it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from contextvars import ContextVar
 from typing import Any
 
 log = logging.getLogger(__name__)
-CLAIM: ContextVar[asyncio.Task[bool] | None] = ContextVar("slack_request_claim", default=None)
+CLAIM: ContextVar[Callable[[], Awaitable[bool]] | None] = ContextVar("slack_request_claim", default=None)
 
 
 class Replayed(asyncio.CancelledError):
@@ -23,27 +24,31 @@ class Replayed(asyncio.CancelledError):
 
 
 async def claimed() -> None:
-    """Wait for this request's signature claim; raise ``Replayed`` when the database had it already. A claim the
-    database could not answer lets the request go on (this process's own check has passed): an error after
-    the ack would make Bolt lose the ack, and the listener meets the database's trouble itself."""
+    """Make this request's claim; raise ``Replayed`` when the database had its signature already. A claim the
+    database could not answer lets the request go on (this process's own check has passed): the listener meets
+    the database's trouble itself."""
     claim = CLAIM.get()
     if claim is None:
         return
     try:
-        fresh = await claim
-    except Exception:  # said once, where the claim ended (the middleware's _settled)
+        fresh = await claim()
+    except Exception as err:
+        log.warning("could not claim a Slack delivery in the database: %s", err)
         return
     if not fresh:
         log.warning("ignored a replayed Slack request after its acknowledgement (its signature was already used)")
         raise Replayed
 
 
-def claimed_ack(ack: Callable[..., Awaitable[Any]], on_ack: Callable[[], None]) -> Callable[..., Awaitable[Any]]:
-    """``ack`` that, once Slack is answered, calls ``on_ack`` and waits for the request's claim (``claimed``)."""
+def claimed_ack(ack: Callable[..., Awaitable[Any]], on_ack: Callable[[], None],
+                before_work: Callable[[], Awaitable[None]]) -> Callable[..., Awaitable[Any]]:
+    """``ack`` that, once Slack is answered, calls ``on_ack``, waits for ``before_work`` (the requests being answered
+    go first) and for the request's claim (``claimed``)."""
 
     async def ack_then_check(*args: Any, **kwargs: Any) -> Any:
         answered = await ack(*args, **kwargs)
         on_ack()
+        await before_work()
         await claimed()
         return answered
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 from collections import OrderedDict
@@ -15,7 +16,6 @@ from slack_bolt.response import BoltResponse
 
 from bot.services.deliveries import Deliveries
 from bot.slack.claims import CLAIM
-from bot.slack.inflight import Inflight
 
 log = logging.getLogger(__name__)
 RECENT_KEYS = 10_000
@@ -40,31 +40,32 @@ class OncePerDelivery(AsyncMiddleware):
     """Acknowledge a repeated delivery with an empty 200 and do nothing else; refuse a replayed request.
 
     Nothing but an in-memory check stands between a request and its acknowledgement. Every signature
-    Slack's verification accepted is claimed in the database in the background (every replica sees it;
-    keys live a day, longer than the five minutes a signature's timestamp is accepted). A signature this
-    process already saw is refused at once with 401; one that only another replica saw (or this one
-    before a restart) is acknowledged, but its listener stops right after the ack, when the claim
-    fails (``claimed``), before it changes anything.
+    Slack's verification accepted is claimed in the database after the ack, before the listener acts (every
+    replica sees it; keys live a day, longer than the five minutes a signature's timestamp is accepted). A
+    signature this process already saw is refused at once with 401; one that only another replica saw (or this
+    one before a restart) is acknowledged, but its listener stops right after the ack, when the claim fails
+    (``claimed``), before it changes anything.
 
-    A first delivery's key (event_id or trigger_id) is claimed the same way; a retry
-    (``X-Slack-Retry-Num``) is dropped when this process saw the key, or else when its claim in the
-    database (shared by every replica) fails.
+    A first delivery's key (event_id or trigger_id) is claimed with it; a retry (``X-Slack-Retry-Num``) is
+    dropped when this process saw the key, or else when its claim in the database (shared by every replica)
+    fails.
 
     A middleware object, not a function: Bolt calls it as it is (a function would have its arguments worked out
     from its signature on every request).
     """
 
-    def __init__(self, deliveries: Deliveries, inflight: Inflight) -> None:
-        self.deliveries, self.inflight = deliveries, inflight
-        self.recent: OrderedDict[str, asyncio.Task[bool]] = OrderedDict()
+    def __init__(self, deliveries: Deliveries) -> None:
+        self.deliveries = deliveries
+        self.recent: OrderedDict[str, None] = OrderedDict()
         self.signatures: OrderedDict[str, None] = OrderedDict()
 
     async def async_process(self, *, req: AsyncBoltRequest, resp: BoltResponse,
                             next: Callable[[], Awaitable[BoltResponse]]) -> BoltResponse | None:
-        deliveries, inflight, recent, signatures = self.deliveries, self.inflight, self.recent, self.signatures
+        recent, signatures = self.recent, self.signatures
         key = delivery_key(req.body)
         retry = req.headers.get("x-slack-retry-num", [""])[0]
         signature = req.headers.get("x-slack-signature", [""])[0]
+        claims: list[str] = []
         if req.mode == "http" and signature:
             used = f"sig:{signature[:120]}"
             if used in signatures:
@@ -73,28 +74,28 @@ class OncePerDelivery(AsyncMiddleware):
                     return BoltResponse(status=200, body="")
                 log.warning("refused a replayed Slack request (its signature was already used)")
                 return BoltResponse(status=401, body={"error": "this request was already received"})
-            signatures[used] = None
-            while len(signatures) > RECENT_KEYS:
-                signatures.popitem(last=False)
-            claim = asyncio.create_task(deliveries.claim(used))
-            claim.add_done_callback(_settled)
-            inflight.add(claim)
-            CLAIM.set(claim)
+            _remember(signatures, used)
+            claims.append(used)
         if key is not None:
             if retry:
-                if key in recent or not await deliveries.claim(key):
+                if key in recent or not await self.deliveries.claim(key):
                     log.info("ignoring Slack's retry %s of delivery %s", retry, key)
                     return BoltResponse(status=200, body="")
             else:
-                recent[key] = asyncio.create_task(deliveries.claim(key))
-                recent[key].add_done_callback(_settled)
-                inflight.add(recent[key])
-                while len(recent) > RECENT_KEYS:
-                    recent.popitem(last=False)
+                _remember(recent, key)
+                claims.append(key)
+        if claims:
+            CLAIM.set(functools.partial(_claim, self.deliveries, claims, claims[0].startswith("sig:")))
         return await next()
 
 
-def _settled(claim: asyncio.Task[bool]) -> None:
-    """A background claim that failed (the database away) is said once, not left as an unretrieved error."""
-    if not claim.cancelled() and claim.exception() is not None:
-        log.warning("could not claim a Slack delivery in the database: %s", claim.exception())
+def _remember(seen: OrderedDict[str, None], key: str) -> None:
+    seen[key] = None
+    while len(seen) > RECENT_KEYS:
+        seen.popitem(last=False)
+
+
+async def _claim(deliveries: Deliveries, keys: list[str], signed: bool) -> bool:
+    """Claim the request's keys together; whether its signature (when it has one) was fresh."""
+    fresh = await asyncio.gather(*(deliveries.claim(key) for key in keys))
+    return fresh[0] if signed else True

@@ -18,6 +18,7 @@ from bot.services.proposals import Proposals
 from bot.services.releases import Releases
 from bot.services.sli import SliService
 from bot.services.transitions import Transitions
+from bot.slack.inflight import Inflight
 from bot.store.database import Database
 from bot.web import api, ical, pagerduty
 from bot.web.api import Endpoint
@@ -40,10 +41,14 @@ FEED_PAST_DAYS, FEED_FUTURE_DAYS = 30, 365
 
 def build_web_app(bolt: AsyncApp, db: Database, schema_head: str, config: Config, lineage: LineageService,
                   proposals: Proposals, sli: SliService, releases: Releases, draining: Callable[[], bool],
-                  figures: BotMetrics, claim: Callable[[str], Awaitable[bool]], transitions: Transitions) -> web.Application:
+                  figures: BotMetrics, claim: Callable[[str], Awaitable[bool]], transitions: Transitions, inflight: Inflight) -> web.Application:
     """Routes for Slack (unless Socket Mode alone carries it), the HTTP API, the orchestrator's probes and Prometheus."""
 
     async def slack_events(request: web.Request) -> web.Response:
+        with inflight.answering():  # the work after earlier acks waits meanwhile
+            return await answer_slack(request)
+
+    async def answer_slack(request: web.Request) -> web.Response:
         body = await request.read()
         timestamp, signature = request.headers.get("X-Slack-Request-Timestamp", ""), request.headers.get("X-Slack-Signature", "")
         if not (timestamp.isdigit() and signature and verifier.is_valid(body, timestamp, signature)):
