@@ -190,9 +190,9 @@ async def test_the_bot_answers_while_a_census_is_being_taken(readers: tuple[Slac
     gate = threading.Event()
     real = census_module.take
 
-    def held(admin: Any, topics: Any = None) -> Any:
+    def held(admin: Any, topics: Any = None, offsets_log: Any = None) -> Any:
         gate.wait(60)
-        return real(admin, topics)
+        return real(admin, topics, offsets_log)
 
     monkeypatch.setattr(census_module, "take", held)
     taking = asyncio.create_task(slack.bot.census.refresh())
