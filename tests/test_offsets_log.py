@@ -72,8 +72,9 @@ def test_the_log_answers_what_the_api_answers_however_the_offsets_were_committed
     admin.delete_consumer_groups([deleted])[deleted].result(timeout=30)
 
     offsets_log = OffsetsLog({"bootstrap.servers": kafka_bootstrap})
+    ours = [altered, consumed, committed_txn, aborted_txn, deleted]
     try:
-        found = offsets_log.committed(admin)
+        found = offsets_log.committed(admin, ours)
         for group in (altered, consumed, committed_txn, aborted_txn):
             assert found.get(group, {}) == api(admin, group) != {}, group
         assert found[committed_txn] == {(topic, 0): 4, (topic, 2): 9}
@@ -82,11 +83,11 @@ def test_the_log_answers_what_the_api_answers_however_the_offsets_were_committed
 
         # a transaction still open: not counted, and it does not hold the answer up (the log is read to its stable end)
         send_offsets(producer, kafka_bootstrap, committed_txn, [TopicPartition(topic, 0, 11)])
-        assert offsets_log.committed(admin)[committed_txn][(topic, 0)] == 4 == api(admin, committed_txn)[(topic, 0)]
+        assert offsets_log.committed(admin, ours)[committed_txn][(topic, 0)] == 4 == api(admin, committed_txn)[(topic, 0)]
         producer.commit_transaction(30)
         # what is committed after an answer is in the next one (the follower reads on from where it was)
         admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(altered, [TopicPartition(topic, 1, 17)])])[altered].result(timeout=30)
-        again = offsets_log.committed(admin)
+        again = offsets_log.committed(admin, ours)
         assert again[committed_txn][(topic, 0)] == 11
         assert again[altered] == api(admin, altered) and again[altered][(topic, 1)] == 17
     finally:
@@ -105,7 +106,7 @@ def test_the_census_reads_the_log_and_falls_back_to_the_api_when_the_log_is_not_
         snapshots = [take(admin, [topic], offsets_log) for offsets_log in (followed, hurried, too_long)]
         assert [s.offsets_from for s in snapshots] == ["log", "api", "api"]
         with pytest.raises(OffsetsUnreadable, match="more than a first read takes on"):
-            too_long.committed(admin)
+            too_long.committed(admin, groups)
         for snapshot in snapshots:
             assert not snapshot.partial
             assert {g.group: g.committed for g in snapshot.groups if g.group in groups} == {g: {(topic, p): 1 for p in range(3)} for g in groups}

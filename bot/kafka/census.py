@@ -128,7 +128,7 @@ def take(admin: AdminClient, topics: Iterable[str] | None = None, offsets_log: O
     busy = [group for group in ids if groups[group].state not in ("EMPTY", "DEAD")]
     described = [admin.describe_consumer_groups(busy[start:start + DESCRIBE_BATCH], request_timeout=TIMEOUT)
                  for start in range(0, len(busy), DESCRIBE_BATCH)]
-    logged = _logged(offsets_log, admin)
+    logged = _logged(offsets_log, admin, ids)
     if logged is not None:
         for group in ids:
             groups[group].committed = logged.get(group, {})
@@ -180,12 +180,12 @@ def _ask_offsets(admin: AdminClient, groups: dict[str, GroupSeen], unanswered: d
                 unanswered[group] = str(err)
 
 
-def _logged(offsets_log: OffsetsLog | None, admin: AdminClient) -> dict[str, dict[tuple[str, int], int]] | None:
-    """Every group's committed offsets from the log; None (and why, in the log) when there is none or it cannot be read."""
+def _logged(offsets_log: OffsetsLog | None, admin: AdminClient, groups: list[str]) -> dict[str, dict[tuple[str, int], int]] | None:
+    """The ``groups``' committed offsets from the log; None (and why, in the log) when there is none or it cannot be read."""
     if offsets_log is None:
         return None
     try:
-        return offsets_log.committed(admin)
+        return offsets_log.committed(admin, groups)
     except OffsetsUnreadable as err:
         log.info("committed offsets asked one group at a time: %s", err)
         return None

@@ -17,6 +17,7 @@ from __future__ import annotations
 import struct
 import threading
 import time
+from collections.abc import Iterable
 from typing import Any
 
 from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException, TopicPartition
@@ -59,12 +60,13 @@ class OffsetsLog:
         self._groups: dict[str, dict[tuple[str, int], int]] = {}
         self._lock = threading.Lock()
 
-    def committed(self, admin: AdminClient) -> dict[str, dict[tuple[str, int], int]]:
-        """Every group's committed offsets (non-negative), with each commit acknowledged before this call."""
+    def committed(self, admin: AdminClient, groups: Iterable[str]) -> dict[str, dict[tuple[str, int], int]]:
+        """The committed offsets (non-negative) of each of ``groups`` that has any, with each commit acknowledged
+        before this call."""
         with self._lock:
             partitions = self._partitions(admin)
             if not partitions:
-                return {}
+                return {}  # no group ever committed
             ends = self._offsets(admin, partitions, OffsetSpec.latest(), "end")  # type: ignore[no-untyped-call]
             consumer = self._consumer
             if consumer is None or set(partitions) != set(self._read):
@@ -79,7 +81,8 @@ class OffsetsLog:
             else:
                 consumer.resume([TopicPartition(TOPIC, p) for p in partitions])
             self._follow(consumer, ends)
-            return {group: dict(offsets) for group, offsets in self._groups.items()}
+            known = self._groups
+            return {group: dict(known[group]) for group in groups if group in known}
 
     def close(self) -> None:
         """Leave the log (blocking: from a thread)."""

@@ -66,7 +66,8 @@ class OncePerDelivery(AsyncMiddleware):
         retry = req.headers.get("x-slack-retry-num", [""])[0]
         signature = req.headers.get("x-slack-signature", [""])[0]
         claims: list[str] = []
-        if req.mode == "http" and signature:
+        signed = req.mode == "http" and bool(signature)
+        if signed:
             used = f"sig:{signature[:120]}"
             if used in signatures:
                 if retry:
@@ -85,7 +86,7 @@ class OncePerDelivery(AsyncMiddleware):
                 _remember(recent, key)
                 claims.append(key)
         if claims:
-            CLAIM.set(functools.partial(_claim, self.deliveries, claims, claims[0].startswith("sig:")))
+            CLAIM.set(functools.partial(_claim, self.deliveries, claims, signed))
         return await next()
 
 
@@ -96,6 +97,6 @@ def _remember(seen: OrderedDict[str, None], key: str) -> None:
 
 
 async def _claim(deliveries: Deliveries, keys: list[str], signed: bool) -> bool:
-    """Claim the request's keys together; whether its signature (when it has one) was fresh."""
+    """Claim the request's keys together (its signature first, when ``signed``); whether that signature was fresh."""
     fresh = await asyncio.gather(*(deliveries.claim(key) for key in keys))
     return fresh[0] if signed else True
