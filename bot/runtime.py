@@ -50,6 +50,7 @@ from bot.slack.delivery import CARD, SlackDelivery
 from bot.slack.flink.commands import FlinkCommands
 from bot.slack.governance.health import HealthSlack
 from bot.slack.governance.out_of_band import OutOfBandSlack
+from bot.slack.identity import Identity
 from bot.slack.inflight import Inflight
 from bot.slack.membership import SlackMembership
 from bot.slack.ops.actions import OpsActions
@@ -88,7 +89,8 @@ class Bot:
         self.outbox = Outbox()
         self.draining = False
         self.connections = SlackConnections(config.slack_bot_token, config.slack_api_url)
-        self.slack: AsyncApp = create_app(config, self.deliveries, self.connections.client())
+        self.identity = Identity(self.connections.client())
+        self.slack: AsyncApp = create_app(config, self.deliveries, self.connections.client(), self.identity)
         membership = SlackMembership(self.slack.client)
         self.schema_registry = SchemaRegistry(config.schema_registry_url) if config.schema_registry_url else None
         self.calendar = CalendarService(self.db, self.lineage, clock)
@@ -179,6 +181,7 @@ class Bot:
         """Serve HTTP on ``port`` (0 for any free port; default from config), start the scheduler and the dispatcher."""
         workers.warm_up()
         await self.connections.open()
+        self.identity.learn()
         self._runner = web.AppRunner(self.web, access_log=None, shutdown_timeout=self.config.shutdown_grace / 2)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.config.host, self.config.port if port is None else port)
@@ -240,6 +243,7 @@ class Bot:
         await self.dispatcher.stop(timeout=max(0.0, deadline - time.monotonic()))
         await self.planner.close()
         await self.pagers.close()
+        await self.identity.close()
         if self.schema_registry is not None:
             await self.schema_registry.close()
         if self.avro_registry is not None:

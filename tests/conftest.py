@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
 import shutil
@@ -197,6 +198,8 @@ async def slack(migrated_url: str) -> AsyncIterator[SlackHarness]:
     clock = Clock()
     bot = Bot(config, clock)
     await bot.start(0)
+    while bot.identity.answer is None:  # the bot asks Slack who it is as it starts: the tests count calls after that
+        await asyncio.sleep(0.01)
     for job in ("sweep-proposals", "release-held"):  # the tests own the clock and run these sweeps themselves
         bot.scheduler.pause_job(job)
     driver = SlackDriver(emulator, f"{bot.url}/slack/events", config.slack_signing_secret)

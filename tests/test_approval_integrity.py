@@ -382,3 +382,38 @@ async def test_slack_failing_while_a_proposal_is_decided_leaves_every_copy_final
     assert len(slack.ws.channel_messages("schema-changes")) == 1
     notes = [m.text for m in slack.ws.channel_messages("schema-changes", thread_ts=card.ts)]
     assert len([n for n in notes if "approved for orders-team" in n]) == 1
+
+
+async def test_a_burst_of_clicks_while_slack_rate_limits_then_fails_is_acknowledged_and_its_work_lands_once(slack: SlackHarness) -> None:
+    """The work after each ack waits behind the burst's acks (acks first); Slack answering 429, then 500, to that work
+    delays it and doubles nothing: one approval counts, one thread note, one DM copy edited to final, one answer per click."""
+    await load(slack)
+    slack.bot.dispatcher.backoff, slack.bot.dispatcher.max_backoff = 0.1, 0.5
+    await slack.bot.proposals.propose("orders-value", json.dumps(BREAKING), ALICE, surface="api")
+    card = await card_message(slack)
+    await slack.bot.idle()
+    [copy] = dm_copies(slack, CAROL)
+    slack.ws.outage = 429
+    presses = [(CAROL, ids.APPROVE), (ALICE, ids.APPROVE), (CAROL, ids.APPROVE), (BOB, ids.APPROVE), (CAROL, ids.APPROVE)]
+    deliveries = await asyncio.gather(*(slack.driver.click(card, action, user=user) for user, action in presses),
+                                      *(slack.driver.command("/schema status 1", user=user, channel="changes") for user in (ALICE, BOB)))
+    assert [d.status for d in deliveries] == [200] * len(deliveries)  # every request acknowledged, none waited on Slack's Web API
+    await slack.ws.wait_for(lambda: len([c for c in slack.ws.calls if c.status == 429]) >= 2)
+    slack.ws.outage = 500
+    await slack.ws.wait_for(lambda: len([c for c in slack.ws.calls if c.status == 500]) >= 2)
+    slack.ws.outage = None
+    await slack.bot.idle()
+    for user, count in ((CAROL, 3), (ALICE, 2), (BOB, 2)):  # one answer per click and per command, each to whom it concerns
+        await slack.ws.wait_for(lambda u=user, n=count: len(slack.ws.ephemerals_for(u)) >= n or None)  # type: ignore[misc]
+        assert len(slack.ws.ephemerals_for(user)) == count, [e.text for e in slack.ws.ephemerals_for(user)]
+    carol = [e.text for e in slack.ws.ephemerals_for(CAROL)]
+    assert len([t for t in carol if "You approved" in t]) == 1, carol  # the repeated clicks count nothing more
+    view = await slack.bot.proposals.view(1)
+    assert view.state.value == "approved" and [a.team for a in view.acknowledgements] == ["orders-team"]
+    final = slack.ws.find_message(card.channel, card.ts)
+    assert "approved by <@U0000CAROL>" in shown(final) and buttons(final) == []
+    assert [m.ts for m in dm_copies(slack, CAROL)] == [copy.ts]  # edited in place, never posted again
+    await slack.ws.wait_for(lambda: buttons(slack.ws.find_message(copy.channel, copy.ts)) == [] or None)
+    assert len(slack.ws.channel_messages("schema-changes")) == 1
+    notes = [m.text for m in slack.ws.channel_messages("schema-changes", thread_ts=card.ts)]
+    assert len([n for n in notes if "approved for orders-team" in n]) == 1, notes

@@ -1,7 +1,8 @@
 """A census that is complete or says it is not, on the real broker: 300 groups seeded while another producer loads
 the broker, twenty censuses in a row (every other one reading the offsets log), each lists all 300 or names what Kafka did not answer for; a group Kafka does
 not answer for is kept as last seen, never dropped; `bot consumers` refuses a topic the cluster does not have and,
-with the cluster away, shows the stored census with its age and exit 3, never a live state."""
+with the cluster away, shows the stored census with its age and exit 3, never a live state; a broker of the test's own stopped
+between two censuses of a bot following its offsets log, then brought back, is followed on from where it was."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import threading
 import time
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -39,12 +41,12 @@ def database_url(postgres_url: str) -> str:
     return postgres_url
 
 
-def seed_groups(admin: AdminClient, topic: str, groups: list[str], partitions: int = 3) -> None:
+def seed_groups(admin: AdminClient, topic: str, groups: list[str], partitions: int = 3, offset: int = 1) -> None:
     """Commit offsets for each group, again for those whose commit came back with a partition error (a coordinator
     still loading refuses them: the group would not exist, and a census would be right not to list it)."""
     left = list(groups)
     for _ in range(20):
-        futures = {g: admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(g, [TopicPartition(topic, p, 1) for p in range(partitions)])])[g]
+        futures = {g: admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(g, [TopicPartition(topic, p, offset) for p in range(partitions)])])[g]
                    for g in left}
         left = [g for g, f in futures.items() if any(tp.error is not None for tp in f.result(timeout=30).topic_partitions)]
         if not left:
@@ -178,3 +180,62 @@ async def test_an_unknown_topic_is_bad_input_with_the_nearest_names(migrated_url
     far = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "consumers", "zzzz-qqqq"], env=env, capture_output=True,
                                   text=True, timeout=120)
     assert far.returncode == 2 and "no topic zzzz-qqqq on the cluster" in far.stderr
+
+
+def kafka_script(action: str, run_dir: Path) -> str:
+    """scripts/kafka.sh ``action`` on a broker of the test's own; the bootstrap address it prints."""
+    done = subprocess.run(["bash", "scripts/kafka.sh", action, str(run_dir)], cwd=Path(__file__).parents[1], capture_output=True, text=True,
+                          timeout=180)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.rpartition("=")[2].strip().strip("'")
+
+
+async def test_the_cluster_stopping_between_two_censuses_of_the_offsets_log_shows_the_stored_one_and_the_log_goes_on_after_it_returns(
+        migrated_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bot following ``__consumer_offsets`` on a broker of this test's own: the broker stops (the census fails, within its
+    timeouts, and the readers are shown as last seen with the failure, never live), comes back on its storage (the
+    follower goes on from where it was: offsets committed meanwhile are in the next census, read from the log)."""
+    bootstrap = await asyncio.to_thread(kafka_script, "start", tmp_path)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topic = new_topic(admin, "census-away")
+    groups = [f"{topic}-a", f"{topic}-b"]
+    seed_groups(admin, topic, groups)
+    taken: list[Snapshot] = []
+    real = kafka_census.take
+
+    def recorded(client: Any, topics: Any = None, offsets_log: Any = None) -> Snapshot:
+        taken.append(real(client, topics, offsets_log))
+        return taken[-1]
+
+    monkeypatch.setattr(census_module, "take", recorded)
+    db = Database(migrated_url)
+    lineage = LineageService(db)
+    clock = Clock()
+    census = CensusService(db, lineage, SliService(db, lineage, Outbox()), bootstrap, "test", lambda: clock.now, timedelta(minutes=5))
+    try:
+        assert await census.refresh()
+        assert taken[-1].offsets_from == "log" and {g.group for g in taken[-1].groups} == set(groups)
+        assert (await census.census(topic)).live
+
+        await asyncio.to_thread(kafka_script, "stop", tmp_path)
+        clock.advance(minutes=1)
+        assert not await census.refresh()
+        away = await census.census(topic)
+        assert not away.live and away.failed and {r.reading.group for r in away.readers} == set(groups)
+        assert all(not r.live and r.state.startswith("last seen") for r in away.readers)
+
+        assert await asyncio.to_thread(kafka_script, "restart", tmp_path) == bootstrap
+        moved = groups[0]
+        seed_groups(AdminClient({"bootstrap.servers": bootstrap}), topic, [moved], offset=7)  # a coordinator still loading refuses it a while
+        for _ in range(5):  # the first census after the return may still find a coordinator loading: it says so, and the next one answers
+            clock.advance(minutes=1)
+            if await census.refresh():
+                break
+        back = taken[-1]
+        assert back.offsets_from == "log" and not back.unanswered
+        assert {g.group: g.committed for g in back.groups}[moved] == {(topic, p): 7 for p in range(3)}
+        assert (await census.census(topic)).live
+    finally:
+        await asyncio.to_thread(census.close)
+        await db.close()
+        await asyncio.to_thread(kafka_script, "stop", tmp_path)

@@ -18,6 +18,7 @@ from bot.slack.flink.actions import FlinkActions
 from bot.slack.flink.commands import FlinkCommands
 from bot.slack.governance.health import HealthSlack
 from bot.slack.governance.out_of_band import OutOfBandSlack
+from bot.slack.identity import Identity
 from bot.slack.inflight import Inflight
 from bot.slack.middleware import OncePerDelivery
 from bot.slack.ops.actions import OpsActions
@@ -31,10 +32,13 @@ from bot.slack.transitions.commands import TransitionSlack
 log = logging.getLogger(__name__)
 
 
-def create_app(config: Config, deliveries: Deliveries, client: AsyncWebClient) -> AsyncApp:
-    """An AsyncApp that ignores repeated deliveries (listeners come next); signatures are checked before it."""
+def create_app(config: Config, deliveries: Deliveries, client: AsyncWebClient, identity: Identity) -> AsyncApp:
+    """An AsyncApp that ignores repeated deliveries (listeners come next); signatures are checked before it; ``identity``
+    authorizes requests without calling Slack on the way to their ack."""
+    token, client.token = client.token, None  # Bolt warns that a token beside ``authorize`` goes unused: it is the client's
     app = AsyncApp(
         client=client,
+        authorize=identity,
         signing_secret=config.slack_signing_secret or None,
         # the web server checks every request's signature before Bolt sees it (bot.web.server), and Socket Mode's come
         # over the app's own connection: Bolt's own check would do the first one again
@@ -42,6 +46,7 @@ def create_app(config: Config, deliveries: Deliveries, client: AsyncWebClient) -
         logger=logging.getLogger("bot.slack.bolt"),
         process_before_response=True,  # listeners return at their ack (Inflight.listener): no 10 ms polling for it
     )
+    client.token = token
     app.use(OncePerDelivery(deliveries))
 
     async def on_error(error: Exception, body: dict[str, Any]) -> None:
