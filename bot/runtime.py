@@ -90,7 +90,7 @@ class Bot:
         self.draining = False
         self.connections = SlackConnections(config.slack_bot_token, config.slack_api_url)
         self.identity = Identity(self.connections.client())
-        self.slack: AsyncApp = create_app(config, self.deliveries, self.connections.client(), self.identity)
+        self.slack: AsyncApp = create_app(config, self.deliveries, self.connections, self.identity)
         membership = SlackMembership(self.slack.client)
         self.schema_registry = SchemaRegistry(config.schema_registry_url) if config.schema_registry_url else None
         self.calendar = CalendarService(self.db, self.lineage, clock)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import networkx as nx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -190,3 +191,21 @@ def test_a_job_declared_again_is_asked_as_it_stands_now_and_a_dataset_met_late_h
     assert impact.owners == ("new-team", "lake")
     assert {d.name for d in impact.datasets} == {"out", "late"} and [j.owners for j in impact.jobs] == [("new-team",)]
     assert [i.path for i in impact.impacted] == [("src.a", "enrich", "out.a"), ("src.a", "enrich", "late.a")]
+
+
+@settings(max_examples=300, deadline=None)
+@given(random_graphs(), st.lists(st.sampled_from(CHAIN_FIELDS), min_size=1, max_size=4, unique=True))
+def test_each_explanation_is_a_shortest_path_exact_mappings_first_and_black_box_only_when_no_exact_one(
+        graph: LineageGraph, fields: list[str]) -> None:
+    """Against networkx's own shortest paths: a field reachable by exact mappings (no hub on the way) is explained by a
+    shortest such path and not flagged; any other by a shortest path through the whole graph, flagged black box only."""
+    source = sorted(graph.datasets, key=lambda d: d.name)[0]
+    starts = [graph._fields[source][f] for f in fields]
+    exact_graph = graph.graph.subgraph(n for n in graph.graph if n[0] != "b")
+    exact = nx.multi_source_dijkstra_path_length(exact_graph, starts)
+    anyhow = nx.multi_source_dijkstra_path_length(graph.graph, starts)
+    for found in graph.impact(source, fields).impacted:
+        node = graph._fields[found.dataset][found.field]
+        assert found.black_box_only == (node not in exact)
+        assert len(found.path) == (exact[node] if node in exact else anyhow[node]) + 1, found
+        assert found.path[0] in {f"{source.name}.{f}" for f in fields} and found.path[-1] == f"{found.dataset.name}.{found.field}"

@@ -150,6 +150,23 @@ async def test_web_api_calls_reuse_kept_alive_connections(slack: SlackHarness) -
     assert len(slack.emulator.api_connections) == 1
 
 
+async def test_answers_through_response_urls_reuse_the_pool_too(slack: SlackHarness) -> None:
+    """Bolt's own ``respond`` opens a connection per answer; the bot's goes through the pool its Web API calls use."""
+    from tests.test_approval_integrity import BREAKING, load  # its catalog and proposal
+
+    await load(slack)
+    await slack.bot.proposals.propose("orders-value", json.dumps(BREAKING), "U0000ALICE", surface="api")
+    await slack.bot.idle()
+    slack.emulator.response_connections.clear()
+    for number, user in enumerate(["U0000ALICE", "U00000BOB", "U0000CAROL", "U0000ALICE"], start=1):
+        await slack.driver.command("/schema status 1", user=user, channel="changes")
+        await slack.ws.wait_for(lambda u=user: slack.ws.ephemerals_for(u) or None)  # type: ignore[misc]
+        await slack.bot.idle()
+        assert sum(len(slack.ws.ephemerals_for(u)) for u in ("U0000ALICE", "U00000BOB", "U0000CAROL")) == number
+    assert "#1" in slack.ws.ephemerals_for("U00000BOB")[0].text
+    assert len(slack.emulator.response_connections) == 1
+
+
 async def test_a_claim_the_database_cannot_answer_still_lets_the_request_act(slack: SlackHarness, monkeypatch: pytest.MonkeyPatch) -> None:
     """The shared claim is confirmed after the ack: a failing claim must not turn into a lost ack."""
 

@@ -55,6 +55,7 @@ class Emulator:
         self.base_url = ""
         self.pending_uploads: dict[str, tuple[str, int]] = {}  # files.getUploadURLExternal handed out, bytes not yet posted
         self.api_connections: set[Any] = set()  # the client ends (host, port) that Web API calls came over
+        self.response_connections: set[Any] = set()  # and those that response_url posts came over
         self.sockets: list[web.WebSocketResponse] = []
         self._tickets: set[str] = set()
         self._acks: dict[str, asyncio.Future[Any]] = {}
@@ -222,6 +223,8 @@ class Emulator:
         return web.json_response(body)
 
     async def _response_url(self, request: web.Request) -> web.Response:
+        if request.transport is not None:
+            self.response_connections.add(request.transport.get_extra_info("peername"))
         hook = self.ws.response_urls.get(request.match_info["key"])
         if hook is None or self.ws.clock() - hook["issued"] > RESPONSE_URL_TTL:
             return web.json_response({"ok": False, "error": "expired_url"}, status=404)

@@ -6,7 +6,6 @@ import logging
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
-from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.config import Config
 from bot.services.deliveries import Deliveries
@@ -14,6 +13,7 @@ from bot.services.outbox import Outbox
 from bot.services.proposals import Proposals
 from bot.slack import calendar, commands, flink, governance, home, ops, proposals, readers, sli
 from bot.slack.calendar.commands import CalendarCommands
+from bot.slack.client import SlackConnections
 from bot.slack.flink.actions import FlinkActions
 from bot.slack.flink.commands import FlinkCommands
 from bot.slack.governance.health import HealthSlack
@@ -25,6 +25,7 @@ from bot.slack.ops.actions import OpsActions
 from bot.slack.ops.commands import OpsCommands
 from bot.slack.proposals.commands import Services
 from bot.slack.readers.actions import Readers
+from bot.slack.respond import PooledResponses
 from bot.slack.sli.actions import AlertActions
 from bot.slack.transitions import commands as transition_listeners
 from bot.slack.transitions.commands import TransitionSlack
@@ -32,9 +33,11 @@ from bot.slack.transitions.commands import TransitionSlack
 log = logging.getLogger(__name__)
 
 
-def create_app(config: Config, deliveries: Deliveries, client: AsyncWebClient, identity: Identity) -> AsyncApp:
+def create_app(config: Config, deliveries: Deliveries, connections: SlackConnections, identity: Identity) -> AsyncApp:
     """An AsyncApp that ignores repeated deliveries (listeners come next); signatures are checked before it; ``identity``
-    authorizes requests without calling Slack on the way to their ack."""
+    authorizes requests without calling Slack on the way to their ack; its Web API client and ``respond`` share
+    ``connections``' pool."""
+    client = connections.client()
     token, client.token = client.token, None  # Bolt warns that a token beside ``authorize`` goes unused: it is the client's
     app = AsyncApp(
         client=client,
@@ -48,6 +51,7 @@ def create_app(config: Config, deliveries: Deliveries, client: AsyncWebClient, i
     )
     client.token = token
     app.use(OncePerDelivery(deliveries))
+    app.use(PooledResponses(connections))
 
     async def on_error(error: Exception, body: dict[str, Any]) -> None:
         log.exception("a Slack listener failed (%s)", body.get("type") or body.get("command"), exc_info=error)

@@ -49,7 +49,7 @@ class SlackConnections:
         tracing = aiohttp.TraceConfig()
 
         async def answered(_session: aiohttp.ClientSession, _context: object, params: aiohttp.TraceRequestEndParams) -> None:
-            if params.response.status == 429:
+            if params.response.status == 429 and str(params.url).startswith(self.base_url):  # a Web API method, not a response_url
                 self.rate_limited[params.url.path.rpartition("/")[2]] += 1
 
         tracing.on_request_end.append(answered)

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable
 from functools import cached_property
-from itertools import chain, islice
+from itertools import chain
 from operator import itemgetter
 from typing import Any, NamedTuple
 
@@ -71,17 +71,17 @@ class Impact:
 
     def __init__(self, graph: LineageGraph, dataset: DatasetId, fields: tuple[str, ...], walk: _Walk) -> None:
         self.graph, self.dataset, self.fields = graph, dataset, fields
-        self._parents, self._black_only = walk.parents, walk.black_only
-        self._fields, self._hops = walk.fields, walk.hops
+        self._parents, self._starts, self._hops = walk.parents, walk.starts, walk.hops
+        self._fields, self._through, self._exact = walk.fields, walk.through, walk.exact
 
     @cached_property
     def impacted(self) -> tuple[ImpactedField, ...]:
         """Every downstream field, exact paths first, each with its shortest explanation."""
-        return tuple(self._impacted())
+        return self._explained(len(self._fields))
 
     def first(self, count: int) -> tuple[ImpactedField, ...]:
         """The first ``count`` of ``impacted``, without explaining the others."""
-        return self.impacted[:count] if "impacted" in self.__dict__ else tuple(islice(self._impacted(), count))
+        return self.impacted[:count] if "impacted" in self.__dict__ else self._explained(min(count, len(self._fields)))
 
     @property
     def total(self) -> int:
@@ -93,15 +93,29 @@ class Impact:
         """The jobs on the way, in the order the walk met them."""
         return list(dict.fromkeys(map(_ID, self._hops)))
 
-    def _impacted(self) -> Iterator[ImpactedField]:
-        parents, black_only = self._parents, self._black_only
-        explained: dict[Node, tuple[str, ...]] = {}
+    def _explained(self, count: int) -> tuple[ImpactedField, ...]:
+        """The first ``count`` fields reached, explained. Each is one step past a field already explained (a changed one, or
+        one reached before it) through a job's port or hub: that case is written out here; ``_explain`` walks back further. Steps are remembered by the node's
+        ``id`` (the walk's own objects, alive in ``_parents``): an int hashes at once, a node tuple element by element."""
+        parents, fields, through, exact = self._parents, self._fields, self._through, self._exact
+        explained: dict[int, tuple[str, ...]] = {id(node): (f"{node[1].name}.{node[2]}",) for node in self._starts}
+        known = explained.get
         new = tuple.__new__  # ImpactedField's own __new__, without the Python-level call
-        for node in self._fields:
-            hop = parents[node]  # a field is reached through a job's port or hub
-            assert hop is not None
-            path = explained[node] = (*(explained.get(hop) or _explain(hop, parents, explained)), f"{node[1].name}.{node[2]}")
-            yield new(ImpactedField, (node[1], node[2], hop[1], path, node in black_only))
+        found: list[ImpactedField] = []
+        add = found.append
+        for number in range(count):
+            node, hop = fields[number], through[number]  # a field is reached through a job's port or hub
+            steps = known(id(hop))
+            if steps is None:
+                before = known(id(parents[hop]))
+                if before is None:
+                    steps = _explain(hop, parents, explained)
+                else:
+                    steps = explained[id(hop)] = (*before, f"{hop[1].name} (black box)" if hop[0] == "b" else hop[1].name)
+            dataset, path = node[1], node[2]
+            steps = explained[id(node)] = (*steps, f"{dataset.name}.{path}")
+            add(new(ImpactedField, (dataset, path, hop[1], steps, number >= exact)))  # the walk's second part: through black boxes only
+        return tuple(found)
 
     @cached_property
     def jobs(self) -> tuple[ImpactedJob, ...]:
@@ -142,8 +156,10 @@ class Impact:
 
 class _Walk(NamedTuple):
     parents: dict[Node, Node | None]
-    black_only: set[Node]
+    starts: list[Node]  # the changed fields
     fields: list[Node]  # reached, the changed ones left out
+    through: list[Node]  # the port or hub each of ``fields`` was reached through
+    exact: int  # how many of ``fields`` came by exact mappings (the rest only through black boxes)
     hops: list[Node]  # job ports and black-box hubs
 
 
@@ -270,16 +286,17 @@ class LineageGraph:
     def _walk(self, starts: list[Node]) -> _Walk:
         """Breadth-first from ``starts``: first along exact mappings only, then on through black boxes.
 
-        Returns the parent of every reached node (shortest explanation, preferring exact paths), the
-        nodes reached only through a black box, and the fields and the job nodes reached, in order.
+        Returns the parent of every reached node (shortest explanation, preferring exact paths), the fields reached in
+        order with the port or hub each came through (those reached by exact mappings first), and the job nodes reached.
         """
         succ = self.graph._succ  # networkx's own adjacency dict: no view objects on the hot path
         parents: dict[Node, Node | None] = dict.fromkeys(starts)
         queue: deque[Node] = deque(starts)
         pop, push = queue.popleft, queue.append
         fields: list[Node] = []
+        through: list[Node] = []
         hops: list[Node] = []
-        field, hop = fields.append, hops.append
+        field, came, hop = fields.append, through.append, hops.append
         deferred: list[Node] = []
         while queue:  # fields only: a port is opened where it is found (its fields go on the queue in the same order)
             node = pop()
@@ -294,35 +311,40 @@ class LineageGraph:
                         if out not in parents:
                             parents[out] = nxt
                             field(out)
+                            came(nxt)
                             push(out)
-        black_only = set(deferred)
+        exact = len(fields)
         queue.extend(deferred)
         while queue:
             node = pop()
             for nxt in succ[node]:
                 if nxt not in parents:
                     parents[nxt] = node
-                    black_only.add(nxt)
-                    (field if nxt[0] == "f" else hop)(nxt)
+                    if nxt[0] == "f":
+                        field(nxt)
+                        came(node)
+                    else:
+                        hop(nxt)
                     push(nxt)
-        return _Walk(parents, black_only, fields, hops)
+        return _Walk(parents, starts, fields, through, exact, hops)
 
 
-def _explain(node: Node, parents: dict[Node, Node | None], explained: dict[Node, tuple[str, ...]]) -> tuple[str, ...]:
-    """``orders.price -> enrich -> dwd.amount``: the steps from a changed field, sharing prefixes between fields."""
+def _explain(node: Node, parents: dict[Node, Node | None], explained: dict[int, tuple[str, ...]]) -> tuple[str, ...]:
+    """``orders.price -> enrich -> dwd.amount``: the steps from a changed field, sharing prefixes between fields
+    (``explained``: the steps to each node met so far, by its ``id``)."""
     chain: list[Node] = []
     current: Node | None = node
-    while current is not None and current not in explained:
+    while current is not None and id(current) not in explained:
         chain.append(current)
         current = parents[current]
-    steps = explained[current] if current is not None else ()
+    steps = explained[id(current)] if current is not None else ()
     for step in reversed(chain):
         if step[0] == "f":
             label = f"{step[1].name}.{step[2]}"
         else:
             label = f"{step[1].name} (black box)" if step[0] == "b" else step[1].name
         steps = (*steps, label)
-        explained[step] = steps
+        explained[id(step)] = steps
     return steps
 
 
