@@ -55,6 +55,14 @@ def seed_groups(admin: AdminClient, topic: str, groups: list[str], partitions: i
     raise AssertionError(f"{len(left)} groups could not be seeded")
 
 
+def census_service(url: str, bootstrap: str) -> tuple[Database, Clock, CensusService]:
+    """A census service on its own database and clock (a census every five minutes)."""
+    db = Database(url)
+    lineage = LineageService(db)
+    clock = Clock()
+    return db, clock, CensusService(db, lineage, SliService(db, lineage, Outbox()), bootstrap, "test", lambda: clock.now, timedelta(minutes=5))
+
+
 @pytest.fixture
 def loaded_broker(kafka_bootstrap: str) -> Iterator[None]:
     """Another producer keeps the broker busy meanwhile."""
@@ -120,10 +128,7 @@ async def test_a_partial_census_keeps_the_unanswered_group_and_says_so_and_the_c
     topic = new_topic(admin, "census-partial")
     groups = [f"{topic}-a", f"{topic}-b"]
     seed_groups(admin, topic, groups)
-    db = Database(migrated_url)
-    lineage = LineageService(db)
-    clock = Clock()
-    census = CensusService(db, lineage, SliService(db, lineage, Outbox()), kafka_bootstrap, "test", lambda: clock.now, timedelta(minutes=5))
+    db, clock, census = census_service(migrated_url, kafka_bootstrap)
     try:
         assert await census.refresh()
         first = await census.census(topic)
@@ -208,10 +213,7 @@ async def test_the_cluster_stopping_between_two_censuses_of_the_offsets_log_show
         return taken[-1]
 
     monkeypatch.setattr(census_module, "take", recorded)
-    db = Database(migrated_url)
-    lineage = LineageService(db)
-    clock = Clock()
-    census = CensusService(db, lineage, SliService(db, lineage, Outbox()), bootstrap, "test", lambda: clock.now, timedelta(minutes=5))
+    db, clock, census = census_service(migrated_url, bootstrap)
     try:
         assert await census.refresh()
         assert taken[-1].offsets_from == "log" and {g.group for g in taken[-1].groups} == set(groups)
