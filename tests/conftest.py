@@ -6,7 +6,8 @@ import asyncio
 import os
 import secrets
 import shutil
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -188,20 +189,23 @@ def bot_config(emulator: Emulator, database_url: str, **overrides: str) -> Confi
     return Config.from_env(env)
 
 
-@pytest.fixture
-async def slack(migrated_url: str) -> AsyncIterator[SlackHarness]:
-    """The bot on a migrated database, talking to a seeded emulated workspace over HTTP."""
-    ws = Workspace(f"xoxb-test-{secrets.token_hex(6)}")
-    seed_workspace(ws)
+async def until(predicate: Callable[[], bool], seconds: float = 20.0) -> None:
+    """Wait for the bot's own state (not the emulator's) to hold, ``seconds`` at most."""
+    for _ in range(int(seconds / 0.01)):
+        if predicate():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"the bot did not get there in {seconds:.0f} s")
+
+
+@asynccontextmanager
+async def running_bot(ws: Workspace, database_url: str, **overrides: str) -> AsyncIterator[SlackHarness]:
+    """A bot started on ``database_url`` against the emulated workspace ``ws``, stopped after."""
     emulator, runner = await start_emulator(ws)
-    config = bot_config(emulator, migrated_url)
+    config = bot_config(emulator, database_url, **overrides)
     clock = Clock()
     bot = Bot(config, clock)
     await bot.start(0)
-    while bot.identity.answer is None:  # the bot asks Slack who it is as it starts: the tests count calls after that
-        await asyncio.sleep(0.01)
-    for job in ("sweep-proposals", "release-held"):  # the tests own the clock and run these sweeps themselves
-        bot.scheduler.pause_job(job)
     driver = SlackDriver(emulator, f"{bot.url}/slack/events", config.slack_signing_secret)
     harness = SlackHarness(ws, emulator, driver, bot, config, clock, runner)
     try:
@@ -210,6 +214,18 @@ async def slack(migrated_url: str) -> AsyncIterator[SlackHarness]:
         await driver.close()
         await harness.bot.stop()
         await harness.runner.cleanup()
+
+
+@pytest.fixture
+async def slack(migrated_url: str) -> AsyncIterator[SlackHarness]:
+    """The bot on a migrated database, talking to a seeded emulated workspace over HTTP."""
+    ws = Workspace(f"xoxb-test-{secrets.token_hex(6)}")
+    seed_workspace(ws)
+    async with running_bot(ws, migrated_url) as harness:
+        await until(lambda: harness.bot.identity.answer is not None)  # the bot asks Slack who it is as it starts: tests count calls after
+        for job in ("sweep-proposals", "release-held"):  # the tests own the clock and run these sweeps themselves
+            harness.bot.scheduler.pause_job(job)
+        yield harness
 
 
 @pytest.fixture(scope="session")

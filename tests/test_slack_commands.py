@@ -192,3 +192,20 @@ async def test_a_signed_interaction_whose_payload_is_not_json_is_refused_and_cha
     delivery = await slack.driver.send(b"payload=%5Bnot%20an%20object", "application/x-www-form-urlencoded")
     assert delivery.status == 400
     assert len(slack.ws.calls) == before
+
+
+async def test_an_answer_slack_does_not_take_through_a_used_up_response_url_is_logged_not_lost_silently(
+        slack: SlackHarness, caplog: pytest.LogCaptureFixture) -> None:
+    """A response_url takes five answers (Slack's limit); a sixth gets 404 used_url: the bot says so in its log."""
+    from bot.emulator.workspace import RESPONSE_URL_USES
+    from bot.slack.respond import PooledRespond
+
+    url = slack.ws.issue_response_url(slack.emulator.base_url, slack.ws.channel_id("changes") or "changes", "U0000ALICE")
+    answer = PooledRespond(url, slack.bot.connections)
+    for number in range(RESPONSE_URL_USES):
+        assert (await answer(text=f"answer {number}", response_type="ephemeral")).status_code == 200
+    with caplog.at_level("WARNING", logger="bot.slack.respond"):
+        refused = await answer(text="one too many", response_type="ephemeral")
+    assert refused.status_code == 404 and "used_url" in str(refused.body)
+    assert "did not see it" in caplog.text and "HTTP 404" in caplog.text
+    assert [e.text for e in slack.ws.ephemerals_for("U0000ALICE")] == [f"answer {n}" for n in range(RESPONSE_URL_USES)]

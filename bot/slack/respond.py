@@ -6,6 +6,7 @@ through the pool the Web API clients share (``SlackConnections``)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -19,6 +20,8 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.slack.client import SlackConnections
 
+log = logging.getLogger(__name__)
+
 
 class PooledRespond(AsyncRespond):
     """Bolt's ``respond`` (the same arguments, the same message), through ``connections``' pool once it is open."""
@@ -31,7 +34,11 @@ class PooledRespond(AsyncRespond):
         assert self.response_url is not None
         client = AsyncWebhookClient(url=self.response_url, session=self.connections.session)
         message = _build_message(**text) if isinstance(text, dict) else _build_message(text=text, **fields)
-        return await client.send_dict(message)
+        answer = await client.send_dict(message)
+        if answer.status_code != 200:  # an expired or used-up response_url (404), or Slack failing: the person saw nothing
+            log.warning("Slack did not take an answer through a response_url (HTTP %s: %s); the person it was for did not see it",
+                        answer.status_code, str(answer.body)[:200])
+        return answer
 
 
 class PooledResponses(AsyncMiddleware):

@@ -94,9 +94,10 @@ class Impact:
         return list(dict.fromkeys(map(_ID, self._hops)))
 
     def _explained(self, count: int) -> tuple[ImpactedField, ...]:
-        """The first ``count`` fields reached, explained. Each is one step past a field already explained (a changed one, or
-        one reached before it) through a job's port or hub: that case is written out here; ``_explain`` walks back further. Steps are remembered by the node's
-        ``id`` (the walk's own objects, alive in ``_parents``): an int hashes at once, a node tuple element by element."""
+        """The first ``count`` fields reached, explained. Each is one step past a field already explained (a changed one,
+        or one reached before it) through a job's port or hub: that case is written out here; ``_explain`` walks back
+        further. Steps are kept by the node's ``id`` (the walk's own objects, alive in ``_parents``): an int hashes at
+        once, a node tuple element by element."""
         parents, fields, through, exact = self._parents, self._fields, self._through, self._exact
         explained: dict[int, tuple[str, ...]] = {id(node): (f"{node[1].name}.{node[2]}",) for node in self._starts}
         known = explained.get
