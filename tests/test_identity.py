@@ -40,3 +40,13 @@ async def test_a_token_slack_refuses_answers_requests_with_the_reinstall_message
         assert answered.status == 200 and "reinstall this app" in answered.text
         assert {c.method for c in ws.calls} == {"auth.test"}  # asked again at the request, nothing else called
         assert [e.text for e in ws.ephemerals_for(ALICE_ID)] == [answered.text]
+
+
+async def test_a_bot_stopped_while_slack_never_answered_stops_and_asks_no_more(migrated_url: str) -> None:
+    ws = workspace(503)
+    async with running_bot(ws, migrated_url) as harness:
+        harness.bot.identity.backoff = 0.05
+        await ws.wait_for(lambda: len(ws.calls_to("auth.test")) >= 2 or None)
+        asking = harness.bot.identity._asking
+        assert asking is not None and not asking.done()  # still asking, backed off, as the bot stops
+    assert asking.cancelled() and harness.bot.identity._asking is None and harness.bot.identity.answer is None
