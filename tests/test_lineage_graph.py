@@ -193,19 +193,39 @@ def test_a_job_declared_again_is_asked_as_it_stands_now_and_a_dataset_met_late_h
     assert [i.path for i in impact.impacted] == [("src.a", "enrich", "out.a"), ("src.a", "enrich", "late.a")]
 
 
+def test_a_black_box_met_late_by_exact_mappings_but_early_through_another_black_box_explains_by_the_early_way() -> None:
+    """``late`` is a black box reading ``mid``: its exact field ``mid.a`` is four steps away, its other fields two (through the
+    black box ``early``). What ``late`` writes is explained through ``mid.b``, not after the long exact way to ``mid.a``."""
+    graph = LineageGraph([ds("s", ["a"]), ds("x", ["a"]), ds("mid", ["a", "b"]), ds("end", ["a"])], [
+        job("one", "t", [("s.a", "x.a")]), job("two", "t", [("x.a", "mid.a")]),
+        job("early", "t", [], black=["mid"], inputs=["s"]), job("late", "t", [], black=["end"], inputs=["mid"])])
+    paths = {f"{i.dataset.name}.{i.field}": (i.path, i.black_box_only) for i in graph.impact(DatasetId(L, "s"), ["a"]).impacted}
+    assert paths["mid.a"] == (("s.a", "one", "x.a", "two", "mid.a"), False)
+    assert paths["mid.b"] == (("s.a", "early (black box)", "mid.b"), True)
+    assert paths["end.a"] == (("s.a", "early (black box)", "mid.b", "late (black box)", "end.a"), True)
+
+
 @settings(max_examples=300, deadline=None)
 @given(random_graphs(), st.lists(st.sampled_from(CHAIN_FIELDS), min_size=1, max_size=4, unique=True))
 def test_each_explanation_is_a_shortest_path_exact_mappings_first_and_black_box_only_when_no_exact_one(
         graph: LineageGraph, fields: list[str]) -> None:
     """Against networkx's own shortest paths: a field reachable by exact mappings (no hub on the way) is explained by a
-    shortest such path and not flagged; any other by a shortest path through the whole graph, flagged black box only."""
+    shortest such path and not flagged; any other, flagged black box only, by a shortest path that goes on from those
+    explanations (networkx on the graph where each exact field is entered only at its exact distance). Explanations
+    nest: a field on the way to another is explained by that other's path up to it."""
     source = sorted(graph.datasets, key=lambda d: d.name)[0]
     starts = [graph._fields[source][f] for f in fields]
     exact_graph = graph.graph.subgraph(n for n in graph.graph if n[0] != "b")
     exact = nx.multi_source_dijkstra_path_length(exact_graph, starts)
-    anyhow = nx.multi_source_dijkstra_path_length(graph.graph, starts)
-    for found in graph.impact(source, fields).impacted:
+    onward = nx.DiGraph(graph.graph)
+    onward.remove_edges_from([(u, v) for u, v in graph.graph.edges if v in exact])
+    onward.add_weighted_edges_from([("from", node, distance) for node, distance in exact.items()])
+    anyhow = nx.single_source_dijkstra_path_length(onward, "from")
+    impacted = graph.impact(source, fields).impacted
+    paths = {f"{i.dataset.name}.{i.field}": i.path for i in impacted}
+    for found in impacted:
         node = graph._fields[found.dataset][found.field]
         assert found.black_box_only == (node not in exact)
         assert len(found.path) == (exact[node] if node in exact else anyhow[node]) + 1, found
+        assert all(paths[step] == found.path[:at + 1] for at, step in enumerate(found.path) if at % 2 == 0 and step in paths), found
         assert found.path[0] in {f"{source.name}.{f}" for f in fields} and found.path[-1] == f"{found.dataset.name}.{found.field}"

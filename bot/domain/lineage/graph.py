@@ -12,7 +12,6 @@ conservative reading. A dataset whose fields are unknown is one pseudo-field, ``
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections import deque
 from collections.abc import Collection, Iterable
 from functools import cached_property
 from itertools import chain
@@ -287,46 +286,62 @@ class LineageGraph:
     def _walk(self, starts: list[Node]) -> _Walk:
         """Breadth-first from ``starts``: first along exact mappings only, then on through black boxes.
 
-        Returns the parent of every reached node (shortest explanation, preferring exact paths), the fields reached in
-        order with the port or hub each came through (those reached by exact mappings first), and the job nodes reached.
+        Returns the parent of every reached node, the fields reached in order with the port or hub each came through (those
+        reached by exact mappings first), and the job nodes reached, in the same order. A field reachable by exact mappings
+        is explained by a shortest exact path; any other by a shortest path that goes on from those (explanations nest: no
+        field on the way is explained twice, differently). The second part takes the black-box hubs the first met level by
+        level, so a hub met late by exact mappings but early through another black box is explained by the early way.
         """
         succ = self.graph._succ  # networkx's own adjacency dict: no view objects on the hot path
         parents: dict[Node, Node | None] = dict.fromkeys(starts)
-        queue: deque[Node] = deque(starts)
-        pop, push = queue.popleft, queue.append
         fields: list[Node] = []
         through: list[Node] = []
         hops: list[Node] = []
         field, came, hop = fields.append, through.append, hops.append
-        deferred: list[Node] = []
-        while queue:  # fields only: a port is opened where it is found (its fields go on the queue in the same order)
-            node = pop()
-            for nxt in succ[node]:
-                if nxt not in parents:
-                    parents[nxt] = node
-                    hop(nxt)
-                    if nxt[0] == "b":
-                        deferred.append(nxt)
-                        continue
-                    for out in succ[nxt]:
-                        if out not in parents:
-                            parents[out] = nxt
-                            field(out)
-                            came(nxt)
-                            push(out)
-        exact = len(fields)
-        queue.extend(deferred)
-        while queue:
-            node = pop()
-            for nxt in succ[node]:
-                if nxt not in parents:
-                    parents[nxt] = node
-                    if nxt[0] == "f":
-                        field(nxt)
-                        came(node)
-                    else:
+        pending: list[list[tuple[Node, Node]]] = []  # by level k of exact fields: (hub, the field it was met from), depth 2k+1
+        level = starts
+        while level:  # fields only, a level at a time: a port is opened where it is found (its fields join the next level)
+            following: list[Node] = []
+            hubs: list[tuple[Node, Node]] = []
+            for node in level:
+                for nxt in succ[node]:
+                    if nxt not in parents:
+                        if nxt[0] == "b":  # a black box's hub: left for the second part, which gives it its parent
+                            hubs.append((nxt, node))
+                            continue
+                        parents[nxt] = node
                         hop(nxt)
-                    push(nxt)
+                        for out in succ[nxt]:
+                            if out not in parents:
+                                parents[out] = nxt
+                                field(out)
+                                came(nxt)
+                                following.append(out)
+            pending.append(hubs)
+            level = following
+        exact = len(fields)
+        frontier: list[Node] = []  # nodes at ``depth`` edges from the starts, met by the second part
+        depth = 1
+        while frontier or depth // 2 < len(pending):
+            if depth % 2 and depth // 2 < len(pending):  # hubs met from exact fields at depth - 1 join those met from the others
+                for hub, source in pending[depth // 2]:
+                    if hub not in parents:
+                        parents[hub] = source
+                        hop(hub)
+                        frontier.append(hub)
+            following = []
+            for node in frontier:
+                for nxt in succ[node]:
+                    if nxt not in parents:
+                        parents[nxt] = node
+                        if nxt[0] == "f":
+                            field(nxt)
+                            came(node)
+                        else:
+                            hop(nxt)
+                        following.append(nxt)
+            frontier = following
+            depth += 1
         return _Walk(parents, starts, fields, through, exact, hops)
 
 
