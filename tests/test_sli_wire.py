@@ -106,7 +106,9 @@ def test_on_any_bytes_it_reads_only_what_fastavro_reads_the_same(data: bytes) ->
     if read is not None:
         decoded = fastavro(data)
         assert decoded is not None and same(read, decoded)
-    assert reader.read(data) == read  # its memory of names changes nothing
+    again = reader.read(data)  # its memory of names changes nothing (a NaN compared by its bits: NaN != NaN)
+    assert again == read or (again is not None and read is not None and again[0::2] == read[0::2]
+                             and struct.pack("<d", again[1]) == struct.pack("<d", read[1]))
 
 
 def test_the_common_record_is_read_and_names_are_remembered() -> None:
