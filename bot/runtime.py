@@ -136,7 +136,9 @@ class Bot:
         self.figures = BotMetrics(self.db, self.dispatcher, self.sli, self.connections, clock)
         self.web = build_web_app(self.slack, self.db, migrate.head(), config, self.lineage, self.proposals, self.sli, self.releases,
                                  lambda: self.draining, self.figures, self.deliveries.claim, self.transitions, self.inflight)
-        self.scheduler = AsyncIOScheduler(timezone="UTC")
+        # a job due while the loop was busy, or before the bot started (the census is due at once), runs late rather than being
+        # skipped until its next interval: APScheduler 3 drops a run more than a second late unless told otherwise
+        self.scheduler = AsyncIOScheduler(timezone="UTC", job_defaults={"misfire_grace_time": None})
         self.scheduler.add_job(self._scheduled(self.deliveries.prune), "interval", hours=1, kwargs={"older_than": timedelta(days=1)},
                                id="prune-slack-deliveries", coalesce=True, max_instances=1)
         self.scheduler.add_job(self._scheduled(self.proposals.sweep), "interval", seconds=SWEEP_SECONDS, id="sweep-proposals",

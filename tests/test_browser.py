@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from selenium import webdriver
-from selenium.common.exceptions import ElementClickInterceptedException, StaleElementReferenceException
+from selenium.common.exceptions import ElementClickInterceptedException, StaleElementReferenceException, TimeoutException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
@@ -34,6 +34,7 @@ CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"  # Debian'
 SCREENSHOT = ROOT / "docs" / "playground.png"
 API_TOKEN = "browser-test-token-0123456789"
 BOTS: dict[str, str] = {}  # a playground's page URL -> its bot's URL (the HTTP API)
+LOGS: dict[str, Path] = {}  # a playground's page URL -> the file its output goes to (a pipe nobody reads could block it)
 
 
 def start_playground(folder: Path, *extra: str, kafka: str | None = None) -> Iterator[str]:
@@ -45,24 +46,23 @@ def start_playground(folder: Path, *extra: str, kafka: str | None = None) -> Ite
     for args in (["migrate"], ["catalog", "load", "examples/catalog.yaml"], ["subject", "import", "orders-value", "examples/schemas/orders.avsc", "examples/schemas/orders-v2.avsc"]):
         subprocess.run([sys.executable, "-m", "bot", *args], env=env, cwd=ROOT, check=True, capture_output=True)
     page_port, bot_port = free_port(), free_port()
-    process = subprocess.Popen([sys.executable, "-m", "bot", "playground", "--no-prompt", "--port", str(bot_port),
-                                "--slack-port", str(page_port), *extra], env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{page_port}"
-    BOTS[url] = f"http://127.0.0.1:{bot_port}"
+    BOTS[url], LOGS[url] = f"http://127.0.0.1:{bot_port}", folder / "playground.log"
+    with LOGS[url].open("wb") as log:
+        process = subprocess.Popen([sys.executable, "-m", "bot", "playground", "--no-prompt", "--port", str(bot_port),
+                                    "--slack-port", str(page_port), *extra], env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     try:
         for _ in range(600):
             try:
                 with urllib.request.urlopen(f"{url}/playground/state", timeout=1):
                     break
             except OSError:
-                assert process.poll() is None, process.stdout.read().decode() if process.stdout else "the playground exited"
+                assert process.poll() is None, LOGS[url].read_text(errors="replace")
                 time.sleep(0.1)
         yield url
     finally:
         process.terminate()
         process.wait(timeout=10)
-        if process.stdout:
-            process.stdout.close()
 
 
 @pytest.fixture(scope="module")
@@ -103,8 +103,20 @@ def browser() -> Iterator[WebDriver]:
         driver.quit()
 
 
+class Wait(WebDriverWait[WebDriver]):
+    """A wait whose timeout says what the page showed and what the playground wrote, so a failure in CI can be read."""
+
+    def until(self, method: Any, message: str = "") -> Any:
+        try:
+            return super().until(method, message)
+        except TimeoutException:
+            page = self._driver.find_element(By.TAG_NAME, "body").text[-3000:]
+            log = next((p.read_text(errors="replace")[-3000:] for u, p in LOGS.items() if self._driver.current_url.startswith(u)), "")
+            raise TimeoutException(f"{message}\n--- the page ---\n{page}\n--- the playground's output ---\n{log}") from None
+
+
 def wait(browser: WebDriver, seconds: float = 20) -> WebDriverWait[WebDriver]:
-    return WebDriverWait(browser, seconds, ignored_exceptions=[StaleElementReferenceException, ElementClickInterceptedException])
+    return Wait(browser, seconds, ignored_exceptions=[StaleElementReferenceException, ElementClickInterceptedException])
 
 
 def act_as(browser: WebDriver, name: str) -> None:
