@@ -299,6 +299,7 @@ class LineageGraph:
         hops: list[Node] = []
         field, came, hop = fields.append, through.append, hops.append
         pending: list[list[tuple[Node, Node]]] = []  # by level k of exact fields: (hub, the field it was met from), depth 2k+1
+        queued: set[Node] = set()  # hubs in ``pending``: the first meeting is the one taken, later ones are not queued again
         level = starts
         while level:  # fields only, a level at a time: a port is opened where it is found (its fields join the next level)
             following: list[Node] = []
@@ -307,7 +308,9 @@ class LineageGraph:
                 for nxt in succ[node]:
                     if nxt not in parents:
                         if nxt[0] == "b":  # a black box's hub: left for the second part, which gives it its parent
-                            hubs.append((nxt, node))
+                            if nxt not in queued:
+                                queued.add(nxt)
+                                hubs.append((nxt, node))
                             continue
                         parents[nxt] = node
                         hop(nxt)
