@@ -3,19 +3,23 @@
 A record written with the ``PipelineSample`` schema itself and no labels is: the pipeline and the SLI as Avro strings
 (a zigzag varint length, then UTF-8), the value as 8 little-endian bytes, the time as a zigzag varint, and a zero byte
 (the empty map). That shape is read here without a general Avro reader, and series names are remembered by their
-bytes; anything else (labels, long names, bytes that are not exactly that shape) is None, for the general decoder, so a
-value read here is always what the general decoder would read.
+bytes; anything else (labels, long names, a time outside the years 1 to 9999, bytes that are not exactly that shape) is
+None, for the general decoder, so a value read here is always what the general decoder would read.
 """
 
 from __future__ import annotations
 
 import struct
+from datetime import UTC, datetime, timedelta
 
 Key = tuple[str, str]
 _DOUBLE = struct.Struct("<d").unpack_from
 _TAIL = struct.Struct("<d7B").unpack_from  # the value, a time of six varint bytes (1970-06 to 2039 in ms), the empty map
 TAIL = 15
 NAMES_KEPT = 100_000  # series names remembered by their bytes
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# the times a timestamp-millis can be read as (years 1 to 9999): the general decoder refuses the others
+EARLIEST_MS, LATEST_MS = ((moment.replace(tzinfo=UTC) - _EPOCH) // timedelta(milliseconds=1) for moment in (datetime.min, datetime.max))
 
 
 class Reader:
@@ -77,7 +81,8 @@ class Reader:
             return None  # the time ran into the end
         if position != last or shift > 63:
             return None
-        return key, value, (number >> 1) ^ -(number & 1)
+        time = (number >> 1) ^ -(number & 1)
+        return (key, value, time) if EARLIEST_MS <= time <= LATEST_MS else None
 
 
 def _names(prefix: bytes, length: int) -> Key | None:
