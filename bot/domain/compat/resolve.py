@@ -123,8 +123,12 @@ class Resolution:
         found: list[Rel] = []
         for field in unshared(writer.fields, reader.fields):  # a shared field resolves to itself
             source = writer.by_name.get(field.name)
-            if source is None and field.aliases:
-                source = next((writer.by_name[a] for a in field.aliases if a in writer.by_name), None)
+            if field.aliases:
+                if source is None:
+                    source = next((writer.by_name[a] for a in field.aliases if a in writer.by_name), None)
+                elif shadowed := next((a for a in field.aliases if a != field.name and a in writer.by_name), None):
+                    # the writer's schema rewritten by this alias has the field twice: ambiguous, not read
+                    found.append(("." + field.name, "FIELD_ALIAS_SHADOWED", source.type.describe(), field.type.describe(), shadowed))
             if source is not None:
                 inner = self._resolve(source.type, field.type)
                 if inner:
@@ -134,7 +138,7 @@ class Resolution:
                 continue
             elif self.backward:
                 found.append(("." + field.name, "FIELD_ADDED_WITHOUT_DEFAULT", "", field.type.describe(), ""))
-            elif (renamed := writer.by_alias.get(field.name)) is not None:
+            elif (renamed := writer.by_alias.get(field.name)) is not None and renamed.name not in reader.by_name:
                 found.append(("." + renamed.name, "FIELD_RENAMED", field.type.describe(), renamed.type.describe(), field.name))
             else:
                 found.append(("." + field.name, "FIELD_REMOVED_WITHOUT_DEFAULT", field.type.describe(), "", ""))

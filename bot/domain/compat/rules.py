@@ -61,6 +61,10 @@ CATALOGUE: tuple[Rule, ...] = (
          "Field {path} ({new}) was added beside {detail}, which it names as an alias: readers on the new schema read {detail}'s value "
          "from older data. Avro resolves aliases by rewriting the writer's schema, so an implementation that does so literally (Java) "
          "finds {detail} missing in data written before this version: give {detail} a default, or read older data with its own schema."),
+    Rule("FIELD_ALIAS_SHADOWED", COMPATIBLE, "a field kept by its name names another field of the schema it reads as an alias",
+         "Field {path} is read by its own name and also names {detail}, another field of the data it reads, as an alias. Avro "
+         "resolves aliases by rewriting the writer's schema, which then holds two fields called {path}: readers that do so "
+         "(fastavro) cannot read that data, though checkers that match names first (Confluent's) accept it. Drop the alias."),
     Rule("FIELDS_REORDERED", SAFE, "the fields of a record changed order",
          "Fields of {path} changed order: readers resolve by name and are unaffected, but the schema fingerprint changes."),
     Rule("FIELD_ORDER_CHANGED", COMPATIBLE, "a field's sort order attribute changed",
