@@ -66,7 +66,9 @@ async def test_migrate_then_serve_and_never_log_secrets(tmp_path: Path) -> None:
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("SLACK_")}, "DATABASE_URL": db,
            "SLACK_BOT_TOKEN": SECRET_TOKEN, "SLACK_SIGNING_SECRET": SIGNING_SECRET, "PORT": str(port),
            "HOST": "127.0.0.1", "LOG_LEVEL": "DEBUG", "SLACK_API_URL": f"{emulator.base_url}/api/"}
-    process = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot", "serve", env=env, stderr=asyncio.subprocess.PIPE)
+    log = tmp_path / "serve.log"  # a file, not a pipe: a bot logging at DEBUG (a census at start on a busy broker) fills a pipe
+    with log.open("wb") as sink:  # nobody reads until the end, and a full pipe blocks the bot on its logging
+        process = await asyncio.create_subprocess_exec(sys.executable, "-m", "bot", "serve", env=env, stderr=sink)
     driver = SlackDriver(emulator, f"http://127.0.0.1:{port}/slack/events", SIGNING_SECRET)
     try:
         await wait_ready(f"http://127.0.0.1:{port}", process)
@@ -77,9 +79,9 @@ async def test_migrate_then_serve_and_never_log_secrets(tmp_path: Path) -> None:
     finally:
         await driver.close()
         process.terminate()
-        _, stderr_bytes = await process.communicate()
+        await process.wait()
         await runner.cleanup()
-    stderr = stderr_bytes.decode()
+    stderr = log.read_text(errors="replace")
     assert "ChangeOps listening" in stderr
     assert "views.publish" in stderr or "views_publish" in stderr or "Sending a request" in stderr
     assert SECRET_TOKEN not in stderr
