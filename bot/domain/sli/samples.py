@@ -22,7 +22,9 @@ PIPELINE_SAMPLE_SCHEMA: dict[str, Any] = {
 }
 MAX_FUTURE = timedelta(minutes=5)
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-EARLIEST_US = (datetime(1, 1, 1, tzinfo=UTC) - EPOCH) // timedelta(microseconds=1)  # Avro's timestamp-millis as a datetime
+# the times a timestamp-millis can be read as (years 1 to 9999, a datetime's range): Avro's decoders refuse the others
+EARLIEST_MS, LATEST_MS = ((moment.replace(tzinfo=UTC) - EPOCH) // timedelta(milliseconds=1) for moment in (datetime.min, datetime.max))
+EARLIEST_US = EARLIEST_MS * 1000
 
 
 class SampleError(ValueError):

@@ -10,16 +10,14 @@ None, for the general decoder, so a value read here is always what the general d
 from __future__ import annotations
 
 import struct
-from datetime import UTC, datetime, timedelta
+
+from bot.domain.sli.samples import EARLIEST_MS, LATEST_MS
 
 Key = tuple[str, str]
 _DOUBLE = struct.Struct("<d").unpack_from
 _TAIL = struct.Struct("<d7B").unpack_from  # the value, a time of six varint bytes (1970-06 to 2039 in ms), the empty map
 TAIL = 15
 NAMES_KEPT = 100_000  # series names remembered by their bytes
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-# the times a timestamp-millis can be read as (years 1 to 9999): the general decoder refuses the others
-EARLIEST_MS, LATEST_MS = ((moment.replace(tzinfo=UTC) - _EPOCH) // timedelta(milliseconds=1) for moment in (datetime.min, datetime.max))
 
 
 class Reader:
