@@ -246,3 +246,44 @@ def test_an_answer_that_is_not_live_states_no_reader_as_live_but_a_retirement() 
     stale = Census("orders", readers, taken_at=seen, stale=True).as_json()
     assert [r["live"] for r in stale["readers"] if r["group"] == "fraud-scorer"] == [False]
     assert all(r["live"] for r in Census("orders", readers, taken_at=seen).as_json()["readers"])
+
+
+async def test_a_bot_whose_broker_is_down_from_the_start_says_who_reads_is_unknown_never_that_nobody_does(
+        slack: SlackHarness, migrated_url: str) -> None:
+    """No census has ever answered: the census taken at start fails and is recorded; the command, a proposal's card and the
+    CLI say the readers are not known and why, never "Kafka says 0 groups read" (Kafka said nothing)."""
+    await slack.bot.stop()
+    slack.bot = Bot(bot_config(slack.emulator, migrated_url, KAFKA_BOOTSTRAP_SERVERS="127.0.0.1:9"))  # nothing listens there
+    await slack.bot.start(0)
+    slack.driver.request_url = f"{slack.bot.url}/slack/events"
+    catalog = {"teams": {"orders-team": {"members": [ALICE], "oncall": [ALICE]}},
+               "subjects": {"orders-value": {"owner": "orders-team", "channel": "#orders-pipeline", "topic": "orders"}}}
+    parsed, problems = read_catalog(catalog, lambda _: None)  # type: ignore[arg-type, return-value]
+    assert problems == []
+    await slack.bot.lineage.load_catalog(parsed)
+    await slack.bot.registry.record("orders-value", parse(V1))
+    for _ in range(300):  # the census at start fails within its request timeout
+        if (await slack.bot.census.census("orders")).failed:
+            break
+        await asyncio.sleep(0.2)
+    census = await slack.bot.census.census("orders")
+    assert census.failed and census.taken_at is None and not census.live and census.readers == []
+
+    before = len(slack.ws.ephemerals_for(ALICE))
+    await slack.driver.command("/schema consumers orders-value", user=ALICE, channel="orders-pipeline")
+    answer = await slack.ws.wait_for(lambda: slack.ws.ephemerals_for(ALICE)[before:] or None)
+    text = as_text(answer[0].text, answer[0].blocks)
+    assert "Who reads `orders` is not known yet" in text and "no census has answered yet, so its readers are unknown" in text
+    assert "Kafka says" not in text and "readers it last saw" not in text
+
+    await propose(slack, retyped(V1, "price", "string"))
+    card = await card_message(slack)
+    shown = as_text(card.text, card.blocks)
+    assert "Who reads `orders` is not known yet" in shown and "the newest census failed" in shown and "Kafka says" not in shown
+
+    env = {**os.environ, "DATABASE_URL": migrated_url, "KAFKA_BOOTSTRAP_SERVERS": ""}
+    printed = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "consumers", "orders"], env=env, capture_output=True,
+                                      text=True, timeout=60)
+    assert printed.returncode == 3, printed.stderr
+    assert "orders: who reads it is not known yet (no census has answered yet" in printed.stdout
+    assert "no census has answered yet, so its readers are unknown" in printed.stdout

@@ -290,7 +290,8 @@ def census_lines(census: Census) -> list[str]:
     """The census for a terminal."""
     age = (f"census of {census.taken_at:%Y-%m-%d %H:%M} UTC, {_age(census)} old" if census.taken_at
            else "no census has answered yet (bot consumers --refresh)")
-    lines = [f"{census.topic}: {len(census.reading)} group(s) read it ({age})"] + [f"  ! {note}" for note in census.notes()]
+    told = f"{len(census.reading)} group(s) read it" if census.taken_at else "who reads it is not known yet"
+    lines = [f"{census.topic}: {told} ({age})"] + [f"  ! {note}" for note in census.notes()]
     for reader in census.shown():
         r, declared = reader.reading, reader.declared
         who = f"job {declared.job}" if declared and declared.job else "attributed" if declared else "NOT DECLARED"

@@ -112,7 +112,8 @@ class Census:
         """What makes this census less than a live and complete answer, for people (empty when it is one)."""
         found = []
         if self.failed:
-            found.append(f"the newest census failed ({self.failed}): these are the readers it last saw")
+            found.append(f"the newest census failed ({self.failed}): " + ("these are the readers it last saw" if self.taken_at else
+                                                                          "no census has answered yet, so its readers are unknown"))
         elif self.stale:
             found.append("no census since: states are as last seen")
         if self.partial:

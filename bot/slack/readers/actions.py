@@ -98,7 +98,8 @@ class Readers:
 
 def census_reply(census: Census) -> Reply:
     """The census of one topic, for people."""
-    title = f"*Kafka says {len(census.reading)} group{'s' if len(census.reading) != 1 else ''} read `{escape(census.topic)}`*"
+    title = (f"*Kafka says {len(census.reading)} group{'s' if len(census.reading) != 1 else ''} read `{escape(census.topic)}`*"
+             if census.taken_at else f"*Who reads `{escape(census.topic)}` is not known yet*")
     age = f"census of {census.taken_at:%Y-%m-%d %H:%M} UTC" if census.taken_at else "no census has answered yet"
     lines = [f"_{age}_" + "".join(f" · :warning: {escape(note[:300])}" for note in census.notes())]
     for reader in census.shown()[:MAX_LINES]:
