@@ -4,6 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
 ensure_venv "[test]"
+eval "$(scripts/flink.sh install)"  # the Flink runtime bench/flink_gate.py checks with, in its own environment, once
 for script in bench/[!_]*.py; do  # bench/_*.py are helpers
   echo "== $script"
   .venv/bin/python "$script"
