@@ -7,7 +7,11 @@ one transaction per batch with the consumer offsets committed inside it, progres
 (SQLite) and the lease renewed. Both copies are then checked for their count. Uses $KAFKA_BOOTSTRAP_SERVERS,
 or starts a broker with scripts/kafka.sh.
 
-Each round runs the plain loop, then the bot, on the same DLQ; the ratios are per round (the broker on a busy
+The plain loop runs twice a round: with librdkafka's defaults (the baseline the aim is set against: a bare script),
+and with the bot's own fetch settings (``BACKLOG_READER``: no second-long pause when the local queue is full), which
+says what the bot's extra work (transactions, three headers a copy, progress) costs like for like.
+
+Each round runs the plain loops, then the bot, on the same DLQ; the ratios are per round (the broker on a busy
 machine drifts between rounds more than within one), and their median is printed. Before the rounds, one empty
 transaction: a fresh broker creates and loads its transaction log for the first transactional producer, a cost
 of the cluster's first transaction, not of a replay (it made the first round 0.6 on a broker the bench started).
@@ -25,12 +29,14 @@ import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from _kafka import broker, stop_broker
 from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bot.domain.ops import ReplayRequest
+from bot.kafka.clients import BACKLOG_READER
 from bot.services.calendar import CalendarService
 from bot.services.lineage import LineageService
 from bot.services.operations import Actor, Operations
@@ -54,10 +60,11 @@ def fill(bootstrap: str, topic: str, count: int) -> None:
     producer.flush(120)
 
 
-def plain_loop(bootstrap: str, source: str, target: str, count: int) -> float:
-    """Seconds to copy ``count`` messages with a bare consumer and producer (key, headers, timestamp kept)."""
+def plain_loop(bootstrap: str, source: str, target: str, count: int, fetching: dict[str, Any]) -> float:
+    """Seconds to copy ``count`` messages with a bare consumer (``fetching``: its fetch settings) and producer (key, headers,
+    timestamp kept)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-plain-{uuid.uuid4().hex[:6]}", "auto.offset.reset": "earliest",
-                         "enable.auto.commit": False})
+                         "enable.auto.commit": False, **fetching})
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     consumer.subscribe([source])
     copied, began = 0, time.perf_counter()
@@ -105,13 +112,14 @@ async def rounds(bootstrap: str, source: str, count: int, plain_targets: list[st
     figures = []
     try:
         for number, (plain_target, target) in enumerate(zip(plain_targets, bot_targets, strict=True)):
-            plain = await asyncio.to_thread(plain_loop, bootstrap, source, plain_target, count)
+            plain = await asyncio.to_thread(plain_loop, bootstrap, source, plain_target, count, {})
+            like = await asyncio.to_thread(plain_loop, bootstrap, source, f"{plain_target}-like", count, BACKLOG_READER)
             began = time.perf_counter()
             row = await ops.plan_replay(ReplayRequest(source, target, again=number > 0), False, Actor("bench", "cli"), None)
             planned = time.perf_counter()
             await ops.confirm(int(row.id or 0), Actor("bench", "cli"))
             done = await ops.run(int(row.id or 0))
-            figures.append((plain, planned - began, time.perf_counter() - planned, int(done.progress["copied"])))
+            figures.append((plain, planned - began, time.perf_counter() - planned, int(done.progress["copied"]), like))
         return figures
     finally:
         await asyncio.to_thread(ops.close)
@@ -134,24 +142,29 @@ def main(messages: int, rounds_: int, bootstrap: str) -> None:
     plain_targets = [f"bench-plain-{suffix}-{n}" for n in range(rounds_)]
     bot_targets = [f"bench-replay-{suffix}-{n}" for n in range(rounds_)]
     for future in admin.create_topics([NewTopic(t, num_partitions=PARTITIONS, replication_factor=1)
-                                       for t in (source, *plain_targets, *bot_targets)]).values():
+                                       for t in (source, *plain_targets, *(f"{t}-like" for t in plain_targets), *bot_targets)]).values():
         future.result(timeout=30)
     fill(bootstrap, source, messages)
     warm_transactions(bootstrap)
     figures = asyncio.run(rounds(bootstrap, source, messages, plain_targets, bot_targets))
-    for target in (*plain_targets, *bot_targets):
+    for target in (*plain_targets, *(f"{t}-like" for t in plain_targets), *bot_targets):
         assert count(bootstrap, target) == messages, f"{target} does not hold {messages} messages"
-    assert all(copied == messages for *_, copied in figures)
+    assert all(copied == messages for _, _, _, copied, _ in figures)
     plain_s, plan_s, run_s = (statistics.median(f[i] for f in figures) for i in range(3))
-    ratios = [plain / run for plain, _, run, _ in figures]
-    print(f"messages: {messages:,} over {PARTITIONS} partitions; medians of {rounds_} rounds, each the plain loop then the bot "
+    like_s = statistics.median(f[4] for f in figures)
+    ratios = [plain / run for plain, _, run, *_ in figures]
+    likes = [like / run for _, _, run, _, like in figures]
+    print(f"messages: {messages:,} over {PARTITIONS} partitions; medians of {rounds_} rounds, each the plain loops then the bot "
           "(after one empty transaction: the broker's transaction log loaded before the rounds)")
     print(f"plain consume→produce loop (no transactions):   {messages / plain_s:>10,.0f} msg/s ({plain_s:.2f} s)")
+    print(f"  the same with the bot's fetch settings:       {messages / like_s:>10,.0f} msg/s ({like_s:.2f} s)")
     print(f"bot replay, run (exactly once, transactions):   {messages / run_s:>10,.0f} msg/s ({run_s:.2f} s)")
     print(f"bot replay, plan's scan (count, samples, skips): {messages / plan_s:>10,.0f} msg/s ({plan_s:.2f} s)")
     print(f"per round run/plain: {', '.join(f'{r:.2f}' for r in ratios)}")
     print(f"ratio run/plain: {statistics.median(ratios):.2f} (aim >= 0.9, no round under 0.8: lowest {min(ratios):.2f}); with the plan's scan: "
-          f"{statistics.median(plain / (plan + run) for plain, plan, run, _ in figures):.2f}; scan/run: {plan_s / run_s:.2f} (aim < 1)")
+          f"{statistics.median(plain / (plan + run) for plain, plan, run, *_ in figures):.2f}; scan/run: {plan_s / run_s:.2f} (aim < 1)")
+    print(f"like for like (the plain loop with the bot's fetch settings): run/plain {statistics.median(likes):.2f} "
+          f"(rounds {', '.join(f'{r:.2f}' for r in likes)}): what transactions, the copies' headers and the progress cost")
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 from bot.domain.sli.samples import EARLIEST_US, PIPELINE_SAMPLE_SCHEMA, Sample, SampleError, Series, checked, latest_believed, micros
 from bot.domain.sli.wire import Key, Reader
 from bot.kafka.avro import DecodeError, Decoder, Registry
-from bot.kafka.clients import settings
+from bot.kafka.clients import BACKLOG_READER, settings
 
 log = logging.getLogger(__name__)
 BATCH = 20_000  # records per poll at most: a healthy series' samples of one poll are evaluated at once
@@ -55,7 +55,7 @@ class MetricsConsumer:
         self.topic, self.sli = topic, sli
         self.consumer = Consumer(settings(bootstrap, {"group.id": group, "enable.auto.commit": False,
                                   "auto.offset.reset": "earliest", "client.id": "changeops-sli", "session.timeout.ms": 30000,
-                                  "fetch.wait.max.ms": 100, "error_cb": self._on_error}))
+                                  "fetch.wait.max.ms": 100, "error_cb": self._on_error, **BACKLOG_READER}))
         self.decoder = Decoder(PIPELINE_SAMPLE_SCHEMA, Registry(registry_url) if registry_url else None)
         self.wire = Reader()
         self._valid: set[Key] = set()  # series whose names a general decode found good (a known SLI, a pipeline named)

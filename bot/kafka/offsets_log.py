@@ -23,6 +23,8 @@ from typing import Any
 from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
 
+from bot.kafka.clients import BACKLOG_READER
+
 TOPIC = "__consumer_offsets"
 DENIED = (KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.GROUP_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED)
 BATCH = 10_000  # records a poll
@@ -52,7 +54,7 @@ class OffsetsLog:
 
     def __init__(self, options: dict[str, Any], timeout: float = 10.0, most_records: int | None = None) -> None:
         self._options = {**options, "group.id": "changeops-offsets-log", "enable.auto.commit": False, "isolation.level": "read_committed",
-                         "enable.partition.eof": True, "auto.offset.reset": "earliest", "fetch.wait.max.ms": 10, "queued.max.messages.kbytes": 8192}
+                         "enable.partition.eof": True, "auto.offset.reset": "earliest", "fetch.wait.max.ms": 10, "queued.max.messages.kbytes": 8192, **BACKLOG_READER}
         self._timeout = timeout
         self._most = most_records if most_records is not None else int(timeout * RECORDS_A_SECOND)  # a first read longer is not begun
         self._consumer: Consumer | None = None

@@ -47,7 +47,7 @@ from bot.domain.ops import (
 )
 from bot.domain.readers import Member
 from bot.kafka.avro import Registry
-from bot.kafka.clients import settings
+from bot.kafka.clients import BACKLOG_READER, settings
 from bot.kafka.dead_letters import describe
 
 TIMEOUT = 10.0
@@ -255,7 +255,8 @@ def scan(cluster: Cluster, request: ReplayRequest, earlier: list[Copied], regist
     filtering, looking = request.header is not None, bool(earlier) and not request.again  # per message: asked once
     if ranges:
         consumer = Consumer(settings(cluster.bootstrap, {"group.id": "changeops-ops-scan", "enable.auto.commit": False,
-                             "client.id": "changeops-ops-scan", "isolation.level": "read_committed", "enable.partition.eof": True}))
+                             "client.id": "changeops-ops-scan", "isolation.level": "read_committed", "enable.partition.eof": True,
+                             **BACKLOG_READER}))
         try:
             consumer.assign([TopicPartition(request.dlq, p, start) for p, (start, _) in ranges.items()])
             open_ = set(ranges)
@@ -336,7 +337,7 @@ class Replayer:
             self._parked_topic()
         consumer = Consumer(settings(self.bootstrap, {"group.id": group, "enable.auto.commit": False,
                              "isolation.level": "read_committed", "client.id": group, "enable.partition.eof": True,
-                             "auto.offset.reset": "earliest"}))
+                             "auto.offset.reset": "earliest", **BACKLOG_READER}))
         # batches of up to 50 ms: fewer requests for the broker (a commit sends what waits); keyed messages without a partition
         # land where a Java producer (murmur2) puts them
         producer = Producer(settings(self.bootstrap, {"transactional.id": group, "client.id": group, "linger.ms": 50,
@@ -440,12 +441,16 @@ class Replayer:
         copied = read = 0
         deadline = time.monotonic() + TRANSACTION_SECONDS
         while open_ and read < limit and time.monotonic() < deadline and not self.progress.stop.is_set():
-            batch = consumer.consume(min(CONSUME, limit - read), 0.1)  # short: the end of a span is not waited for
+            # at most what is left of the open spans (an end-of-partition event each, too): consume returns when it has as
+            # many as it was asked for, so asking for more than can come would wait out its timeout at every span's end
+            left = sum(ends[q] - positions.get(q, starts[q]) for q in open_) + len(open_)
+            batch = consumer.consume(min(CONSUME, limit - read, left), 0.1)  # short: the end of a span is not waited for
             read += len(batch)
             producer.poll(0)  # delivery reports served as they come
             for message in batch:
                 p, error = message.partition() or 0, message.error()
                 if error is not None:
+                    read -= 1  # an event, not a message: a transaction's size counts messages
                     if error.code() == KafkaError._PARTITION_EOF and p in open_:  # everything below its offset was seen
                         positions[p] = max(positions.get(p, starts[p]), min(message.offset() or 0, ends[p]))
                         if positions[p] >= ends[p]:
