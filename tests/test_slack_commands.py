@@ -158,13 +158,16 @@ async def test_answers_through_response_urls_reuse_the_pool_too(slack: SlackHarn
     await slack.bot.proposals.propose("orders-value", json.dumps(BREAKING), "U0000ALICE", surface="api")
     await slack.bot.idle()
     slack.emulator.response_connections.clear()
-    for number, user in enumerate(["U0000ALICE", "U00000BOB", "U0000CAROL", "U0000ALICE"], start=1):
+    users = ["U0000ALICE", "U00000BOB", "U0000CAROL"] * 2
+    for number, user in enumerate(users, start=1):
         await slack.driver.command("/schema status 1", user=user, channel="changes")
         await slack.ws.wait_for(lambda u=user: slack.ws.ephemerals_for(u) or None)  # type: ignore[misc]
         await slack.bot.idle()
         assert sum(len(slack.ws.ephemerals_for(u)) for u in ("U0000ALICE", "U00000BOB", "U0000CAROL")) == number
     assert "#1" in slack.ws.ephemerals_for("U00000BOB")[0].text
-    assert len(slack.emulator.response_connections) == 1
+    # a connection per answer without the pool (Bolt's respond: six); with it one, or two when a Web API call of the bot held
+    # the pool's connection at that moment (seen on a loaded machine)
+    assert len(slack.emulator.response_connections) <= 2
 
 
 async def test_a_claim_the_database_cannot_answer_still_lets_the_request_act(slack: SlackHarness, monkeypatch: pytest.MonkeyPatch) -> None:
