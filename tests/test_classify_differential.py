@@ -19,14 +19,22 @@ right. The only one found (over thousands of generated pairs) is:
   (FIELD_ALIAS_SHADOWED). Avro 1.12, Aliases: "Aliases function by re-writing the writer's schema using
   aliases from the reader's schema"; so rewritten, the writer's record holds the field twice, and fastavro
   fails on such data. The reference checker matches the name first and accepts; we report it.
+
+* two fields that name the same field of the data they read as an alias, the earlier without a default
+  (FIELD_ALIAS_TAKEN). The same rewrite renames the writer's field once, to the last field that names it
+  (fastavro and Java's decoder both do so), so the earlier field has nothing to read. The reference checker
+  looks each reader field up alone and accepts; we report it.
 """
 
 from __future__ import annotations
 
+import io
 import json
 from typing import Any
 
 import avro.schema
+import fastavro
+import pytest
 from avro.compatibility import ReaderWriterCompatibilityChecker, SchemaCompatibilityType
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -36,7 +44,7 @@ from bot.domain.compat.changes import Direction
 from bot.domain.compat.resolve import Resolution
 from tests.avro_strategies import related_pairs, unrelated_pairs
 
-DOCUMENTED = {"DECIMAL_PRECISION_CHANGED", "DECIMAL_SCALE_CHANGED", "FIELD_ALIAS_SHADOWED"}
+DOCUMENTED = {"DECIMAL_PRECISION_CHANGED", "DECIMAL_SCALE_CHANGED", "FIELD_ALIAS_SHADOWED", "FIELD_ALIAS_TAKEN"}
 
 
 def qualified_aliases(schema: Any, namespace: str = "") -> Any:
@@ -104,3 +112,18 @@ def test_the_documented_alias_disagreement() -> None:
     renamed = {"type": "record", "name": "Top", "namespace": "moved", "fields": [{"name": "a", "type": {**inner, "name": "RX", "aliases": ["R"]}}]}
     assert not reference_compatible(renamed, within) and reference_compatible(qualified_aliases(renamed), within)
     assert not Resolution(Direction.BACKWARD).check(parse(within), parse(renamed))  # moved.RX's alias R is moved.R: it resolves
+
+
+def test_the_documented_alias_taken_disagreement() -> None:
+    old = {"type": "record", "name": "R", "fields": [{"name": "x", "type": "int"}]}
+    new = {"type": "record", "name": "R", "fields": [{"name": "a", "type": "int", "aliases": ["x"]}, {"name": "b", "type": "int", "aliases": ["x"]}]}
+    data = io.BytesIO()
+    fastavro.schemaless_writer(data, fastavro.parse_schema(old), {"x": 5})
+    with pytest.raises(fastavro.read.SchemaResolutionError, match="field a"):  # x went to b, the last to name it
+        fastavro.schemaless_reader(io.BytesIO(data.getvalue()), fastavro.parse_schema(old), fastavro.parse_schema(new))
+    assert reference_compatible(new, old)
+    [change] = Resolution(Direction.BACKWARD).check(parse(old), parse(new))
+    assert (change.rule, change.path, change.detail) == ("FIELD_ALIAS_TAKEN", "R.a", "x")
+    defaulted = {**new, "fields": [{**new["fields"][0], "default": 0}, new["fields"][1]]}
+    assert fastavro.schemaless_reader(io.BytesIO(data.getvalue()), fastavro.parse_schema(old), fastavro.parse_schema(defaulted)) == {"a": 0, "b": 5}
+    assert not Resolution(Direction.BACKWARD).check(parse(old), parse(defaulted))

@@ -30,7 +30,7 @@ class Node:
     size: int | None = None
     props: dict[str, Any] = field(default_factory=dict)
     by_name: dict[str, Field] = field(default_factory=dict)
-    by_alias: dict[str, Field] = field(default_factory=dict)
+    by_alias: dict[str, Field] = field(default_factory=dict)  # alias: the last field that names it (the one a reader's rewrite picks)
     referenced: bool = False  # the root type of a referenced schema (another subject's): paths show where they enter it
 
     @property

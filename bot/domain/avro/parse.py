@@ -261,7 +261,7 @@ class _Parser:
             by_name[name] = field
             if field.aliases:
                 for alias in field.aliases:
-                    by_alias.setdefault(alias, field)
+                    by_alias[alias] = field  # the last field naming it, as Avro's rewrite of the writer's schema has it
         if self.keep is not None and unsafe is not None:
             self.keep[record_name] = _Kept(dict(zip(by_name, fields, strict=True)), by_name, depth, unsafe, naming)
         self.annotate(node, value)

@@ -91,7 +91,7 @@ class _Walker:
                 lost.add(field.name)
                 if field.has_default:
                     found.append((at, "FIELD_ADDED_WITH_DEFAULT", "", field.type.describe(), _json(field.default)))
-                elif kept := next((a for a in field.aliases if a in old.by_name), None):
+                elif kept := next((a for a in field.aliases if a in old.by_name and a in new.by_name), None):
                     found.append((at, "FIELD_ADDED_WITH_ALIAS", "", field.type.describe(), kept))
                 continue
             if before.name != field.name:
@@ -120,12 +120,13 @@ class _Walker:
 
 def _partner(old: Node, field: Field, new: Node) -> Field | None:
     """The old field a new one continues: same name, a new alias naming it, or an old alias naming the new one; an alias
-    names no rename while the field it names is still there under its own name (the new field is added beside it)."""
+    names no rename while the field it names is still there under its own name (the new field is added beside it), nor when
+    a later field names it too (Avro's rewrite renames the old field to the last that names it)."""
     same = old.by_name.get(field.name)
     if same is not None:
         return same
     for alias in field.aliases:
-        if alias in old.by_name and alias not in new.by_name:
+        if alias in old.by_name and alias not in new.by_name and new.by_alias[alias] is field:  # a later field naming it takes it
             return old.by_name[alias]
     renamed = old.by_alias.get(field.name)
     return renamed if renamed is not None and renamed.name not in new.by_name else None

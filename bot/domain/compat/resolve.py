@@ -123,9 +123,15 @@ class Resolution:
         found: list[Rel] = []
         for field in unshared(writer.fields, reader.fields):  # a shared field resolves to itself
             source = writer.by_name.get(field.name)
+            taken = None  # an alias naming a writer's field that a later reader field also names, and so takes
             if field.aliases:
                 if source is None:
-                    source = next((writer.by_name[a] for a in field.aliases if a in writer.by_name), None)
+                    for alias in field.aliases:
+                        if alias in writer.by_name:
+                            if reader.by_alias[alias] is field:
+                                source = writer.by_name[alias]
+                                break
+                            taken = taken or alias
                 elif shadowed := next((a for a in field.aliases if a != field.name and a in writer.by_name), None):
                     # the writer's schema rewritten by this alias has the field twice: ambiguous, not read
                     found.append(("." + field.name, "FIELD_ALIAS_SHADOWED", source.type.describe(), field.type.describe(), shadowed))
@@ -136,6 +142,8 @@ class Resolution:
                     found += [(segment + s, *rest) for s, *rest in inner]  # type: ignore[misc]
             elif field.has_default:
                 continue
+            elif taken is not None:
+                found.append(("." + field.name, "FIELD_ALIAS_TAKEN", writer.by_name[taken].type.describe(), field.type.describe(), taken))
             elif self.backward:
                 found.append(("." + field.name, "FIELD_ADDED_WITHOUT_DEFAULT", "", field.type.describe(), ""))
             elif (renamed := writer.by_alias.get(field.name)) is not None and renamed.name not in reader.by_name:

@@ -65,6 +65,11 @@ CATALOGUE: tuple[Rule, ...] = (
          "Field {path} is read by its own name and also names {detail}, another field of the data it reads, as an alias. Avro "
          "resolves aliases by rewriting the writer's schema, which then holds two fields called {path}: readers that do so "
          "(fastavro) cannot read that data, though checkers that match names first (Confluent's) accept it. Drop the alias."),
+    Rule("FIELD_ALIAS_TAKEN", COMPATIBLE, "a field without a default names a field of the schema it reads as an alias that a later field also names",
+         "Field {path} names {detail} as an alias, and so does a later field of the same record, which takes it: Avro resolves "
+         "aliases by rewriting the writer's schema, renaming {detail} once, to the last field that names it. {path} has no "
+         "default, so readers that rewrite (fastavro, Java's decoder) cannot read that data, though checkers that look each "
+         "field up alone (Confluent's) accept it. Give {path} a default, or drop the alias from one of the two."),
     Rule("FIELDS_REORDERED", SAFE, "the fields of a record changed order",
          "Fields of {path} changed order: readers resolve by name and are unaffected, but the schema fingerprint changes."),
     Rule("FIELD_ORDER_CHANGED", COMPATIBLE, "a field's sort order attribute changed",
