@@ -119,7 +119,7 @@ def _records(schema: Any) -> list[dict[str, Any]]:
 
 EDITS = ["add_default", "add_plain", "remove", "retype", "promote", "narrow", "optional", "required", "rename_alias",
          "rename", "change_default", "drop_default", "logical", "enum_add", "enum_remove", "decimal", "fixed_size",
-         "namespace", "type_rename", "noop"]
+         "namespace", "type_rename", "alias_other", "noop"]
 
 
 @st.composite
@@ -160,6 +160,10 @@ def edited(draw: st.DrawFn, schema: Any) -> Any:
         elif edit == "rename_alias" and fresh:
             field["aliases"] = [field["name"]]
             field["name"] = fresh
+        elif edit == "alias_other" and len(fields) > 1:  # an alias naming another field of the record (where rewrites collide)
+            other = fields[draw(st.integers(0, len(fields) - 1))]["name"]
+            if other != field["name"]:
+                field["aliases"] = sorted({*field.get("aliases", []), other})
         elif edit == "rename" and fresh:
             field["name"] = fresh
         elif edit == "change_default":

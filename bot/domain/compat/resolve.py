@@ -132,7 +132,7 @@ class Resolution:
                                 source = writer.by_name[alias]
                                 break
                             taken = taken or alias
-                elif shadowed := next((a for a in field.aliases if a != field.name and a in writer.by_name), None):
+                elif shadowed := next((a for a in field.aliases if a != field.name and a in writer.by_name and reader.by_alias[a] is field), None):
                     # the writer's schema rewritten by this alias has the field twice: ambiguous, not read
                     found.append(("." + field.name, "FIELD_ALIAS_SHADOWED", source.type.describe(), field.type.describe(), shadowed))
             if source is not None:
