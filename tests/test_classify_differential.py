@@ -127,3 +127,16 @@ def test_the_documented_alias_taken_disagreement() -> None:
     defaulted = {**new, "fields": [{**new["fields"][0], "default": 0}, new["fields"][1]]}
     assert fastavro.schemaless_reader(io.BytesIO(data.getvalue()), fastavro.parse_schema(old), fastavro.parse_schema(defaulted)) == {"a": 0, "b": 5}
     assert not Resolution(Direction.BACKWARD).check(parse(old), parse(defaulted))
+
+
+def test_an_alias_taken_by_a_later_field_shadows_nothing() -> None:
+    """``x`` also names ``y`` as an alias, but ``z`` comes later and names it too: the rewrite renames ``y`` to ``z``, so ``x``
+    is read once, by its name, and the data reads."""
+    old = {"type": "record", "name": "R", "fields": [{"name": "x", "type": "int"}, {"name": "y", "type": "int"}]}
+    new = {"type": "record", "name": "R", "fields": [{"name": "x", "type": "int", "aliases": ["y"]}, {"name": "z", "type": "int", "aliases": ["y"]}]}
+    data = io.BytesIO()
+    fastavro.schemaless_writer(data, fastavro.parse_schema(old), {"x": 1, "y": 2})
+    assert fastavro.schemaless_reader(io.BytesIO(data.getvalue()), fastavro.parse_schema(old), fastavro.parse_schema(new)) == {"x": 1, "z": 2}
+    assert not Resolution(Direction.BACKWARD).check(parse(old), parse(new))
+    swapped = {**new, "fields": new["fields"][::-1]}  # x last: it takes y too, and holds two fields
+    assert [c.rule for c in Resolution(Direction.BACKWARD).check(parse(old), parse(swapped))] == ["FIELD_ALIAS_TAKEN", "FIELD_ALIAS_SHADOWED"]
