@@ -105,9 +105,10 @@ def test_cli_validate_load_impact_coverage(migrated_url: str, monkeypatch: pytes
     assert main(["impact", "orders-value", "--fields", "payload.detail.price,buyer.segment", "--format", "json"]) == 0
     result = json.loads(capsys.readouterr().out.split("\n", 1)[1])
     assert set(result) == {"dataset", "namespace", "fields", "impacted", "impacted_total", "datasets_total", "jobs", "owners", "unowned",
-                           "consumer_groups"}
+                           "consumer_groups", "census"}
     assert result["impacted_total"] == len(result["impacted"])
-    assert result["consumer_groups"] == []  # no census has been taken
+    assert result["consumer_groups"] == []  # no census has been taken, and the answer says so: no reader is known, not none
+    assert result["census"]["taken_at"] is None and result["census"]["live"] is False
     assert result["unowned"] == []  # every job of the example catalog has a team
     assert {(i["dataset"], i["field"]) for i in result["impacted"]} == {
         ("dwd_orders", "amount"), ("dwd_orders", "buyer.segment"), ("ads_daily_sales", "revenue"), ("recommendation_cache", "*")}

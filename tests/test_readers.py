@@ -159,6 +159,7 @@ async def test_the_card_names_declared_undeclared_and_idle_readers_and_attributi
     impact = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "impact", "orders-value", "--format", "json"],
                                      env=env, capture_output=True, text=True, timeout=60)
     assert {g["group"] for g in json.loads(impact.stdout)["consumer_groups"]} == set(rows)
+    assert json.loads(impact.stdout)["census"]["live"] is False and json.loads(impact.stdout)["census"]["taken_at"] == answer["taken_at"]
 
     await slack.bot.stop()  # the broker answers again: a fresh census is live, and every reader that reads is declared or attributed
     slack.bot = Bot(bot_config(slack.emulator, migrated_url, KAFKA_BOOTSTRAP_SERVERS=kafka_bootstrap))
@@ -287,3 +288,8 @@ async def test_a_bot_whose_broker_is_down_from_the_start_says_who_reads_is_unkno
     assert printed.returncode == 3, printed.stderr
     assert "orders: who reads it is not known yet (no census has answered yet" in printed.stdout
     assert "no census has answered yet, so its readers are unknown" in printed.stdout
+    impact = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "impact", "orders-value", "--format", "json"],
+                                     env=env, capture_output=True, text=True, timeout=60)
+    answer = json.loads(impact.stdout)
+    assert answer["consumer_groups"] == [] and answer["census"]["taken_at"] is None and answer["census"]["live"] is False
+    assert answer["census"]["failed"] and "readers are unknown" in answer["census"]["notes"][0]

@@ -232,8 +232,9 @@ def run_impact(args: argparse.Namespace) -> int:
     census = census_of(impact.dataset.name) if impact.dataset.namespace.startswith("kafka://") else None
     if args.format == "json":
         answer = impact.as_json(teams)
-        if census is not None:
+        if census is not None:  # the readers, and how far to trust them: an empty list from no census says nothing
             answer["consumer_groups"] = [r.as_json() for r in census.shown()]
+            answer["census"] = {key: value for key, value in census.as_json().items() if key != "readers"}
         print(json.dumps(answer, indent=2, ensure_ascii=False))
     else:
         print(impact_text(impact, teams) + ("\nConsumer groups (the reader census):\n" + "\n".join(census_lines(census)) if census else ""))
