@@ -112,8 +112,7 @@ class Census:
         """What makes this census less than a live and complete answer, for people (empty when it is one)."""
         found = []
         if self.failed:
-            found.append(f"the newest census failed ({self.failed}): " + ("these are the readers it last saw" if self.taken_at else
-                                                                          "no census has answered yet, so its readers are unknown"))
+            found.append(failed_note(self.failed, self.taken_at is not None))
         elif self.stale:
             found.append("no census since: states are as last seen")
         if self.partial:
@@ -156,3 +155,10 @@ def judge(readings: list[Reading], declared: dict[str, Declared], retired: set[s
         readers.append(Reader(reading, activity, declared.get(reading.group), live))
     order = list(Activity)
     return sorted(readers, key=lambda r: (order.index(r.activity), r.declared is not None, r.reading.group))
+
+
+def failed_note(reason: str, answered: bool) -> str:
+    """The note of a census whose newest attempt failed: the readers shown are the last census's, or (``answered`` False: none
+    ever answered) unknown."""
+    return f"the newest census failed ({reason}): " + ("these are the readers it last saw" if answered else
+                                                       "no census has answered yet, so its readers are unknown")

@@ -11,8 +11,10 @@ from typing import Any
 
 from bot.domain.approvals import UNOWNED, Decision, State
 from bot.domain.compat.classify import Mode
+from bot.domain.readers import failed_note
 from bot.services.proposals import TYPE_WORDS, ProposalView
 from bot.slack import ids
+from bot.slack.readers.actions import readers_title
 from bot.slack.render import Reply, escape, fold, mention, section
 
 LEVEL_MARK = {"safe": ":large_green_circle:", "compatible": ":large_yellow_circle:", "breaking": ":red_circle:"}
@@ -132,8 +134,7 @@ def readers_part(proposal_id: int, census: dict[str, Any], breaks: bool, pending
     age = f"census of {_when(datetime.fromisoformat(taken))}" if taken else "no census has answered yet"
     notes = census.get("notes")
     if notes is None and census.get("failed"):
-        notes = [f"the newest census failed ({census['failed']}): "
-                 + ("these are the readers it last saw" if taken else "no census has answered yet, so its readers are unknown")]
+        notes = [failed_note(census["failed"], bool(taken))]
     lines = [f"_{age}_" + "".join(f" · :warning: {escape(note[:300])}" for note in notes or [])]
     if breaks and undeclared:
         lines.append(f":rotating_light: This change breaks reads, and {len(undeclared)} group{'s' if len(undeclared) != 1 else ''} nobody "
@@ -148,9 +149,7 @@ def readers_part(proposal_id: int, census: dict[str, Any], breaks: bool, pending
             lines.append(f"• `{escape(g['group'])}` — stale: idle, last commit {_last(g)}, older than the topic keeps data")
         elif _activity(g) == "retired":
             lines.append(f"• `{escape(g['group'])}` — retired")
-    topic = escape(census.get("topic", "?"))
-    blocks = _part(f"*Kafka says {len(reading)} group{'s' if len(reading) != 1 else ''} read `{topic}`*" if taken
-                   else f"*Who reads `{topic}` is not known yet*", lines)
+    blocks = _part(readers_title(len(reading), census.get("topic", "?"), bool(taken)), lines)
     for g in undeclared[:MAX_UNDECLARED]:
         clients = ", ".join(escape(m["client_id"]) for m in g.get("members", [])[:5])
         text = (f":warning: `{escape(g['group'])}` — *not declared* · {_state(g)}" + (f" ({clients})" if clients else "")

@@ -96,10 +96,16 @@ class Readers:
         return census_reply(await self.census.census(topic_of(subject)))
 
 
+def readers_title(reading: int, topic: str, answered: bool) -> str:
+    """"Kafka says 3 groups read `orders`", or, when no census ever answered, that nobody knows yet (not "0 groups")."""
+    if not answered:
+        return f"*Who reads `{escape(topic)}` is not known yet*"
+    return f"*Kafka says {reading} group{'s' if reading != 1 else ''} read `{escape(topic)}`*"
+
+
 def census_reply(census: Census) -> Reply:
     """The census of one topic, for people."""
-    title = (f"*Kafka says {len(census.reading)} group{'s' if len(census.reading) != 1 else ''} read `{escape(census.topic)}`*"
-             if census.taken_at else f"*Who reads `{escape(census.topic)}` is not known yet*")
+    title = readers_title(len(census.reading), census.topic, census.taken_at is not None)
     age = f"census of {census.taken_at:%Y-%m-%d %H:%M} UTC" if census.taken_at else "no census has answered yet"
     lines = [f"_{age}_" + "".join(f" · :warning: {escape(note[:300])}" for note in census.notes())]
     for reader in census.shown()[:MAX_LINES]:
