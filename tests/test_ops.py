@@ -788,3 +788,32 @@ async def test_a_backfill_of_several_topics_confirmed_while_kafka_is_away_moves_
         {0: 60, 1: 60, 2: 60}
     undone = await op_message(slack, int(row.id or 0), lambda t: "undone" in t)
     assert not [b for b in undone.blocks if b.get("type") == "actions"]  # no button left to press
+
+
+async def test_a_replay_of_a_dlq_written_in_transactions_copies_the_committed_letters_once_and_ends(migrated_url: str,
+                                                                                                    kafka_bootstrap: str) -> None:
+    """A DLQ an exactly-once pipeline writes (Flink's or Kafka Streams' sinks): transaction markers take offsets and an aborted
+    transaction's letters sit in the log. The replay reads what was committed, asks the consumer for no more than its spans hold
+    (so a span's end is not waited for), copies each committed letter once, and is done."""
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    dlq, target = new_topic(admin, "flink-dlq"), new_topic(admin, "flink.replay")
+
+    def write() -> None:
+        producer = Producer({"bootstrap.servers": kafka_bootstrap, "transactional.id": f"sink-{uuid.uuid4().hex[:6]}"})
+        producer.init_transactions(30)
+        for number, (count, keep) in enumerate(((50, True), (20, False), (30, True))):
+            producer.begin_transaction()
+            for i in range(count):
+                producer.produce(dlq, f"letter-{number}-{i}".encode(), partition=i % 3, headers=[("error", b"timeout")])
+            producer.commit_transaction(30) if keep else producer.abort_transaction(30)
+
+    await asyncio.to_thread(write)
+    done = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "replay", dlq, "--to", target, "--yes", "--format", "json"],
+                                   env={**os.environ, "DATABASE_URL": migrated_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap},
+                                   capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    outcome = json.loads(done.stdout)
+    assert outcome["state"] == "done" and outcome["progress"]["copied"] == 80
+    copies = await asyncio.to_thread(read_committed, kafka_bootstrap, target, 80)
+    values = sorted(m.value().decode() for m in copies)
+    assert len(values) == 80 == len(set(values)) and not any(v.startswith("letter-1-") for v in values)  # the aborted ones stay out
