@@ -229,10 +229,10 @@ def _classify_other(args: argparse.Namespace, schema_type: SchemaType, paths: li
 
     shared = named(args.ref)
     old_refs, new_refs = {**shared, **named(args.old_ref)}, {**shared, **named(args.new_ref)}
-    parsed = []
+    parsed: list[Any] = []
     for number, (path, text) in enumerate(zip(paths, texts, strict=True), start=1):
         try:
-            parsed.append(parse_schema(schema_type, text, new_refs if number == len(paths) else old_refs))
+            parsed.append(parse_schema(schema_type, text, new_refs if number == len(paths) else old_refs, like=parsed[-1] if parsed else None))
         except INVALID as err:
             said = str(err).replace(f"{ROOT}:", f"{path}:")  # protoc names the schema by the name it was compiled under
             print(f"bot classify: {path}: invalid {schema_type.value} schema: {said}", file=sys.stderr)
@@ -361,10 +361,10 @@ def _other_pair(number: int, item: dict[str, Any], schema_type: SchemaType, mode
     for side in ("old", "new"):
         value = item[side]
         texts[side] = value if isinstance(value, str) else json.dumps(value)
-    parsed = {}
+    parsed: dict[str, Any] = {}
     for side in ("old", "new"):
         try:
-            parsed[side] = parse_schema(schema_type, texts[side], {**sides["refs"], **sides[f"{side}_refs"]})
+            parsed[side] = parse_schema(schema_type, texts[side], {**sides["refs"], **sides[f"{side}_refs"]}, like=parsed.get("old"))
         except INVALID as err:
             return {"error": f"{side}: invalid {schema_type.value} schema: {err}"}
     return as_json(classify_schemas(schema_type, [parsed["old"]], parsed["new"], mode, lenient=bool(item.get("lenient"))))

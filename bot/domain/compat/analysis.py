@@ -67,7 +67,7 @@ def _analyse_other(schema_type: SchemaType, history: Sequence[str], proposed: st
     versions = []
     for number, text in enumerate(history, start=1):
         try:
-            versions.append(parse_schema(schema_type, text, refs))
+            versions.append(parse_schema(schema_type, text, refs, like=new))
         except INVALID as err:
             return Analysis(None, error=f"the subject's version {number} does not parse with the references named: {err}")
     verdict = classify_schemas(schema_type, versions, new, mode, lenient=lenient)

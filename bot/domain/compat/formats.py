@@ -48,12 +48,14 @@ class SchemaType(enum.StrEnum):
         return cls(found)
 
 
-def parse_schema(schema_type: SchemaType, text: str, refs: Mapping[str, str] | None = None) -> Any:
-    """The parsed schema of its type; one of ``INVALID`` when it is not one."""
+def parse_schema(schema_type: SchemaType, text: str, refs: Mapping[str, str] | None = None, *, like: Any = None) -> Any:
+    """The parsed schema of its type; one of ``INVALID`` when it is not one. ``like``: for Protobuf, the other side of
+    a comparison, parsed before: the messages defined alike there are taken over, and the result is the same (Avro's
+    ``parse`` has its own, with kept parts)."""
     if schema_type is SchemaType.PROTOBUF:  # each format's parser imported on its first use: the others never pay for it
         from bot.domain.protobuf.model import parse_proto
 
-        return parse_proto(text, dict(refs or {}))
+        return parse_proto(text, dict(refs or {}), like=like)
     if schema_type is SchemaType.JSON:
         from bot.domain.jsonschema.model import parse_json_schema
 

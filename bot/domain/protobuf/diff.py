@@ -8,7 +8,7 @@ wire-compatible edits that change the JSON encoding."""
 from __future__ import annotations
 
 from bot.domain.compat.changes import Difference
-from bot.domain.protobuf.model import ProtoField, ProtoSchema
+from bot.domain.protobuf.model import ProtoField, ProtoMessage, ProtoSchema
 
 COMPATIBLE = frozenset({
     "MESSAGE_ADDED", "MESSAGE_MOVED", "ENUM_ADDED", "ENUM_REMOVED", "ENUM_CONST_ADDED", "ENUM_CONST_CHANGED", "ENUM_CONST_REMOVED",
@@ -42,8 +42,9 @@ class _Diff:
     def add(self, rule: str, key: tuple[str, ...], path: str, old: str = "", new: str = "", detail: str = "") -> None:
         self.found.append(Difference(rule, key, path, old, new, detail))
 
-    def types(self, original: list[str], update: list[str]) -> None:
-        """Messages and enums side by side, by their names without the package."""
+    def types(self, original: list[str], update: list[str], alike: bool = False) -> None:
+        """Messages and enums side by side, by their names without the package (``alike``: nested in messages defined
+        alike, so the same types, and the same enums, on both sides)."""
         o_messages = {self.o.messages[n].name: n for n in original if n in self.o.messages and not self.o.messages[n].map_entry}
         u_messages = {self.u.messages[n].name: n for n in update if n in self.u.messages and not self.u.messages[n].map_entry}
         for name in sorted(set(o_messages) | set(u_messages)):
@@ -56,6 +57,8 @@ class _Diff:
                 self.message(old, new)
                 if self.o.messages[old].index != self.u.messages[new].index:
                     self.add("MESSAGE_MOVED", ("moved", name), self.u.path_of(new), detail=name)
+        if alike:
+            return
         o_enums = {self.o.enums[n].name: n for n in original if n in self.o.enums}
         u_enums = {self.u.enums[n].name: n for n in update if n in self.u.enums}
         for name in sorted(set(o_enums) | set(u_enums)):
@@ -86,7 +89,28 @@ class _Diff:
         self.done[(original, update)] = True  # a recursive type compares as compatible while it is being compared
         before = len(self.found)
         om, um = self.o.messages[original], self.u.messages[update]
-        base = self.u.path_of(update)
+        alike = bool(om.digest) and om.digest == um.digest
+        if alike:
+            self.linked(om, um, update)
+        else:
+            self.members(om, um, self.u.path_of(update))
+        compatible = all(d.rule in COMPATIBLE for d in self.found[before:])
+        self.done[(original, update)] = compatible
+        self.types(self._nested(self.o, original), self._nested(self.u, update), alike)
+        return compatible
+
+    def linked(self, om: ProtoMessage, um: ProtoMessage, update: str) -> None:
+        """Two messages defined alike: only the messages their fields name (directly or as a map's values) may differ."""
+        for new in um.fields.values():
+            kind = new.kind
+            if kind == "map":
+                value = self.u.messages[new.type].fields.get(2)
+                kind = value.kind if value is not None else ""
+            if kind == "message":
+                self.kinds(om.fields[new.number], new, ("field", um.name, str(new.number)), f"{self.u.path_of(update)}.{new.name}", None, None)
+
+    def members(self, om: ProtoMessage, um: ProtoMessage, base: str) -> None:
+        """The oneofs and fields of two messages defined differently."""
         o_oneof = {f.number: f.oneof for f in om.fields.values() if f.oneof}
         u_oneof = {f.number: f.oneof for f in um.fields.values() if f.oneof}
         gone_oneofs = {name for name in om.oneofs if name not in um.oneofs
@@ -131,10 +155,6 @@ class _Diff:
                 if old.oneof and not new.oneof:
                     self.add("ONEOF_FIELD_MOVED_TO_TOP_LEVEL", ("to_top", um.name, str(number)), path, detail=old.oneof)
                 self.field(old, new, key, path)
-        compatible = all(d.rule in COMPATIBLE for d in self.found[before:])
-        self.done[(original, update)] = compatible
-        self.types(self._nested(self.o, original), self._nested(self.u, update))
-        return compatible
 
     def _nested(self, schema: ProtoSchema, message: str) -> list[str]:
         return schema.own_nested.get(message, [])

@@ -44,6 +44,7 @@ class ProtoMessage:
     map_entry: bool = False
     index: int = 0  # its position among the types beside it
     file: str = ROOT
+    digest: bytes = b""  # its descriptor (nested types, options and reserved ranges included, no positions): equal when defined alike
 
     def reserves(self, number: int) -> bool:
         """Whether ``number`` is reserved in this message."""
@@ -91,8 +92,12 @@ class ProtoSchema:
         return found.name if found is not None else full_name
 
 
-def parse_proto(text: str, refs: dict[str, str] | None = None) -> ProtoSchema:
-    """Compile and read; a ProtoError names what protoc refused."""
+def parse_proto(text: str, refs: dict[str, str] | None = None, *, like: ProtoSchema | None = None) -> ProtoSchema:
+    """Compile and read; a ProtoError names what protoc refused.
+
+    ``like``: another schema (typically the other side of a comparison). A top-level message defined alike there (the
+    same full name, file, place and descriptor) is taken over with its nested types instead of read again; the result
+    is the same, and the classifier passes over such a message at once."""
     files = compile_proto(text, refs).file
     messages: dict[str, ProtoMessage] = {}
     enums: dict[str, ProtoEnum] = {}
@@ -102,7 +107,12 @@ def parse_proto(text: str, refs: dict[str, str] | None = None) -> ProtoSchema:
     for file in files:
         prefix = f"{file.package}." if file.package else ""
         for index, message in enumerate(file.message_type):
-            _message(message, prefix, "", messages, enums, own_nested, file.name, index)
+            kept = like.messages.get(prefix + message.name) if like is not None else None
+            if (kept is not None and kept.file == file.name and kept.index == index and like is not None
+                    and kept.digest == message.SerializeToString(deterministic=True)):
+                _take(message, kept.full_name, like, messages, enums, own_nested)
+            else:
+                _message(message, prefix, "", messages, enums, own_nested, file.name, index)
             if file.name == ROOT:
                 own.append(prefix + message.name)
         for enum in file.enum_type:
@@ -119,17 +129,22 @@ def _message(proto: descriptor_pb2.DescriptorProto, package: str, parent: str,
              messages: dict[str, ProtoMessage], enums: dict[str, ProtoEnum], nested: dict[str, list[str]], file: str, index: int) -> None:
     name = f"{parent}.{proto.name}" if parent else proto.name
     full = package + name
-    message = ProtoMessage(full, name, map_entry=proto.options.map_entry, index=index, file=file,
+    message = ProtoMessage(full, name, map_entry=proto.options.map_entry, index=index, file=file, digest=proto.SerializeToString(deterministic=True),
                            reserved_numbers=[(r.start, r.end) for r in proto.reserved_range], reserved_names=list(proto.reserved_name))
-    real = [o.name for i, o in enumerate(proto.oneof_decl) if not any(f.proto3_optional and f.oneof_index == i and f.HasField("oneof_index")
-                                                                      for f in proto.field)]
-    message.oneofs = real
-    for field_proto in proto.field:
-        type_name = field_proto.type_name.lstrip(".")
-        kind = "scalar" if field_proto.type in SCALARS else "enum" if field_proto.type == D.TYPE_ENUM else "message"
+    if proto.oneof_decl:
+        message.oneofs = [o.name for i, o in enumerate(proto.oneof_decl) if not any(f.proto3_optional and f.oneof_index == i and f.HasField("oneof_index")
+                                                                                    for f in proto.field)]
+    fields = message.fields
+    for field_proto in proto.field:  # each attribute read crosses into upb: once each
+        kind_number = field_proto.type
+        scalar = SCALARS.get(kind_number)
+        if scalar is None:
+            kind, type_name = ("enum" if kind_number == D.TYPE_ENUM else "message"), field_proto.type_name.lstrip(".")
+        else:
+            kind, type_name = "scalar", scalar
         oneof = proto.oneof_decl[field_proto.oneof_index].name if field_proto.HasField("oneof_index") and not field_proto.proto3_optional else None
-        message.fields[field_proto.number] = ProtoField(field_proto.number, field_proto.name, field_proto.json_name, LABELS[field_proto.label],
-                                                        SCALARS.get(field_proto.type, type_name), kind, oneof)
+        number = field_proto.number
+        fields[number] = ProtoField(number, field_proto.name, field_proto.json_name, LABELS[field_proto.label], type_name, kind, oneof)
     messages[full] = message
     nested[full] = []
     for position, inner in enumerate(proto.nested_type):
@@ -144,6 +159,17 @@ def _message(proto: descriptor_pb2.DescriptorProto, package: str, parent: str,
         entry = messages.get(item.type)
         if item.kind == "message" and entry is not None and entry.map_entry:
             item.kind = "map"
+
+
+def _take(proto: descriptor_pb2.DescriptorProto, full: str, like: ProtoSchema,
+          messages: dict[str, ProtoMessage], enums: dict[str, ProtoEnum], nested: dict[str, list[str]]) -> None:
+    """A message of ``like`` whose descriptor is ``proto``'s, with its nested messages (map entries too) and enums."""
+    messages[full] = like.messages[full]
+    nested[full] = like.own_nested[full]
+    for inner in proto.nested_type:
+        _take(inner, f"{full}.{inner.name}", like, messages, enums, nested)
+    for inner_enum in proto.enum_type:
+        enums[f"{full}.{inner_enum.name}"] = like.enums[f"{full}.{inner_enum.name}"]
 
 
 def _paths(schema: ProtoSchema) -> dict[str, str]:

@@ -1,0 +1,96 @@
+"""Protobuf parsed alongside the other side of a comparison (``parse_schema(..., like=...)``) and messages defined alike
+passed over by the classifier: the result is always what a parse on its own and a full walk give."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from bot.domain.compat.classify import Mode
+from bot.domain.compat.formats import SchemaType, classify_schemas, parse_schema
+from bot.domain.compat.report import as_json
+from bot.domain.protobuf.model import ProtoSchema
+
+P = SchemaType.PROTOBUF
+MONEY = 'syntax = "proto3";\npackage common;\nmessage Money { int64 units = 1; string currency = 2; }\n'
+BASE = """syntax = "proto3";
+package shop;
+import "common/money.proto";
+message Order {
+  string id = 1;
+  Item first = 2;
+  map<string, Item> by_sku = 3;
+  repeated Item items = 4;
+  Status status = 5;
+  common.Money total = 6;
+  oneof contact { string email = 7; string phone = 8; }
+  enum Status { UNKNOWN = 0; OPEN = 1; }
+}
+message Item {
+  double price = 1;
+  int32 count = 2;
+  message Note { string text = 1; }
+  Note note = 3;
+}
+message Audit { string who = 1; map<string, int32> tally = 2; }
+"""
+AUDIT = "message Audit { string who = 1; map<string, int32> tally = 2; }\n"
+ITEM = BASE[BASE.index("message Item"):BASE.index(AUDIT)]
+EDITS = {
+    "identical, but for a comment": (BASE.replace("message Audit", "// who did what\nmessage Audit"), MONEY),
+    "a named type changed incompatibly": (BASE.replace("double price = 1;", "string price = 1;"), MONEY),
+    "a nested message changed": (BASE.replace("string text = 1;", "int32 text = 1;"), MONEY),
+    "a nested enum changed": (BASE.replace("OPEN = 1;", "OPEN = 1; CLOSED = 2;"), MONEY),
+    "two messages swapped places": (BASE.replace(ITEM, "").replace(AUDIT, AUDIT + ITEM), MONEY),
+    "a field removed": (BASE.replace(" map<string, int32> tally = 2; ", " "), MONEY),
+    "a message added": (BASE + "message Refund { string id = 1; }\n", MONEY),
+    "an imported type changed": (BASE, MONEY.replace("int64 units", "string units")),
+    "an option changed": (BASE.replace("int32 count = 2;", "int32 count = 2 [deprecated = true];"), MONEY),
+}
+
+
+def parsed(text: str, money: str, like: ProtoSchema | None = None) -> ProtoSchema:
+    result: ProtoSchema = parse_schema(P, text, {"common/money.proto": money}, like=like)
+    return result
+
+
+def walked_in_full(schema: ProtoSchema) -> ProtoSchema:
+    """The same schema with no message's descriptor known: the classifier compares every message field by field."""
+    return dataclasses.replace(schema, messages={n: dataclasses.replace(m, digest=b"") for n, m in schema.messages.items()})
+
+
+@pytest.mark.parametrize("edit", EDITS)
+def test_parsed_alongside_or_alone_and_walked_in_full_or_not_the_verdict_is_the_same(edit: str) -> None:
+    text, money = EDITS[edit]
+    old = parsed(BASE, MONEY)
+    alone, alongside = parsed(text, money), parsed(text, money, like=old)
+    assert alongside == alone  # every message, enum, field, path and the canonical form
+    expected = as_json(classify_schemas(P, [walked_in_full(old)], walked_in_full(alone), Mode.FULL))
+    assert as_json(classify_schemas(P, [old], alongside, Mode.FULL)) == expected
+    assert as_json(classify_schemas(P, [old], alone, Mode.FULL)) == expected
+    assert as_json(classify_schemas(P, [alongside], old, Mode.FULL)) == as_json(classify_schemas(P, [walked_in_full(alone)], walked_in_full(old), Mode.FULL))
+
+
+def test_messages_defined_alike_are_taken_over_and_changed_ones_are_read_again() -> None:
+    old = parsed(BASE, MONEY)
+    new = parsed(*EDITS["a nested message changed"], like=old)
+    assert new.messages["shop.Order"] is old.messages["shop.Order"]
+    assert new.messages["shop.Order.BySkuEntry"] is old.messages["shop.Order.BySkuEntry"]  # its map entry comes with it
+    assert new.enums["shop.Order.Status"] is old.enums["shop.Order.Status"]
+    assert new.messages["shop.Item"] is not old.messages["shop.Item"]
+    assert new.messages["shop.Item.Note"] is not old.messages["shop.Item.Note"]
+    swapped = parsed(*EDITS["two messages swapped places"], like=old)
+    assert swapped.messages["shop.Item"] is not old.messages["shop.Item"]  # the same definition in another place
+    assert swapped.messages["shop.Order"] is old.messages["shop.Order"]
+    imported = parsed(*EDITS["an imported type changed"], like=old)
+    assert imported.messages["common.Money"] is not old.messages["common.Money"]
+
+
+def test_a_message_defined_alike_still_reports_the_named_types_that_changed_under_it() -> None:
+    old = parsed(BASE, MONEY)
+    found = {(f.rule, f.path) for f in classify_schemas(P, [old], parsed(*EDITS["a named type changed incompatibly"], like=old)).findings}
+    assert found == {("FIELD_SCALAR_KIND_CHANGED", "Item.price"), ("FIELD_NAMED_TYPE_CHANGED", "Order.first"),
+                     ("FIELD_NAMED_TYPE_CHANGED", "Order.by_sku{}"), ("FIELD_NAMED_TYPE_CHANGED", "Order.items")}
+    imported = {(f.rule, f.path) for f in classify_schemas(P, [old], parsed(*EDITS["an imported type changed"], like=old)).findings}
+    assert ("FIELD_NAMED_TYPE_CHANGED", "Order.total") in imported
