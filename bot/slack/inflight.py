@@ -17,7 +17,8 @@ from bot.slack.claims import claimed, claimed_ack
 log = logging.getLogger(__name__)
 ACK_WAIT = 3.0  # seconds Slack waits for an acknowledgement
 WORK_WAIT = 1.0  # seconds the work after an ack waits at most for the requests being answered (a form opens within 3 s of its trigger)
-QUIET = 0.002  # seconds without a request arriving after which the work goes
+QUIET = 0.010  # seconds without a request arriving after which the work goes: requests closer than this are one burst (a lone
+# request's card or form then starts 10 ms after it came, against Slack's own round trip of a hundred or more)
 
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 
