@@ -4,6 +4,10 @@ passed over by the classifier: the result is always what a parse on its own and 
 from __future__ import annotations
 
 import dataclasses
+import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -94,3 +98,22 @@ def test_a_message_defined_alike_still_reports_the_named_types_that_changed_unde
                      ("FIELD_NAMED_TYPE_CHANGED", "Order.by_sku{}"), ("FIELD_NAMED_TYPE_CHANGED", "Order.items")}
     imported = {(f.rule, f.path) for f in classify_schemas(P, [old], parsed(*EDITS["an imported type changed"], like=old)).findings}
     assert ("FIELD_NAMED_TYPE_CHANGED", "Order.total") in imported
+
+
+def test_the_cli_parses_a_history_and_pairs_alongside_with_the_verdict_of_schemas_parsed_alone(tmp_path: Path) -> None:
+    texts = [BASE, EDITS["a nested enum changed"][0], EDITS["a named type changed incompatibly"][0]]
+    (tmp_path / "common").mkdir()
+    (tmp_path / "common" / "money.proto").write_text(MONEY)
+    for number, text in enumerate(texts, start=1):
+        (tmp_path / f"v{number}.proto").write_text(text)
+    versions = [parsed(text, MONEY) for text in texts]
+    expected = as_json(classify_schemas(P, versions[:-1], versions[-1], Mode.FULL_TRANSITIVE))
+    assert expected["level"] == "breaking" and len(expected["changes"]) >= 4
+    answer = subprocess.run([sys.executable, "-m", "bot", "classify", "--history", *(str(tmp_path / f"v{n}.proto") for n in (1, 2, 3)),
+                             "--ref", f"common/money.proto={tmp_path / 'common' / 'money.proto'}", "--mode", "FULL_TRANSITIVE", "--format", "json"],
+                            capture_output=True, text=True, timeout=120)
+    assert json.loads(answer.stdout) == expected, answer.stderr
+    line = {"id": 7, "schema_type": "PROTOBUF", "old": BASE, "new": texts[2], "mode": "FULL", "refs": [{"name": "common/money.proto", "schema": MONEY}]}
+    pairs = subprocess.run([sys.executable, "-m", "bot", "classify", "--pairs", "-"], input=json.dumps(line) + "\n",
+                           capture_output=True, text=True, timeout=120)
+    assert json.loads(pairs.stdout) == {"id": 7, **as_json(classify_schemas(P, [versions[0]], versions[2], Mode.FULL))}, pairs.stderr
