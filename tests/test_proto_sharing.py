@@ -3,13 +3,17 @@ passed over by the classifier: the result is always what a parse on its own and 
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from bot.domain.compat.classify import Mode
 from bot.domain.compat.formats import SchemaType, classify_schemas, parse_schema
@@ -74,6 +78,80 @@ def test_parsed_alongside_or_alone_and_walked_in_full_or_not_the_verdict_is_the_
     assert as_json(classify_schemas(P, [old], alongside, Mode.FULL)) == expected
     assert as_json(classify_schemas(P, [old], alone, Mode.FULL)) == expected
     assert as_json(classify_schemas(P, [alongside], old, Mode.FULL)) == as_json(classify_schemas(P, [walked_in_full(alone)], walked_in_full(old), Mode.FULL))
+
+
+SCALAR_TYPES = ["int32", "int64", "uint32", "sint64", "string", "bytes", "bool", "double", "fixed32"]
+
+
+@st.composite
+def proto_pairs(draw: st.DrawFn) -> tuple[str, str]:
+    """Two versions of a file of 2-5 messages (scalars, references to the others, maps, a nested enum and message, a
+    oneof), the second with a few random edits: a field's type, name, number or label, a field removed or added, an
+    enum value added, a message moved, an option."""
+    count = draw(st.integers(2, 5))
+
+    def field_type(m: int) -> str:
+        return draw(st.one_of(st.sampled_from(SCALAR_TYPES), st.sampled_from([f"M{n}" for n in range(count) if n != m] + ["Inner", "Kind"]),
+                              st.sampled_from(["map<string, int32>", f"map<string, M{(m + 1) % count}>"])))
+
+    messages = []
+    for m in range(count):
+        fields = [[draw(st.sampled_from(["", "repeated "])), field_type(m), f"f{n}", n + 1, ""] for n in range(draw(st.integers(1, 5)))]
+        for item in fields:
+            if item[1].startswith("map<"):
+                item[0] = ""
+        messages.append({"name": f"M{m}", "fields": fields, "kinds": ["K_UNSPECIFIED", "K_A"], "oneof": draw(st.booleans())})
+
+    def render(version: list[dict[str, Any]]) -> str:
+        parts = ['syntax = "proto3";', "package gen;"]
+        for message in version:
+            body = [f"  {label}{kind} {name} = {number}{option};" for label, kind, name, number, option in message["fields"]]
+            body.append("  enum Kind { " + " ".join(f"{v} = {i};" for i, v in enumerate(message["kinds"])) + " }")
+            body.append("  message Inner { string note = 1; }")
+            if message["oneof"]:
+                body.append(f"  oneof choice {{ string a{message['name']} = 50; int64 b{message['name']} = 51; }}")
+            parts.append(f"message {message['name']} {{\n" + "\n".join(body) + "\n}")
+        return "\n".join(parts) + "\n"
+
+    old = render(messages)
+    new = [copy.deepcopy(m) for m in messages]
+    for _ in range(draw(st.integers(0, 3))):
+        message = new[draw(st.integers(0, count - 1))]
+        edit = draw(st.sampled_from(["type", "name", "number", "label", "remove", "add", "enum", "move", "option"]))
+        item = message["fields"][draw(st.integers(0, len(message["fields"]) - 1))]
+        if edit == "type":
+            item[1] = field_type(int(message["name"][1:]))
+            item[0] = "" if item[1].startswith("map<") else item[0]
+        elif edit == "name":
+            item[2] += "_renamed"
+        elif edit == "number":
+            item[3] += 20
+        elif edit == "label" and not item[1].startswith("map<"):
+            item[0] = "" if item[0] else "repeated "
+        elif edit == "remove" and len(message["fields"]) > 1:
+            message["fields"].remove(item)
+        elif edit == "add":
+            message["fields"].append(["", draw(st.sampled_from(SCALAR_TYPES)), "added", 40, ""])
+        elif edit == "enum":
+            message["kinds"].append("K_B")
+        elif edit == "move":
+            new.append(new.pop(new.index(message)))
+        elif edit == "option":
+            item[4] = " [deprecated = true]"
+    return old, render(new)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(proto_pairs())
+def test_random_pairs_parsed_alongside_and_walked_alike_give_what_parsing_alone_and_walking_in_full_give(pair: tuple[str, str]) -> None:
+    old_text, new_text = pair
+    old = parse_schema(P, old_text)
+    alone, alongside = parse_schema(P, new_text), parse_schema(P, new_text, like=old)
+    assert alongside == alone
+    for mode in (Mode.BACKWARD, Mode.FULL):
+        expected = as_json(classify_schemas(P, [walked_in_full(old)], walked_in_full(alone), mode))
+        assert as_json(classify_schemas(P, [old], alongside, mode)) == expected
+        assert as_json(classify_schemas(P, [alongside], old, mode)) == as_json(classify_schemas(P, [walked_in_full(alone)], walked_in_full(old), mode))
 
 
 def test_messages_defined_alike_are_taken_over_and_changed_ones_are_read_again() -> None:

@@ -108,7 +108,7 @@ def parse_proto(text: str, refs: dict[str, str] | None = None, *, like: ProtoSch
         prefix = f"{file.package}." if file.package else ""
         for index, message in enumerate(file.message_type):
             kept = like.messages.get(prefix + message.name) if like is not None else None
-            if (kept is not None and kept.file == file.name and kept.index == index and like is not None
+            if (like is not None and kept is not None and kept.file == file.name and kept.index == index
                     and kept.digest == message.SerializeToString(deterministic=True)):
                 _take(message, kept.full_name, like, messages, enums, own_nested)
             else:
