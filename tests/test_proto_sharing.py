@@ -115,7 +115,7 @@ def proto_pairs(draw: st.DrawFn) -> tuple[str, str]:
 
     old = render(messages)
     new = [copy.deepcopy(m) for m in messages]
-    for _ in range(draw(st.integers(0, 3))):
+    for fresh in range(60, 60 + draw(st.integers(0, 3))):  # a number or name an edit brings in: used nowhere else
         message = new[draw(st.integers(0, count - 1))]
         edit = draw(st.sampled_from(["type", "name", "number", "label", "remove", "add", "enum", "move", "option"]))
         item = message["fields"][draw(st.integers(0, len(message["fields"]) - 1))]
@@ -125,15 +125,15 @@ def proto_pairs(draw: st.DrawFn) -> tuple[str, str]:
         elif edit == "name":
             item[2] += "_renamed"
         elif edit == "number":
-            item[3] += 20
+            item[3] = fresh
         elif edit == "label" and not item[1].startswith("map<"):
             item[0] = "" if item[0] else "repeated "
         elif edit == "remove" and len(message["fields"]) > 1:
             message["fields"].remove(item)
         elif edit == "add":
-            message["fields"].append(["", draw(st.sampled_from(SCALAR_TYPES)), "added", 40, ""])
+            message["fields"].append(["", draw(st.sampled_from(SCALAR_TYPES)), f"added{fresh}", fresh, ""])
         elif edit == "enum":
-            message["kinds"].append("K_B")
+            message["kinds"].append(f"K_{fresh}")
         elif edit == "move":
             new.append(new.pop(new.index(message)))
         elif edit == "option":
