@@ -104,7 +104,7 @@ class _Diff:
         for new in um.fields.values():
             kind = new.kind
             if kind == "map":
-                value = self.u.messages[new.type].fields.get(2)
+                value = self.u.map_value(new)
                 kind = value.kind if value is not None else ""
             if kind == "message":
                 self.kinds(om.fields[new.number], new, ("field", um.name, str(new.number)), f"{self.u.path_of(update)}.{new.name}", None, None)

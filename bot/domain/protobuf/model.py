@@ -86,6 +86,10 @@ class ProtoSchema:
             return message
         return self.paths.get(message) or self.messages[message].name
 
+    def map_value(self, item: ProtoField) -> ProtoField | None:
+        """A map field's value: field 2 of its entry message."""
+        return self.messages[item.type].fields.get(2)
+
     def local(self, full_name: str) -> str:
         """A type's name without its package."""
         found = self.messages.get(full_name) or self.enums.get(full_name)
@@ -185,8 +189,7 @@ def _paths(schema: ProtoSchema) -> dict[str, str]:
         for item in schema.messages[current].fields.values():
             target, suffix = item.type, "[]" if item.label == "repeated" else ""
             if item.kind == "map":
-                entry = schema.messages[item.type]
-                value = entry.fields.get(2)
+                value = schema.map_value(item)
                 target, suffix = (value.type if value else ""), "{}"
             if target in schema.messages and target not in found:
                 found[target] = f"{found[current]}.{item.name}{suffix}"
@@ -206,7 +209,7 @@ def proto_field_paths(schema: ProtoSchema) -> list[str]:
             found[path] = None
             target = item.type
             if item.kind == "map":
-                value = schema.messages[item.type].fields.get(2)
+                value = schema.map_value(item)
                 target = value.type if value is not None else ""
             if target in schema.messages and target not in seen:
                 walk(target, path, seen | {target})
