@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bot.domain.compat.analysis import analyse
 from bot.domain.compat.classify import Mode
 from bot.domain.compat.formats import SchemaType, classify_schemas, parse_schema
 from bot.domain.compat.report import as_json
@@ -195,3 +196,14 @@ def test_the_cli_parses_a_history_and_pairs_alongside_with_the_verdict_of_schema
     pairs = subprocess.run([sys.executable, "-m", "bot", "classify", "--pairs", "-"], input=json.dumps(line) + "\n",
                            capture_output=True, text=True, timeout=120)
     assert json.loads(pairs.stdout) == {"id": 7, **as_json(classify_schemas(P, [versions[0]], versions[2], Mode.FULL))}, pairs.stderr
+
+
+def test_a_proposals_analysis_parses_the_history_alongside_with_the_verdict_of_each_version_parsed_alone() -> None:
+    history = [BASE, EDITS["a nested enum changed"][0]]
+    proposed = EDITS["a named type changed incompatibly"][0]
+    result = analyse(history, proposed, "FULL_TRANSITIVE", [MONEY], "PROTOBUF", ["common/money.proto"])
+    assert result.verdict is not None and result.error is None
+    alone = as_json(classify_schemas(P, [parsed(text, MONEY) for text in history], parsed(proposed, MONEY), Mode.FULL_TRANSITIVE))
+    assert as_json(result.verdict) == alone and alone["level"] == "breaking"
+    broken = analyse([BASE, BASE.replace("int32 count", "int33 count")], proposed, "FULL", [MONEY], "PROTOBUF", ["common/money.proto"])
+    assert broken.verdict is None and broken.error is not None and broken.error.startswith("the subject's version 2 does not parse")

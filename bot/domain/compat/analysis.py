@@ -46,7 +46,8 @@ def analyse(history: Sequence[str], proposed: str, mode: str, refs: Sequence[str
     (oldest first, each whole) in ``mode``. Avro: the newest version is parsed alongside the proposal, so the two share
     what they have in common, and the stored form spells the referenced types out, so the fingerprint covers them.
     Protobuf and JSON Schema: ``names`` are the references' import paths or URIs (one per ref), the stored text is the
-    schema as written, and the fingerprint hashes its canonical form with its references."""
+    schema as written, and the fingerprint hashes its canonical form with its references; Protobuf's versions are parsed
+    alongside the proposal (the messages defined alike are taken over)."""
     if schema_type != SchemaType.AVRO:
         return _analyse_other(SchemaType(schema_type), history, proposed, Mode.parse(mode), dict(zip(names, refs, strict=True)), lenient)
     try:
