@@ -39,7 +39,7 @@ LOGS: dict[str, Path] = {}  # a playground's page URL -> the file its output goe
 
 def start_playground(folder: Path, *extra: str, kafka: str | None = None) -> Iterator[str]:
     """`bot playground` on a fresh SQLite file with the example catalog and orders-value v1 and v2, as `make run` sets it up."""
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{folder / 'playground.db'}", "CHANGEOPS_API_TOKEN": API_TOKEN, "LOG_LEVEL": "WARNING"}
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{folder / 'playground.db'}", "CHANGEOPS_API_TOKEN": API_TOKEN, "LOG_LEVEL": "INFO"}
     env.pop("KAFKA_BOOTSTRAP_SERVERS", None)
     if kafka is not None:
         env["KAFKA_BOOTSTRAP_SERVERS"], env["SLI_POLL_SECONDS"] = kafka, "5"  # as make run polls the demo's lag
@@ -133,6 +133,20 @@ def open_channel(browser: WebDriver, name: str) -> None:
     wait(browser).until(ec.text_to_be_present_in_element((By.ID, "place-title"), f"# {name}"))
 
 
+def run_command(browser: WebDriver, text: str) -> None:
+    """Type a slash command in the composer and send it. The page empties the box as it posts the command; if the box
+    still holds it after a few seconds, the Enter was lost on the way to headless Chromium and Send is pressed instead."""
+    box = browser.find_element(By.ID, "command")
+    box.send_keys(text + "\n")
+    deadline = time.monotonic() + 5
+    while box.get_attribute("value") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if box.get_attribute("value") == text:
+        browser.find_element(By.CSS_SELECTOR, "#composer button[type=submit]").click()
+    wait(browser, 5).until(lambda b: b.find_element(By.ID, "command").get_attribute("value") == "",
+                           f"the page never sent {text!r} (page at {browser.current_url})")
+
+
 def card(browser: WebDriver, number: int) -> WebElement:
     """The proposal's card in the channel on screen (its newest rendering)."""
     return wait(browser).until(lambda b: next((a for a in reversed(b.find_elements(By.CSS_SELECTOR, "#messages article"))
@@ -162,7 +176,7 @@ def test_propose_through_the_form_then_owners_approve_and_the_card_turns_approve
     browser.get(f"{playground}/")
     act_as(browser, "you")
     open_channel(browser, "orders-pipeline")
-    browser.find_element(By.ID, "command").send_keys("/schema propose orders-value\n")
+    run_command(browser, "/schema propose orders-value")
     wait(browser).until(ec.visibility_of_element_located((By.CSS_SELECTOR, "#modal-layer .modal textarea")))
     modal = browser.find_element(By.CSS_SELECTOR, "#modal-layer .modal")
     assert Select(modal.find_element(By.CSS_SELECTOR, "select")).first_selected_option.text == "orders-value"
@@ -195,7 +209,7 @@ def test_an_outsiders_click_gets_the_ephemeral_refusal_and_changes_nothing(playg
     browser.get(f"{playground}/")
     act_as(browser, "you")
     open_channel(browser, "orders-pipeline")
-    browser.find_element(By.ID, "command").send_keys("/schema propose orders-value\n")
+    run_command(browser, "/schema propose orders-value")
     wait(browser).until(ec.visibility_of_element_located((By.CSS_SELECTOR, "#modal-layer .modal textarea")))
     upload = tmp_path / "orders-v2.avsc"
     upload.write_text(new_schema(1, "string"))
@@ -290,7 +304,7 @@ def test_a_replay_is_planned_confirmed_and_copied_by_the_oncall_and_refused_to_a
     act_as(browser, "bob")  # the global oncall
     open_channel(browser, "orders-pipeline")
     assert "the lag and DLQ of enrich-orders are polled" in browser.find_element(By.ID, "kafka").text
-    browser.find_element(By.ID, "command").send_keys("/replay orders.dlq --to orders --filter error=timeout\n")
+    run_command(browser, "/replay orders.dlq --to orders --filter error=timeout")
     plan = wait(browser).until(lambda b: next((a for a in b.find_elements(By.CSS_SELECTOR, "#messages article")
                                                if "Replay #1" in a.text and "Confirm" in a.text), None))
     assert "100 messages to copy" in plan.text and "200 left out by the filter" in plan.text
@@ -300,7 +314,7 @@ def test_a_replay_is_planned_confirmed_and_copied_by_the_oncall_and_refused_to_a
     wait(browser, 60).until(lambda b: any("Copied 100 of 100 to orders" in a.text for a in b.find_elements(By.CSS_SELECTOR, "#messages article")))
     act_as(browser, "dave")
     open_channel(browser, "orders-pipeline")
-    browser.find_element(By.ID, "command").send_keys("/replay orders.dlq --to orders\n")
+    run_command(browser, "/replay orders.dlq --to orders")
     refusal = wait(browser).until(lambda b: next((a for a in b.find_elements(By.CSS_SELECTOR, "#messages article.ephemeral")), None))
     assert "oncall" in refusal.text.lower() and "Replay #2" not in browser.find_element(By.ID, "messages").text
 
