@@ -172,7 +172,8 @@ class LineageGraph:
         self.graph = nx.DiGraph()
         self._fields: dict[DatasetId, dict[str, Node]] = {}
         self._ids: dict[DatasetId, DatasetId] = {d: d for d in self.datasets}  # one id object per dataset, held by its nodes
-        self._owners: dict[DatasetId | JobId, tuple[str, ...]] = {d.id: tuple(d.owners) for d in self.datasets.values()}  # what a card asks of each
+        self._teams: dict[tuple[str, ...], tuple[str, ...]] = {(): ()}  # one tuple per set of owners: a card reads few, often
+        self._owners: dict[DatasetId | JobId, tuple[str, ...]] = {d.id: self._shared(d.owners) for d in self.datasets.values()}  # what a card asks of each
         self._indexes: dict[DatasetId, _PathIndex] = {}  # built on first query, dropped when a field is added
         for dataset in self.datasets.values():
             for path in dataset.fields or [WHOLE]:
@@ -193,6 +194,10 @@ class LineageGraph:
                 self._owners[dataset] = ()
         return node
 
+    def _shared(self, owners: Iterable[str]) -> tuple[str, ...]:
+        teams = tuple(owners)
+        return self._teams.setdefault(teams, teams)
+
     def _id(self, dataset: DatasetId) -> DatasetId:
         return self._ids.setdefault(dataset, dataset)
 
@@ -206,7 +211,7 @@ class LineageGraph:
     def add_job(self, job: Job) -> None:
         """Add one job's nodes and edges."""
         self.jobs[job.id] = job
-        self._owners[job.id] = tuple(job.owners)
+        self._owners[job.id] = self._shared(job.owners)
         for source, target in job.mappings:
             port = ("j", job.id, self._id(target.dataset), target.path)
             self.graph.add_edge(self._field(source.dataset, source.path), port)
