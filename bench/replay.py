@@ -52,12 +52,17 @@ def fill(bootstrap: str, topic: str, count: int) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10000})
     start = datetime.now(UTC) - timedelta(hours=1)
     for i in range(count):
-        producer.produce(topic, b'{"order": %d, "error": "price out of range", "payload": "%s"}' % (i, b"x" * 120), f"order-{i}".encode(),
-                         partition=i % PARTITIONS, headers=[("error", b"price out of range"), ("trace", f"t-{i}".encode())],
-                         timestamp=int((start + timedelta(milliseconds=i)).timestamp() * 1000))
+        while True:
+            try:
+                producer.produce(topic, b'{"order": %d, "error": "price out of range", "payload": "%s"}' % (i, b"x" * 120), f"order-{i}".encode(),
+                                 partition=i % PARTITIONS, headers=[("error", b"price out of range"), ("trace", f"t-{i}".encode())],
+                                 timestamp=int((start + timedelta(milliseconds=i)).timestamp() * 1000))
+                break
+            except BufferError:  # the local queue (100,000 messages) is full: the loop outran the broker
+                producer.poll(0.1)
         if i % 10000 == 0:
             producer.poll(0)
-    producer.flush(120)
+    assert producer.flush(120) == 0, "the DLQ was not filled"
 
 
 def plain_loop(bootstrap: str, source: str, target: str, count: int, fetching: dict[str, Any]) -> float:
