@@ -5,13 +5,24 @@ from __future__ import annotations
 
 import ctypes
 import signal
+from collections.abc import Callable
 
 PR_SET_PDEATHSIG = 1
 
 
+def _prctl() -> Callable[[int, int], int] | None:
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+# Looked up once, in the bot: the child of a process with threads must not load a library between fork and exec
+# (another thread may have held the loader's lock when it forked).
+PRCTL = _prctl()
+
+
 def die_with_parent() -> None:
     """In the child, before it runs: Linux kills it when the process that started it ends (a no-op elsewhere)."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):
-        pass
+    if PRCTL is not None:
+        PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL)
