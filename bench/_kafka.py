@@ -6,6 +6,9 @@ import os
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Producer
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -24,3 +27,14 @@ def stop_broker(run_dir: str | None) -> None:
     """Stop the broker ``broker`` started (nothing when it used $KAFKA_BOOTSTRAP_SERVERS)."""
     if run_dir:
         subprocess.run(["bash", "scripts/kafka.sh", "stop", run_dir], cwd=ROOT, check=False)
+
+
+def produce(producer: Producer, topic: str, **message: Any) -> None:
+    """``producer.produce``, waiting for room while the local queue (librdkafka's 100,000 messages) is full: a fill loop
+    outruns a fresh broker."""
+    while True:
+        try:
+            producer.produce(topic, **message)
+            return
+        except BufferError:
+            producer.poll(0.1)

@@ -31,7 +31,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from _kafka import broker, stop_broker
+from _kafka import broker, produce, stop_broker
 from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -52,14 +52,9 @@ def fill(bootstrap: str, topic: str, count: int) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10000})
     start = datetime.now(UTC) - timedelta(hours=1)
     for i in range(count):
-        while True:
-            try:
-                producer.produce(topic, b'{"order": %d, "error": "price out of range", "payload": "%s"}' % (i, b"x" * 120), f"order-{i}".encode(),
-                                 partition=i % PARTITIONS, headers=[("error", b"price out of range"), ("trace", f"t-{i}".encode())],
-                                 timestamp=int((start + timedelta(milliseconds=i)).timestamp() * 1000))
-                break
-            except BufferError:  # the local queue (100,000 messages) is full: the loop outran the broker
-                producer.poll(0.1)
+        produce(producer, topic, value=b'{"order": %d, "error": "price out of range", "payload": "%s"}' % (i, b"x" * 120), key=f"order-{i}".encode(),
+                partition=i % PARTITIONS, headers=[("error", b"price out of range"), ("trace", f"t-{i}".encode())],
+                timestamp=int((start + timedelta(milliseconds=i)).timestamp() * 1000))
         if i % 10000 == 0:
             producer.poll(0)
     assert producer.flush(120) == 0, "the DLQ was not filled"

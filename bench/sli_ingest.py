@@ -26,7 +26,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from _kafka import broker, stop_broker
+from _kafka import broker, produce, stop_broker
 from aiohttp import web
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -126,12 +126,7 @@ async def main(samples: int, alerts: int, bootstrap: str) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10000})
     start = datetime.now(UTC) - timedelta(milliseconds=samples)
     for key, value in healthy(samples, start):  # up to now: no "no data"
-        while True:
-            try:
-                producer.produce(topic, key=key, value=value)
-                break
-            except BufferError:  # the local queue is full (a slow broker): let it drain
-                producer.poll(0.1)
+        produce(producer, topic, key=key, value=value)
         producer.poll(0)
     producer.flush(60)
 
