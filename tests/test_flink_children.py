@@ -13,13 +13,18 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 BOT = """
-import subprocess, sys, threading
+import asyncio, sys, threading
 from bot.flink.children import die_with_parent
-busy = threading.Event()
-threading.Thread(target=busy.wait, daemon=True).start()  # the bot has threads when it starts a step
-step = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], preexec_fn=die_with_parent)
-print(step.pid, flush=True)
-sys.stdin.read()
+
+async def main():
+    busy = threading.Event()
+    threading.Thread(target=busy.wait, daemon=True).start()  # the bot has threads when it starts a step
+    # as bot.flink.submit and bot.flink.savepoints start theirs: from the event loop, through asyncio's launcher
+    step = await asyncio.create_subprocess_exec(sys.executable, "-c", "import time; time.sleep(120)", preexec_fn=die_with_parent)
+    print(step.pid, flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+
+asyncio.run(main())
 """
 
 

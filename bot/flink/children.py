@@ -23,6 +23,9 @@ PRCTL = _prctl()
 
 
 def die_with_parent() -> None:
-    """In the child, before it runs: Linux kills it when the process that started it ends (a no-op elsewhere)."""
+    """In the child, before it runs: Linux kills it when the process that started it ends (a no-op elsewhere).
+
+    Linux ties the signal to the thread that forked, not the process: call it only for children started from the event
+    loop's thread (``asyncio.create_subprocess_exec``), which lives as long as the bot, never from a worker thread."""
     if PRCTL is not None:
         PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL)
