@@ -12,6 +12,7 @@ import re
 from bot.domain.avro.model import Node, Schema
 
 ENTRY = re.compile(r"<[A-Za-z0-9_]*>")
+POSITION = re.compile(r"\[[0-9]*\]")  # an array's items, or one place of a JSON tuple
 
 
 def field_paths(schema: Schema) -> list[str]:
@@ -38,8 +39,11 @@ def field_paths(schema: Schema) -> list[str]:
 
 def lineage_path(path: str, label: str) -> str:
     """``Order.items[].price`` (a classifier path under root ``Order``) as ``items.price``; a referenced type's
-    entry is dropped too (``Order.shipping<Address>.zip`` is ``shipping.zip``)."""
+    entry is dropped too (``Order.shipping<Address>.zip`` is ``shipping.zip``), and a JSON tuple's position
+    (``Order.point[1]`` is ``point``)."""
     rest = path[len(label):] if path.startswith(label) else path
     if "<" in rest:
         rest = ENTRY.sub("", rest)
-    return rest.replace("[]", "").replace("{}", "").lstrip(".")
+    if "[" in rest:
+        rest = POSITION.sub("", rest)
+    return rest.replace("{}", "").lstrip(".")

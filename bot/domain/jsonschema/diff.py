@@ -2,11 +2,15 @@
 ``differences(original, update)`` is what the schema ``update`` meets in documents valid under ``original``. The
 registry's BACKWARD check is ``differences(old, new)``, FORWARD the reverse; a difference outside the compatible set
 (``STRICT``, or ``LENIENT`` where a subject chose it) fails. Beyond the registry: ``format`` changes (a date-time
-that becomes a date), each reported with a plain message; an open object's added property is told how to close it."""
+that becomes a date) and ``patternProperties`` changes, each reported with a plain message; an open object's added
+property is told how to close it. Stricter than the registry where it would let older documents be refused: a required
+property added with an empty schema, a property added to an object open but for patterns that do not match it, and a
+name made required that no ``properties`` entry describes."""
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from bot.domain.compat.changes import Difference
@@ -23,12 +27,20 @@ STRICT = frozenset({
     "PROPERTY_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL", "PROPERTY_REMOVED_FROM_OPEN_CONTENT_MODEL", "MAX_ITEMS_INCREASED",
     "MAX_ITEMS_REMOVED", "MIN_ITEMS_DECREASED", "MIN_ITEMS_REMOVED", "UNIQUE_ITEMS_REMOVED", "ADDITIONAL_ITEMS_ADDED",
     "ADDITIONAL_ITEMS_EXTENDED", "ENUM_ARRAY_EXTENDED", "COMBINED_TYPE_EXTENDED", "PRODUCT_TYPE_NARROWED", "SUM_TYPE_EXTENDED",
-    "NOT_TYPE_NARROWED",
+    "NOT_TYPE_NARROWED", "DEPENDENCY_ARRAY_NARROWED", "DEPENDENCY_ARRAY_REMOVED", "DEPENDENCY_SCHEMA_REMOVED",
+    "UNEVALUATED_PROPERTIES_ADDED", "UNEVALUATED_PROPERTIES_EXTENDED", "PROPERTY_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL",
+    "PROPERTY_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL", "MAX_CONTAINS_INCREASED", "MAX_CONTAINS_REMOVED", "MIN_CONTAINS_DECREASED",
+    "MIN_CONTAINS_REMOVED", "UNEVALUATED_ITEMS_ADDED", "UNEVALUATED_ITEMS_EXTENDED", "ITEM_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL",
+    "ITEM_ADDED_TO_CLOSED_CONTENT_MODEL", "ITEM_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL", "ITEM_REMOVED_FROM_OPEN_CONTENT_MODEL",
+    "ITEM_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL", "ITEM_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL",
     "FORMAT_ADDED", "FORMAT_REMOVED", "FORMAT_CHANGED",  # ours: the registry does not judge `format`; each is a finding of its own level
+    "PATTERN_PROPERTIES_CHANGED",  # ours: nor `patternProperties`, beyond a property added or removed
 })
 LENIENT = STRICT | {
     "ADDITIONAL_PROPERTIES_NARROWED", "ADDITIONAL_PROPERTIES_REMOVED", "REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_OPEN_CONTENT_MODEL",
-    "OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL", "PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL",
+    "OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL", "PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL", "UNEVALUATED_PROPERTIES_NARROWED",
+    "UNEVALUATED_PROPERTIES_REMOVED", "PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL",
+    "PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL",
 }
 LIMITS = (  # keyword, (added, removed, grew, shrank): growing a maximum accepts more (compatible), shrinking it fewer
     ("maxLength", ("MAX_LENGTH_ADDED", "MAX_LENGTH_REMOVED", "MAX_LENGTH_INCREASED", "MAX_LENGTH_DECREASED")),
@@ -41,6 +53,8 @@ LIMITS = (  # keyword, (added, removed, grew, shrank): growing a maximum accepts
     ("minItems", ("MIN_ITEMS_ADDED", "MIN_ITEMS_REMOVED", "MIN_ITEMS_INCREASED", "MIN_ITEMS_DECREASED")),
     ("maxProperties", ("MAX_PROPERTIES_ADDED", "MAX_PROPERTIES_REMOVED", "MAX_PROPERTIES_INCREASED", "MAX_PROPERTIES_DECREASED")),
     ("minProperties", ("MIN_PROPERTIES_ADDED", "MIN_PROPERTIES_REMOVED", "MIN_PROPERTIES_INCREASED", "MIN_PROPERTIES_DECREASED")),
+    ("maxContains", ("MAX_CONTAINS_ADDED", "MAX_CONTAINS_REMOVED", "MAX_CONTAINS_INCREASED", "MAX_CONTAINS_DECREASED")),
+    ("minContains", ("MIN_CONTAINS_ADDED", "MIN_CONTAINS_REMOVED", "MIN_CONTAINS_INCREASED", "MIN_CONTAINS_DECREASED")),
 )
 
 
@@ -79,9 +93,7 @@ class _Diff:
                 return  # the update accepts everything, or nothing was valid before
             if u_kind == "combined" and o_kind != "combined":
                 for branch, branch_base in self._branches(u, u_base):
-                    sub = _Diff(self.o, self.u)
-                    sub.active = set(self.active)
-                    sub.compare(o, o_base, branch, branch_base, path)
+                    sub = self._sub(o, o_base, branch, branch_base, path)
                     if all(d.rule in STRICT for d in sub.found):
                         self.found += sub.found
                         self.add("SUM_TYPE_EXTENDED", path, o_kind, "anyOf/oneOf", aspect="type")
@@ -133,6 +145,29 @@ class _Diff:
         elif o_kind == "array":
             self._array(o, o_base, u, u_base, path)
 
+    def _sub(self, o: Any, o_base: str, u: Any, u_base: str, path: str) -> _Diff:
+        """A walk of its own (to judge a branch or a schema for other properties), inside this one's recursion guard."""
+        sub = _Diff(self.o, self.u)
+        sub.active = set(self.active)
+        sub.compare(o, o_base, u, u_base, path)
+        return sub
+
+    def _alike(self, o: Any, o_base: str, u: Any, u_base: str, path: str) -> bool:
+        """Whether two schemas accept the same documents as far as the registry's rules tell (a description may differ)."""
+        back = _Diff(self.u, self.o)
+        back.active = {(u_id, o_id) for o_id, u_id in self.active}
+        back.compare(u, u_base, o, o_base, path)
+        return all(d.rule in STRICT for d in [*self._sub(o, o_base, u, u_base, path).found, *back.found])
+
+    def _covered(self, o: Any, o_base: str, u: Any, u_base: str, path: str, what: str, detail: str = "") -> None:
+        """A property or tuple item met on one side only, against the schema the other side holds such members to
+        (``patternProperties``, ``additionalProperties``, ``additionalItems``...): its differences, and ``what`` as covered or not."""
+        sub = self._sub(o, o_base, u, u_base, path)
+        self.found += sub.found
+        covered = all(d.rule in STRICT for d in sub.found)
+        aspect = "property" if what.startswith("PROPERTY") else "item"
+        self.add(f"{what}_{'IS' if covered else 'NOT'}_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL", path, detail=detail, aspect=aspect)
+
     def _branches(self, node: dict[str, Any], base: str) -> list[tuple[Any, str]]:
         for word in ("anyOf", "oneOf", "allOf"):
             if word in node:
@@ -153,9 +188,7 @@ class _Diff:
             for index, (u_branch, u_branch_base) in enumerate(u_branches):
                 if index in matched:
                     continue
-                sub = _Diff(self.o, self.u)
-                sub.active = set(self.active)
-                sub.compare(o_branch, o_branch_base, u_branch, u_branch_base, path)
+                sub = self._sub(o_branch, o_branch_base, u_branch, u_branch_base, path)
                 if all(d.rule in STRICT for d in sub.found):
                     matched.add(index)
                     self.found += sub.found
@@ -170,64 +203,214 @@ class _Diff:
     def _object(self, o: dict[str, Any], o_base: str, u: dict[str, Any], u_base: str, path: str) -> None:
         o_props, u_props = o.get("properties") or {}, u.get("properties") or {}
         o_required, u_required = set(o.get("required") or []), set(u.get("required") or [])
-        for name in o_props:
-            if name in u_props and (name in o_required) != (name in u_required):
+        undeclared = (o_required | u_required) - o_props.keys() - u_props.keys()  # required, with no schema either side (the registry skips them)
+        for name in [*o_props, *sorted(undeclared)]:
+            if (name in u_props or name in undeclared) and (name in o_required) != (name in u_required):
                 at = _join(path, name)
                 if name in o_required:
                     self.add("REQUIRED_ATTRIBUTE_REMOVED", at, detail=name, aspect="required")
                 else:
-                    self.add("REQUIRED_ATTRIBUTE_WITH_DEFAULT_ADDED" if _has_default(u_props[name]) else "REQUIRED_ATTRIBUTE_ADDED", at, detail=name,
-                             aspect="required")
+                    self.add("REQUIRED_ATTRIBUTE_WITH_DEFAULT_ADDED" if _has_default(u_props.get(name)) else "REQUIRED_ATTRIBUTE_ADDED", at,
+                             detail=name, aspect="required")
         for name in sorted(set(o_props) | set(u_props)):
             at = _join(path, name)
             if name not in u_props:
+                held = _held(u, name)
                 if _open(u):
                     self.add("PROPERTY_REMOVED_FROM_OPEN_CONTENT_MODEL", at, detail=name, aspect="property")
-                elif o_props[name] is False:
+                elif held is not None:
+                    self._covered(o_props[name], o_base, held, u_base, at, "PROPERTY_REMOVED", name)
+                elif self.kind_of(self.o, o_props[name], o_base) == "false":
                     self.add("PROPERTY_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL", at, detail=name, aspect="property")
                 else:
                     self.add("PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL", at, detail=name, aspect="property")
             elif name not in o_props:
-                if _open(o):
-                    if kind(u_props[name]) == "empty":
-                        rule = "PROPERTY_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL"
-                    elif name in u_required:
+                added = resolve(self.u, u_props[name], u_base)[0]
+                if _open_to(o, name):
+                    if name in u_required:  # before the empty schema (the registry looks at that first): older documents may lack it
                         rule = "REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_OPEN_CONTENT_MODEL" if _has_default(u_props[name]) else "REQUIRED_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL"
+                    elif kind(added) == "empty":
+                        rule = "PROPERTY_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL"
                     else:
                         rule = "OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL"
-                elif name in u_required:
-                    rule = ("REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_UNOPEN_CONTENT_MODEL" if _has_default(u_props[name])
-                            else "REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL")
                 else:
-                    rule = "OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL"
-                self.add(rule, at, new=_type_of(resolve(self.u, u_props[name], u_base)[0]), detail=name, aspect="property")
+                    held = _held(o, name)
+                    if held is not None:  # older documents may carry it, as the schema for other properties allowed
+                        self._covered(held, o_base, u_props[name], u_base, at, "PROPERTY_ADDED", name)
+                    if name in u_required:
+                        rule = ("REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_UNOPEN_CONTENT_MODEL" if _has_default(u_props[name])
+                                else "REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL")
+                    elif held is None:
+                        rule = "OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL"
+                    else:
+                        continue  # optional, and judged by the schema that held it
+                self.add(rule, at, new=_type_of(added), detail=name, aspect="property")
             else:
                 self.compare(o_props[name], o_base, u_props[name], u_base, at)
-        o_extra, u_extra = o.get("additionalProperties", True), u.get("additionalProperties", True)
+        self._dependencies(o, o_base, u, u_base, path)
         at = f"{path}{{}}" if path else "{}"
-        if (o_extra is not False) != (u_extra is not False):
-            self.add("ADDITIONAL_PROPERTIES_ADDED" if u_extra is not False else "ADDITIONAL_PROPERTIES_REMOVED", at, aspect="additionalProperties")
-        elif o_extra is not False:
-            if kind(o_extra) == "empty" and kind(u_extra) != "empty":
-                self.add("ADDITIONAL_PROPERTIES_NARROWED", at, aspect="additionalProperties")
-            elif kind(o_extra) != "empty" and kind(u_extra) == "empty":
-                self.add("ADDITIONAL_PROPERTIES_EXTENDED", at, aspect="additionalProperties")
-            elif kind(o_extra) != "empty":
+        o_patterns, u_patterns = o.get("patternProperties") or {}, u.get("patternProperties") or {}
+        for pattern in sorted(o_patterns.keys() | u_patterns.keys()):
+            before, after = o_patterns.get(pattern), u_patterns.get(pattern)
+            if before is None or after is None or not self._alike(before, o_base, after, u_base, at):
+                self.add("PATTERN_PROPERTIES_CHANGED", at, "none" if before is None else _type_of(resolve(self.o, before, o_base)[0]),
+                         "none" if after is None else _type_of(resolve(self.u, after, u_base)[0]), pattern, aspect=f"patternProperties {pattern}")
+        self._others(o.get("additionalProperties", True), o_base, u.get("additionalProperties", True), u_base, at, "ADDITIONAL_PROPERTIES",
+                     "additionalProperties")
+        self._others(o.get("unevaluatedProperties", True), o_base, u.get("unevaluatedProperties", True), u_base, at, "UNEVALUATED_PROPERTIES",
+                     "unevaluatedProperties")
+
+    def _dependencies(self, o: dict[str, Any], o_base: str, u: dict[str, Any], u_base: str, path: str) -> None:
+        """``dependencies`` (drafts 4 to 7) and ``dependentRequired``/``dependentSchemas`` (2019-09 on), by the property named."""
+        (o_lists, o_schemas), (u_lists, u_schemas) = _dependents(o), _dependents(u)
+        for name in sorted(o_lists.keys() | u_lists.keys()):
+            before, after = o_lists.get(name), u_lists.get(name)
+            if before == after:
+                continue
+            rule = ("DEPENDENCY_ARRAY_REMOVED" if after is None else "DEPENDENCY_ARRAY_ADDED" if before is None
+                    else "DEPENDENCY_ARRAY_EXTENDED" if after > before else "DEPENDENCY_ARRAY_NARROWED" if after < before else "DEPENDENCY_ARRAY_CHANGED")
+            self.add(rule, _join(path, name), ", ".join(sorted(before or ())), ", ".join(sorted(after or ())), name, aspect="dependentRequired")
+        for name in sorted(o_schemas.keys() | u_schemas.keys()):
+            if name not in u_schemas:
+                self.add("DEPENDENCY_SCHEMA_REMOVED", _join(path, name), detail=name, aspect="dependentSchemas")
+            elif name not in o_schemas:
+                self.add("DEPENDENCY_SCHEMA_ADDED", _join(path, name), detail=name, aspect="dependentSchemas")
+            else:
+                self.compare(o_schemas[name], o_base, u_schemas[name], u_base, path)  # what the object must also match: its own paths
+
+    def _others(self, o_extra: Any, o_base: str, u_extra: Any, u_base: str, at: str, rules: str, aspect: str) -> None:
+        """The schema for members no other keyword names (``additionalProperties``, ``additionalItems``, ``unevaluated*``):
+        ``{rules}_ADDED`` when it was false and is not, ``_REMOVED`` the reverse, ``_NARROWED``/``_EXTENDED`` when it was or became
+        a schema rather than anything; two schemas are compared."""
+        o_extra, o_base = resolve(self.o, o_extra, o_base)
+        u_extra, u_base = resolve(self.u, u_extra, u_base)
+        o_kind, u_kind = kind(o_extra), kind(u_extra)
+        if (o_kind == "false") != (u_kind == "false"):
+            self.add(f"{rules}_ADDED" if o_kind == "false" else f"{rules}_REMOVED", at, aspect=aspect)
+        elif o_kind != "false":
+            if o_kind == "empty" and u_kind != "empty":
+                self.add(f"{rules}_NARROWED", at, aspect=aspect)
+            elif o_kind != "empty" and u_kind == "empty":
+                self.add(f"{rules}_EXTENDED", at, aspect=aspect)
+            elif o_kind != "empty":
                 self.compare(o_extra, o_base, u_extra, u_base, at)
 
     def _array(self, o: dict[str, Any], o_base: str, u: dict[str, Any], u_base: str, path: str) -> None:
-        o_items, u_items = o.get("items", True), u.get("items", True)
         at = f"{path}[]" if path else "[]"
-        if isinstance(o_items, dict | bool) and isinstance(u_items, dict | bool):
-            self.compare(o_items, o_base, u_items, u_base, at)
+        (o_tuple, o_further), (u_tuple, u_further) = _items(o), _items(u)
+        for index in range(min(len(o_tuple), len(u_tuple))):
+            self.compare(o_tuple[index], o_base, u_tuple[index], u_base, f"{path}[{index}]")
+        held = _held_item(u)
+        for index in range(len(u_tuple), len(o_tuple)):  # removed: what the update holds such an item to now
+            if _open_items(u):
+                self.add("ITEM_REMOVED_FROM_OPEN_CONTENT_MODEL", f"{path}[{index}]", aspect="item")
+            elif held is not None:
+                self._covered(o_tuple[index], o_base, held, u_base, f"{path}[{index}]", "ITEM_REMOVED")
+            elif self.kind_of(self.o, o_tuple[index], o_base) == "false":
+                self.add("ITEM_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL", f"{path}[{index}]", aspect="item")
+            else:
+                self.add("ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL", f"{path}[{index}]", aspect="item")
+        held = _held_item(o)
+        for index in range(len(o_tuple), len(u_tuple)):  # added: what older documents could have there
+            added = resolve(self.u, u_tuple[index], u_base)[0]
+            if _open_items(o):
+                rule = "ITEM_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL" if kind(added) == "empty" else "ITEM_ADDED_TO_OPEN_CONTENT_MODEL"
+                self.add(rule, f"{path}[{index}]", new=_type_of(added), aspect="item")
+            elif held is not None:
+                self._covered(held, o_base, u_tuple[index], u_base, f"{path}[{index}]", "ITEM_ADDED")
+            else:
+                self.add("ITEM_ADDED_TO_CLOSED_CONTENT_MODEL", f"{path}[{index}]", new=_type_of(added), aspect="item")
+        if o_tuple or u_tuple:
+            self._others(o_further, o_base, u_further, u_base, at, "ADDITIONAL_ITEMS", "additionalItems")
+        else:  # one schema for every item
+            self.compare(o_further, o_base, u_further, u_base, at)
+        self._others(o.get("unevaluatedItems", True), o_base, u.get("unevaluatedItems", True), u_base, at, "UNEVALUATED_ITEMS", "unevaluatedItems")
         if bool(o.get("uniqueItems")) != bool(u.get("uniqueItems")):
             self.add("UNIQUE_ITEMS_ADDED" if u.get("uniqueItems") else "UNIQUE_ITEMS_REMOVED", path, aspect="uniqueItems")
 
+    @staticmethod
+    def kind_of(schema: JsonSchema, node: Any, base: str) -> str:
+        """The kind of ``node`` once its ``$ref`` is followed."""
+        return kind(resolve(schema, node, base)[0])
+
+
+def _anything(node: Any) -> bool:
+    return node is True or node == {}
+
 
 def _open(node: dict[str, Any]) -> bool:
-    """An open content model: any other property is allowed, of any type."""
-    extra = node.get("additionalProperties", True)
-    return extra is True or extra == {} and not node.get("patternProperties")
+    """An open content model, as the registry sees one: any other property is allowed, of any type (no
+    ``patternProperties``, and ``additionalProperties`` and ``unevaluatedProperties`` absent or true)."""
+    return (_anything(node.get("additionalProperties", True)) and not node.get("patternProperties")
+            and _anything(node.get("unevaluatedProperties", True)))
+
+
+def _open_to(node: dict[str, Any], name: str) -> bool:
+    """Whether an object allows the property ``name`` with any value: open, or open but for patterns that do not find the name
+    (the registry counts such an object closed, and so calls a property added there compatible; older documents may have it)."""
+    return (_pattern(node, name) is None and _anything(node.get("additionalProperties", True))
+            and _anything(node.get("unevaluatedProperties", True)))
+
+
+def _pattern(node: dict[str, Any], name: str) -> Any:
+    """The schema of the first ``patternProperties`` entry whose pattern finds ``name``; None when none does."""
+    for pattern, schema in (node.get("patternProperties") or {}).items():
+        try:
+            if re.search(pattern, name):
+                return schema
+        except re.error:  # an ECMA-262 pattern Python cannot read: it holds no property we can name
+            continue
+    return None
+
+
+def _held(node: dict[str, Any], name: str) -> Any:
+    """The schema a partially open object holds the property ``name`` to, when its ``properties`` do not name it: the first
+    ``patternProperties`` entry whose pattern finds the name, else a schema in ``additionalProperties`` (or, that absent,
+    in ``unevaluatedProperties``); None when there is none (the registry then counts the object closed to it)."""
+    pattern = _pattern(node, name)
+    return pattern if pattern is not None else _holding(node.get("additionalProperties", True), node.get("unevaluatedProperties", True))
+
+
+def _holding(further: Any, unevaluated: Any) -> Any:
+    """The schema members no other keyword names are held to: ``further`` (``additionalProperties``, ``additionalItems``...)
+    when it is one, else ``unevaluated`` when that is a schema that does not accept everything; None when none is allowed."""
+    if further is not True:
+        return further if further is not False else None
+    return unevaluated if unevaluated is not False and not _anything(unevaluated) else None
+
+
+def _items(node: dict[str, Any]) -> tuple[list[Any], Any]:
+    """An array as the places of its tuple and what it holds the items after them to: ``prefixItems`` and ``items`` (2020-12),
+    an ``items`` list and ``additionalItems`` (before it), or no places and ``items`` for every item."""
+    if "prefixItems" in node:
+        return list(node["prefixItems"]), node.get("items", True)
+    items = node.get("items", True)
+    if isinstance(items, list):
+        return items, node.get("additionalItems", True)
+    return [], items
+
+
+def _open_items(node: dict[str, Any]) -> bool:
+    """An array that allows any item, of any type, after its tuple's places."""
+    return _anything(_items(node)[1]) and _anything(node.get("unevaluatedItems", True))
+
+
+def _held_item(node: dict[str, Any]) -> Any:
+    """The schema an array holds the items after its tuple's places to; None when it allows none."""
+    return _holding(_items(node)[1], node.get("unevaluatedItems", True))
+
+
+def _dependents(node: dict[str, Any]) -> tuple[dict[str, frozenset[str]], dict[str, Any]]:
+    """The properties each property requires beside it, and the schemas it brings: ``dependencies`` (lists and schemas, drafts 4
+    to 7) and ``dependentRequired`` and ``dependentSchemas`` (2019-09 on)."""
+    lists = {name: frozenset(v) for name, v in (node.get("dependentRequired") or {}).items()}
+    schemas = dict(node.get("dependentSchemas") or {})
+    for name, value in (node.get("dependencies") or {}).items():
+        if isinstance(value, list):
+            lists[name] = frozenset(value)
+        else:
+            schemas[name] = value
+    return lists, schemas
 
 
 def _has_default(node: Any) -> bool:

@@ -141,7 +141,7 @@ def _resolve_all(schema: JsonSchema) -> None:
 
 def json_field_paths(schema: JsonSchema) -> list[str]:
     """Every property path of the document, parents before children, each once (``items``, ``items.price``): through
-    ``$ref``, array items and the branches of ``allOf``/``anyOf``/``oneOf``, as lineage names an Avro record's fields."""
+    ``$ref``, array items (tuples too) and the branches of ``allOf``/``anyOf``/``oneOf``, as lineage names an Avro record's fields."""
     found: dict[str, None] = {}
 
     def walk(node: Any, base: str, prefix: str, seen: frozenset[int]) -> None:
@@ -154,7 +154,7 @@ def json_field_paths(schema: JsonSchema) -> list[str]:
             found[path] = None
             walk(inner, base, path, seen)
         items = node.get("items")
-        for inner in items if isinstance(items, list) else [items] if items is not None else []:
+        for inner in [*(items if isinstance(items, list) else [items] if items is not None else []), *(node.get("prefixItems") or [])]:
             walk(inner, base, prefix, seen)
         for word in ("allOf", "anyOf", "oneOf"):
             for inner in node.get(word) or []:

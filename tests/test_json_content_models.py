@@ -1,0 +1,190 @@
+"""JSON Schema tuples, partially open objects, dependencies and `unevaluated*`, classified as the registry's rules name them.
+Where a change breaks a direction, the test carries a witness document, checked with the draft's own validator: valid under
+the schema that wrote it, refused by the reader's, so the expected verdict is the data's, not this project's say-so."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from jsonschema import validators
+
+from bot.domain.avro.paths import lineage_path
+from bot.domain.compat.classify import Mode, Verdict
+from bot.domain.compat.formats import SchemaType, classify_schemas, parse_schema
+from bot.domain.jsonschema.model import json_field_paths
+
+J = SchemaType.JSON
+D7 = "http://json-schema.org/draft-07/schema#"
+D2019 = "https://json-schema.org/draft/2019-09/schema"
+D2020 = "https://json-schema.org/draft/2020-12/schema"
+
+
+def doc(draft: str, **properties: Any) -> dict[str, Any]:
+    return {"$schema": draft, "title": "Order", "type": "object", "properties": properties}
+
+
+def verdict(old: dict[str, Any], new: dict[str, Any], *, lenient: bool = False) -> Verdict:
+    return classify_schemas(J, [parse_schema(J, json.dumps(old))], parse_schema(J, json.dumps(new)), Mode.FULL, lenient=lenient)
+
+
+def rules(result: Verdict) -> dict[tuple[str, str], str]:
+    return {(f.rule, f.path): str(f.level) for f in result.findings}
+
+
+def valid(schema: dict[str, Any], document: Any) -> bool:
+    return validators.validator_for(schema)(schema).is_valid(document)
+
+
+def assert_witness(writer: dict[str, Any], reader: dict[str, Any], document: Any) -> None:
+    assert valid(writer, document) and not valid(reader, document), "the witness must be written by one and refused by the other"
+
+
+POINT_07 = doc(D7, point={"type": "array", "items": [{"type": "number"}, {"type": "integer"}], "additionalItems": False})
+POINT_2020 = doc(D2020, point={"type": "array", "prefixItems": [{"type": "number"}, {"type": "integer"}], "items": False})
+
+
+@pytest.mark.parametrize("old", [POINT_07, POINT_2020], ids=["draft-07 items list", "2020-12 prefixItems"])
+def test_a_tuple_is_compared_place_by_place_and_its_further_items(old: dict[str, Any]) -> None:
+    tuple_word = "prefixItems" if "prefixItems" in old["properties"]["point"] else "items"
+    more_word = "items" if tuple_word == "prefixItems" else "additionalItems"
+
+    def point(places: list[Any], more: Any = False) -> dict[str, Any]:
+        return {**old, "properties": {"point": {"type": "array", tuple_word: places, more_word: more}}}
+
+    retyped = point([{"type": "number"}, {"type": "string"}])
+    assert rules(verdict(old, retyped)) == {("TYPE_CHANGED", "Order.point[1]"): "breaking"}
+    assert_witness(old, retyped, {"point": [1.5, 2]})
+
+    longer = point([{"type": "number"}, {"type": "integer"}, {"type": "string"}])
+    added = verdict(old, longer)
+    assert rules(added) == {("ITEM_ADDED_TO_CLOSED_CONTENT_MODEL", "Order.point[2]"): "breaking"}  # the old reader refuses a third item
+    assert added.backward and not added.forward
+    assert_witness(longer, old, {"point": [1, 2, "z"]})
+    removed = verdict(longer, old)
+    assert rules(removed) == {("ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL", "Order.point[2]"): "breaking"} and not removed.backward
+
+    opened = point([{"type": "number"}, {"type": "integer"}], True)
+    assert rules(verdict(old, opened)) == {("ADDITIONAL_ITEMS_ADDED", "Order.point[]"): "breaking"} and verdict(old, opened).backward
+    onto_open = verdict(opened, point([{"type": "number"}, {"type": "integer"}, {"type": "string"}], True))
+    assert rules(onto_open) == {("ITEM_ADDED_TO_OPEN_CONTENT_MODEL", "Order.point[2]"): "breaking"} and not onto_open.backward
+    assert_witness(opened, point([{"type": "number"}, {"type": "integer"}, {"type": "string"}], True), {"point": [1, 2, 3]})
+    anything = verdict(opened, point([{"type": "number"}, {"type": "integer"}, {}], True))
+    assert rules(anything) == {("ITEM_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL", "Order.point[2]"): "safe"} and anything.backward
+
+    held = point([{"type": "number"}, {"type": "integer"}], {"type": "string"})
+    covered = verdict(held, point([{"type": "number"}, {"type": "integer"}, {"type": "string", "maxLength": 9}], {"type": "string"}))
+    assert ("ITEM_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL", "Order.point[2]") in rules(covered) and not covered.backward
+    kept = verdict(held, point([{"type": "number"}, {"type": "integer"}, {"type": "string"}], {"type": "string"}))
+    assert rules(kept) == {("ITEM_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL", "Order.point[2]"): "safe"} and kept.backward
+
+
+def test_an_object_holding_other_properties_to_a_schema_judges_added_and_removed_properties_by_it() -> None:
+    tags = doc(D7, tags={"type": "object", "additionalProperties": {"type": "string"}})
+    typed = doc(D7, tags={"type": "object", "additionalProperties": {"type": "string"}, "properties": {"env": {"type": "integer"}}})
+    named = doc(D7, tags={"type": "object", "additionalProperties": {"type": "string"}, "properties": {"team": {"type": "string"}}})
+    wrong = verdict(tags, typed)
+    assert rules(wrong) == {("PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL", "Order.tags.env"): "breaking",
+                            ("TYPE_CHANGED", "Order.tags.env"): "breaking"}
+    assert not wrong.backward and not wrong.forward
+    assert_witness(tags, typed, {"tags": {"env": "prod"}})
+    assert verdict(tags, typed, lenient=True).findings  # lenient allows the added property, not the type it now refuses
+    right = verdict(tags, named)
+    assert rules(right) == {("PROPERTY_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL", "Order.tags.team"): "safe"}
+    assert right.backward and right.forward  # the object held team to a string before, and still does
+    back = verdict(named, tags)
+    assert rules(back) == {("PROPERTY_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL", "Order.tags.team"): "compatible"} and back.backward
+
+    patterned = doc(D2020, meta={"type": "object", "patternProperties": {"^x-": {"type": "string"}}, "additionalProperties": False})
+    with_x = doc(D2020, meta={"type": "object", "patternProperties": {"^x-": {"type": "string"}}, "additionalProperties": False,
+                              "properties": {"x-id": {"type": "integer"}, "name": {"type": "string"}}})
+    found = rules(verdict(patterned, with_x))
+    assert found[("PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL", "Order.meta.x-id")] == "breaking"  # the pattern held x-id to a string
+    assert found[("OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL", "Order.meta.name")] == "breaking"  # no pattern: closed before
+    assert_witness(patterned, with_x, {"meta": {"x-id": "a"}})
+
+
+def test_patterns_leave_an_object_not_open_and_a_property_added_by_reference_is_not_an_empty_schema() -> None:
+    base = {"$schema": D7, "title": "Order", "type": "object", "properties": {"id": {"type": "string"}},
+            "patternProperties": {"^x-": {"type": "string"}}, "additionalProperties": True}
+    dropped = verdict(base, {**base, "properties": {}})
+    assert rules(dropped) == {("PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL", "Order.id"): "breaking"}  # the registry counts patterns as not open
+    added = verdict({**base, "properties": {}}, base)  # but an older document may have had id, with any value: not the registry's "closed"
+    assert rules(added) == {("OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL", "Order.id"): "breaking"} and not added.backward
+    assert_witness({**base, "properties": {}}, base, {"id": 5})
+    anything = {"$schema": D7, "title": "Order", "type": "object", "properties": {}}
+    required = {**anything, "properties": {"a": {}}, "required": ["a"]}
+    result = verdict(anything, required)  # the registry looks at the empty schema first and calls it compatible
+    assert rules(result) == {("REQUIRED_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL", "Order.a"): "breaking"} and not result.backward
+    assert_witness(anything, required, {})
+    defs = {"$schema": D7, "title": "Order", "type": "object", "properties": {"id": {"type": "string"}},
+            "definitions": {"Address": {"type": "object", "properties": {"zip": {"type": "string"}}}}}
+    referenced = {**defs, "properties": {"id": {"type": "string"}, "ship": {"$ref": "#/definitions/Address"}}}
+    result = verdict(defs, referenced)
+    assert rules(result) == {("OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL", "Order.ship"): "breaking"}, "a $ref is the schema it names"
+    assert_witness(defs, referenced, {"ship": 5})
+
+
+@pytest.mark.parametrize("draft, word", [(D7, "dependencies"), (D2019, "dependentRequired")])
+def test_properties_that_require_others_beside_them(draft: str, word: str) -> None:
+    old = {**doc(draft, card={"type": "string"}, billing={"type": "string"}, zip={"type": "string"}), word: {"card": ["billing"]}}
+    more = {**old, word: {"card": ["billing", "zip"]}}
+    result = verdict(old, more)
+    assert rules(result) == {("DEPENDENCY_ARRAY_EXTENDED", "Order.card"): "breaking"} and not result.backward and result.forward
+    assert_witness(old, more, {"card": "4111", "billing": "home"})
+    assert rules(verdict(more, old)) == {("DEPENDENCY_ARRAY_NARROWED", "Order.card"): "breaking"}  # FULL: the old reader fails
+    added = verdict({**old, word: {}}, old)
+    assert rules(added) == {("DEPENDENCY_ARRAY_ADDED", "Order.card"): "breaking"} and not added.backward
+    gone = verdict(old, {**old, word: {}})
+    assert rules(gone) == {("DEPENDENCY_ARRAY_REMOVED", "Order.card"): "breaking"} and gone.backward
+
+
+def test_a_schema_a_property_brings_and_the_limits_on_contains() -> None:
+    old = doc(D2020, card={"type": "string"}, cvc={"type": "string"})
+    brings = {**old, "dependentSchemas": {"card": {"required": ["cvc"], "properties": {"cvc": {"type": "string"}}}}}
+    result = verdict(old, brings)
+    assert rules(result) == {("DEPENDENCY_SCHEMA_ADDED", "Order.card"): "breaking"} and not result.backward
+    assert_witness(old, brings, {"card": "4111"})
+    stricter = {**old, "dependentSchemas": {"card": {"required": ["cvc"], "properties": {"cvc": {"type": "string", "maxLength": 4}}}}}
+    assert rules(verdict(brings, stricter)) == {("MAX_LENGTH_ADDED", "Order.cvc"): "breaking"}  # compared where it applies
+    lines = doc(D2020, lines={"type": "array", "contains": {"type": "integer"}, "maxContains": 3})
+    fewer = doc(D2020, lines={"type": "array", "contains": {"type": "integer"}, "maxContains": 2})
+    assert rules(verdict(lines, fewer)) == {("MAX_CONTAINS_DECREASED", "Order.lines"): "breaking"}
+    assert_witness(lines, fewer, {"lines": [1, 2, 3]})
+
+
+def test_unevaluated_properties_and_items_close_and_open_like_additional_ones() -> None:
+    old = doc(D2020, id={"type": "string"})
+    closed = {**old, "unevaluatedProperties": False}
+    result = verdict(old, closed)
+    assert rules(result) == {("UNEVALUATED_PROPERTIES_REMOVED", "Order{}"): "breaking"} and not result.backward
+    assert_witness(old, closed, {"id": "1", "extra": True})
+    assert verdict(old, closed, lenient=True).backward  # the lenient rules allow closing an object
+    assert verdict(closed, old).backward
+    items = doc(D2020, tags={"type": "array", "prefixItems": [{"type": "string"}]})
+    no_more = doc(D2020, tags={"type": "array", "prefixItems": [{"type": "string"}], "unevaluatedItems": False})
+    assert rules(verdict(items, no_more)) == {("UNEVALUATED_ITEMS_REMOVED", "Order.tags[]"): "breaking"}
+    assert_witness(items, no_more, {"tags": ["a", "b"]})
+
+
+def test_tuple_places_reach_lineage_as_their_array() -> None:
+    schema = parse_schema(J, json.dumps(doc(D2020, point={"type": "array", "prefixItems": [{"type": "object", "properties": {"x": {}}}]})))
+    assert "point.x" in json_field_paths(schema)  # type: ignore[arg-type]
+    assert lineage_path("Order.point[0].x", "Order") == "point.x" and lineage_path("Order.items[].price", "Order") == "items.price"
+
+
+def test_what_the_registry_does_not_compare_is_still_named() -> None:
+    old = {"$schema": D7, "title": "Order", "type": "object", "properties": {"id": {"type": "string"}},
+           "patternProperties": {"^x-": {"type": "string"}}}
+    retyped = {**old, "patternProperties": {"^x-": {"type": "integer"}}}
+    result = verdict(old, retyped)
+    assert rules(result) == {("PATTERN_PROPERTIES_CHANGED", "Order{}"): "compatible"} and result.backward  # the registry's verdict stands
+    assert "^x-" in result.findings[0].message and "does not check" in result.findings[0].message
+    assert_witness(old, retyped, {"x-a": "s"})
+    described = {**old, "patternProperties": {"^x-": {"type": "string", "description": "vendor fields"}}}
+    assert not verdict(old, described).findings  # the same documents either way: nothing to say
+    undeclared = {**old, "required": ["tenant"]}
+    result = verdict(old, undeclared)
+    assert rules(result) == {("REQUIRED_ATTRIBUTE_ADDED", "Order.tenant"): "breaking"} and not result.backward
+    assert_witness(old, undeclared, {"id": "1"})
