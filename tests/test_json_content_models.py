@@ -188,3 +188,19 @@ def test_what_the_registry_does_not_compare_is_still_named() -> None:
     result = verdict(old, undeclared)
     assert rules(result) == {("REQUIRED_ATTRIBUTE_ADDED", "Order.tenant"): "breaking"} and not result.backward
     assert_witness(old, undeclared, {"id": "1"})
+
+
+def test_draft_4_exclusive_flags_and_decimal_multiples() -> None:
+    d4 = "http://json-schema.org/draft-04/schema#"
+    inclusive = {"$schema": d4, "title": "Order", "type": "object", "properties": {"qty": {"type": "number", "minimum": 3}}}
+    exclusive = {**inclusive, "properties": {"qty": {"type": "number", "minimum": 3, "exclusiveMinimum": True}}}
+    result = verdict(inclusive, exclusive)  # as the registry judges the same change written the draft-6 way
+    assert ("EXCLUSIVE_MINIMUM_ADDED", "Order.qty") in rules(result) and not result.backward
+    assert_witness(inclusive, exclusive, {"qty": 3})
+    unset = {**inclusive, "properties": {"qty": {"type": "number", "minimum": 3, "exclusiveMinimum": False}}}
+    assert not verdict(inclusive, unset).findings
+    cents = {"title": "Price", "type": "number", "multipleOf": 0.01}
+    dimes = {"title": "Price", "type": "number", "multipleOf": 0.1}
+    finer = verdict(dimes, cents)  # 0.1 % 0.01 is not 0 in binary floating point; every multiple of 0.1 is one of 0.01
+    assert rules(finer) == {("MULTIPLE_OF_REDUCED", "Price"): "breaking"} and finer.backward and not finer.forward
+    assert_witness(cents, dimes, 0.05)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from decimal import Decimal
 from typing import Any
 
 from bot.domain.compat.changes import Difference
@@ -110,8 +111,9 @@ class _Diff:
         if o.get("format") != u.get("format"):
             rule = "FORMAT_ADDED" if "format" not in o else "FORMAT_REMOVED" if "format" not in u else "FORMAT_CHANGED"
             self.add(rule, path, o.get("format", ""), u.get("format", ""), aspect="format")
+        o_limits, u_limits = _limits(o), _limits(u)
         for word, (added, removed, grew, shrank) in LIMITS:
-            before, after = o.get(word), u.get(word)
+            before, after = o_limits.get(word), u_limits.get(word)
             if before == after or isinstance(before, bool) or isinstance(after, bool):
                 continue
             rule = added if before is None else removed if after is None else grew if after > before else shrank
@@ -121,8 +123,10 @@ class _Diff:
             self.add(rule, path, o.get("pattern", ""), u.get("pattern", ""), aspect="pattern")
         if o.get("multipleOf") != u.get("multipleOf"):
             before, after = o.get("multipleOf"), u.get("multipleOf")
-            rule = ("MULTIPLE_OF_ADDED" if before is None else "MULTIPLE_OF_REMOVED" if after is None
-                    else "MULTIPLE_OF_REDUCED" if before % after == 0 else "MULTIPLE_OF_EXPANDED" if after % before == 0 else "MULTIPLE_OF_CHANGED")
+            exact = (Decimal(str(before)), Decimal(str(after))) if before is not None and after is not None else None  # 0.1 % 0.01 is not 0 in floats
+            rule = ("MULTIPLE_OF_ADDED" if exact is None and before is None else "MULTIPLE_OF_REMOVED" if exact is None
+                    else "MULTIPLE_OF_REDUCED" if exact[0] % exact[1] == 0 else "MULTIPLE_OF_EXPANDED" if exact[1] % exact[0] == 0
+                    else "MULTIPLE_OF_CHANGED")
             self.add(rule, path, before or "", after or "", aspect="multipleOf")
         if o_kind == "enum":
             before, after = _values(o["enum"]), _values(u["enum"])
@@ -332,6 +336,17 @@ class _Diff:
     def kind_of(schema: JsonSchema, node: Any, base: str) -> str:
         """The kind of ``node`` once its ``$ref`` is followed."""
         return kind(resolve(schema, node, base)[0])
+
+
+def _limits(node: dict[str, Any]) -> dict[str, Any]:
+    """The node's limits as drafts 6 on write them: draft 4's ``"exclusiveMinimum": true`` beside ``"minimum": 3`` is
+    ``"exclusiveMinimum": 3`` (and no inclusive minimum), so that setting the flag counts as the narrowing it is."""
+    limits = dict(node)
+    for word, inclusive in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
+        flag = node.get(word)
+        if isinstance(flag, bool):
+            limits[word] = limits.pop(inclusive, None) if flag else None
+    return limits
 
 
 def _anything(node: Any) -> bool:
