@@ -341,6 +341,8 @@ class _Diff:
 def _limits(node: dict[str, Any]) -> dict[str, Any]:
     """The node's limits as drafts 6 on write them: draft 4's ``"exclusiveMinimum": true`` beside ``"minimum": 3`` is
     ``"exclusiveMinimum": 3`` (and no inclusive minimum), so that setting the flag counts as the narrowing it is."""
+    if not isinstance(node.get("exclusiveMinimum"), bool) and not isinstance(node.get("exclusiveMaximum"), bool):
+        return node
     limits = dict(node)
     for word, inclusive in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
         flag = node.get(word)
