@@ -34,7 +34,7 @@ def rules(result: Verdict) -> dict[tuple[str, str], str]:
 
 
 def valid(schema: dict[str, Any], document: Any) -> bool:
-    return validators.validator_for(schema)(schema).is_valid(document)
+    return bool(validators.validator_for(schema)(schema).is_valid(document))
 
 
 def assert_witness(writer: dict[str, Any], reader: dict[str, Any], document: Any) -> None:
@@ -170,7 +170,7 @@ def test_unevaluated_properties_and_items_close_and_open_like_additional_ones() 
 
 def test_tuple_places_reach_lineage_as_their_array() -> None:
     schema = parse_schema(J, json.dumps(doc(D2020, point={"type": "array", "prefixItems": [{"type": "object", "properties": {"x": {}}}]})))
-    assert "point.x" in json_field_paths(schema)  # type: ignore[arg-type]
+    assert "point.x" in json_field_paths(schema)
     assert lineage_path("Order.point[0].x", "Order") == "point.x" and lineage_path("Order.items[].price", "Order") == "items.price"
 
 
@@ -204,3 +204,17 @@ def test_draft_4_exclusive_flags_and_decimal_multiples() -> None:
     finer = verdict(dimes, cents)  # 0.1 % 0.01 is not 0 in binary floating point; every multiple of 0.1 is one of 0.01
     assert rules(finer) == {("MULTIPLE_OF_REDUCED", "Price"): "breaking"} and finer.backward and not finer.forward
     assert_witness(cents, dimes, 0.05)
+
+
+def test_all_of_must_match_every_branch_and_constants_keep_their_type() -> None:
+    plain = doc(D7, flag={"type": "boolean"})
+    both = doc(D7, flag={"allOf": [{"type": "boolean"}, {"const": True}]})
+    result = verdict(plain, both)  # one compatible branch of an allOf is not enough: it must match them all
+    assert ("SUM_TYPE_EXTENDED", "Order.flag") not in rules(result) and not result.backward
+    assert_witness(plain, both, {"flag": False})
+    one = doc(D7, n={"const": 1})
+    true = doc(D7, n={"const": True})
+    assert rules(verdict(one, true)) == {("CONST_CHANGED", "Order.n"): "breaking"}  # Python's 1 == True is not JSON's
+    assert_witness(one, true, {"n": 1})
+    assert not verdict(one, doc(D7, n={"const": 1.0})).findings  # 1 and 1.0 are the same number
+    assert not verdict(doc(D7, e={"enum": [{"a": 1, "b": 2}]}), doc(D7, e={"enum": [{"b": 2, "a": 1}]})).findings

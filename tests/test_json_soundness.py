@@ -1,6 +1,7 @@
 """JSON Schema verdicts against the draft's own validator: when the classifier calls a direction compatible, every document
 the writer's schema accepts is accepted by the reader's. Pairs are generated (objects with required, partially open and
-dependent properties, tuples with further items, limits), each with documents drawn from both schemas and checked with
+dependent properties, tuples with further items, limits, anyOf/allOf, type lists, not, const), each with documents
+drawn from both schemas and checked with
 `jsonschema`. Left out, as the registry's rules leave them out: defaults that fill a required property (none are generated),
 and a `patternProperties` entry that changes, which a finding of its own names while the registry's verdict stands."""
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -22,11 +24,16 @@ PATTERNS = {"^x-": {"type": "string"}}
 UNCHECKED = {"PATTERN_PROPERTIES_CHANGED"}  # found beyond the registry, which the registry's verdict does not count
 DRAFTS = ("http://json-schema.org/draft-07/schema#", "https://json-schema.org/draft/2020-12/schema")
 
-leaves = st.one_of(
+plain = st.one_of(
     st.just({}), st.just({"type": "boolean"}), st.just({"type": "number"}),
     st.builds(lambda most: {"type": "string", **({"maxLength": most} if most is not None else {})}, st.none() | st.integers(0, 3)),
     st.builds(lambda least: {"type": "integer", **({"minimum": least} if least is not None else {})}, st.none() | st.integers(-1, 1)),
     st.builds(lambda values: {"enum": sorted(values)}, st.sets(st.sampled_from(["p", "q", "r"]), min_size=1)),
+)
+leaves = (  # and their combinations (oneOf is left out: the registry judges it as anyOf, which a branch that overlaps breaks)
+    plain | st.builds(lambda word, branches: {word: branches}, st.sampled_from(["anyOf", "allOf"]), st.lists(plain, min_size=1, max_size=3))
+    | st.builds(lambda t: {"type": t}, st.lists(st.sampled_from(["string", "integer", "boolean", "null"]), unique=True, min_size=2, max_size=3))
+    | st.builds(lambda inner: {"not": inner}, plain) | st.builds(lambda c: {"const": c}, st.sampled_from(["p", 1, True]))
 )
 
 
@@ -105,7 +112,7 @@ def mutated(draw: st.DrawFn, node: Any, modern: bool) -> Any:
         changed[key] = {"a": draw(st.lists(st.sampled_from(["b", "x-1"]), unique=True, min_size=1))} if draw(st.booleans()) else {}
     else:
         changed.pop(key)
-    if not draw(st.integers(0, 3)):  # now and then a property added too
+    if changed.get("type") == "object" and not draw(st.integers(0, 3)):  # now and then a property added too
         name = draw(st.sampled_from(NAMES))
         changed["properties"] = {**changed.get("properties", {}), name: draw(leaves | tuples(modern))}
     return {k: v for k, v in changed.items() if v is not None}
@@ -128,7 +135,13 @@ def instance(schema: Any, rng: random.Random, depth: int = 0) -> Any:
         return rng.choice(["", "x", "long text", -1, 0, 2, 1.5, True, None, [], {}, ["x"], {"a": 1}])
     if "enum" in schema:
         return rng.choice(schema["enum"])
-    kind = schema.get("type")
+    if "const" in schema:
+        return schema["const"]
+    for word in ("anyOf", "allOf"):
+        if word in schema:
+            return instance(rng.choice(schema[word]), rng, depth + 1)
+    declared = schema.get("type")
+    kind = str(rng.choice(declared) if isinstance(declared, list) else declared)
     if kind == "object" or "properties" in schema:
         document = {name: instance(inner, rng, depth + 1) for name, inner in schema.get("properties", {}).items()
                     if name in schema.get("required", []) or rng.random() < 0.7}
@@ -142,8 +155,10 @@ def instance(schema: Any, rng: random.Random, depth: int = 0) -> Any:
         else:
             found = [instance(schema.get("items", {}), rng, depth + 1) for _ in range(rng.randint(0, 3))]
         return found + [instance({}, rng, depth + 1) for _ in range(rng.randint(0, 1))]
-    return {"string": lambda: rng.choice(["", "ab", "abcdef"]), "integer": lambda: rng.randint(-2, 2), "number": lambda: rng.choice([0, 1.5, -3]),
-            "boolean": lambda: rng.random() < 0.5}.get(kind, lambda: instance(None, rng, depth))()
+    made: dict[str, Callable[[], Any]] = {"string": lambda: rng.choice(["", "ab", "abcdef"]), "integer": lambda: rng.randint(-2, 2),
+                                          "number": lambda: rng.choice([0, 1.5, -3]), "boolean": lambda: rng.random() < 0.5,
+                                          "null": lambda: None}
+    return made.get(kind, lambda: instance(None, rng, depth))()
 
 
 def accepted(schema: dict[str, Any], documents: list[Any]) -> list[Any]:

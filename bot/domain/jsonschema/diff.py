@@ -92,12 +92,14 @@ class _Diff:
         if o_kind != u_kind:
             if o_kind == "false" or u_kind == "empty":
                 return  # the update accepts everything, or nothing was valid before
-            if u_kind == "combined" and o_kind != "combined":
-                for branch, branch_base in self._branches(u, u_base):
+            branches = self._branches(u, u_base) if u_kind == "combined" and o_kind != "combined" else []
+            if branches and (len(branches) == 1 or "allOf" not in u):  # one of the branches will do (allOf must match them all)
+                for branch, branch_base in branches:
                     sub = self._sub(o, o_base, branch, branch_base, path)
                     if all(d.rule in STRICT for d in sub.found):
                         self.found += sub.found
-                        self.add("SUM_TYPE_EXTENDED", path, o_kind, "anyOf/oneOf", aspect="type")
+                        if len(branches) > 1:
+                            self.add("SUM_TYPE_EXTENDED", path, o_kind, "anyOf/oneOf", aspect="type")
                         return
             self.add("TYPE_CHANGED", path, _type_of(o), _type_of(u), aspect="type")
             return
@@ -130,10 +132,12 @@ class _Diff:
             self.add(rule, path, before or "", after or "", aspect="multipleOf")
         if o_kind == "enum":
             before, after = _values(o["enum"]), _values(u["enum"])
-            if before != after:
-                rule = "ENUM_ARRAY_EXTENDED" if before < after else "ENUM_ARRAY_NARROWED" if after < before else "ENUM_ARRAY_CHANGED"
-                self.add(rule, path, sorted(before), sorted(after), ", ".join(sorted(after ^ before)), aspect="enum")
-        elif o_kind == "const" and o["const"] != u["const"]:
+            if before.keys() != after.keys():
+                rule = ("ENUM_ARRAY_EXTENDED" if before.keys() < after.keys() else "ENUM_ARRAY_NARROWED" if after.keys() < before.keys()
+                        else "ENUM_ARRAY_CHANGED")
+                moved = sorted({**before, **after}[k] for k in before.keys() ^ after.keys())
+                self.add(rule, path, sorted(before.values()), sorted(after.values()), ", ".join(moved), aspect="enum")
+        elif o_kind == "const" and _value(o["const"]) != _value(u["const"]):
             self.add("CONST_CHANGED", path, o["const"], u["const"], aspect="const")
         elif o_kind == "combined":
             self._combined(o, o_base, u, u_base, path)
@@ -434,8 +438,21 @@ def _has_default(node: Any) -> bool:
     return isinstance(node, dict) and "default" in node
 
 
-def _values(items: list[Any]) -> set[str]:
-    return {json.dumps(v, sort_keys=True) for v in items}
+def _values(items: list[Any]) -> dict[Any, str]:
+    """An enum's values as JSON Schema tells them apart, each with its JSON text."""
+    return {_value(v): json.dumps(v, sort_keys=True) for v in items}
+
+
+def _value(value: Any) -> Any:
+    """A JSON value as JSON Schema compares them: numbers by their value (1 is 1.0), never equal to a boolean (Python's
+    ``1 == True``), objects whatever their key order; hashable."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return (type(value).__name__, value)
+    if isinstance(value, int | float):
+        return ("number", Decimal(str(value)).normalize() if value == value and abs(value) != float("inf") else str(value))
+    if isinstance(value, list):
+        return ("array", tuple(_value(v) for v in value))
+    return ("object", tuple(sorted((k, _value(v)) for k, v in value.items())))
 
 
 def _type_of(node: Any) -> str:
