@@ -8,6 +8,7 @@ and ``false`` (accepts nothing)."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,6 +120,27 @@ def _check(document: Any, what: str) -> None:
     except exceptions.SchemaError as err:
         where = "/".join(str(p) for p in err.absolute_path) or "(root)"
         raise JsonSchemaError(f"{what} is not a valid {validator.__name__.removesuffix('Validator')} JSON Schema at {where}: {err.message}") from None
+    for where, pattern in _patterns(document, "(root)"):  # draft 4's meta-schema does not ask them to be regular expressions
+        try:
+            re.compile(pattern)
+        except re.error as err:
+            raise JsonSchemaError(f"{what} is not a valid {validator.__name__.removesuffix('Validator')} JSON Schema at {where}: "
+                                  f"{pattern!r} is not a regular expression ({err})") from None
+
+
+def _patterns(node: Any, where: str) -> list[tuple[str, str]]:
+    """Every ``patternProperties`` name in the document, with where it stands (what the classifier matches names against)."""
+    found: list[tuple[str, str]] = []
+    if isinstance(node, dict):
+        if isinstance(node.get("patternProperties"), dict):
+            found += [(f"{where}/patternProperties", pattern) for pattern in node["patternProperties"]]
+        for key, value in node.items():
+            if key not in ("enum", "const", "default", "examples"):
+                found += _patterns(value, key if where == "(root)" else f"{where}/{key}")
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            found += _patterns(value, f"{where}/{index}")
+    return found
 
 
 def _resolve_all(schema: JsonSchema) -> None:
