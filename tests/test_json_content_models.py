@@ -5,6 +5,9 @@ the schema that wrote it, refused by the reader's, so the expected verdict is th
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +16,7 @@ from jsonschema import validators
 from bot.domain.avro.paths import lineage_path
 from bot.domain.compat.classify import Mode, Verdict
 from bot.domain.compat.formats import SchemaType, classify_schemas, parse_schema
+from bot.domain.jsonschema.errors import JsonSchemaError
 from bot.domain.jsonschema.model import json_field_paths
 
 J = SchemaType.JSON
@@ -218,3 +222,34 @@ def test_all_of_must_match_every_branch_and_constants_keep_their_type() -> None:
     assert_witness(one, true, {"n": 1})
     assert not verdict(one, doc(D7, n={"const": 1.0})).findings  # 1 and 1.0 are the same number
     assert not verdict(doc(D7, e={"enum": [{"a": 1, "b": 2}]}), doc(D7, e={"enum": [{"b": 2, "a": 1}]})).findings
+
+
+def test_a_tuple_and_a_pattern_inside_another_subjects_schema_reached_by_its_uri(tmp_path: Path) -> None:
+    """A schema with imports: the tuple lives in a referenced document, given to `bot classify` as --old-ref/--new-ref."""
+    uri = "https://example.com/geo.json"
+    geo = {"$schema": D2020, "type": "object", "properties": {"point": {"type": "array", "prefixItems": [{"type": "number"}], "items": False}},
+           "patternProperties": {"^x-": {"type": "string"}}}
+    moved = json.loads(json.dumps(geo))
+    moved["properties"]["point"]["prefixItems"].append({"type": "number"})
+    moved["properties"]["x-source"] = {"type": "integer"}
+    order = doc(D2020, at={"$ref": uri})
+    (tmp_path / "order.json").write_text(json.dumps(order))
+    (tmp_path / "geo-1.json").write_text(json.dumps(geo))
+    (tmp_path / "geo-2.json").write_text(json.dumps(moved))
+    run = subprocess.run([sys.executable, "-m", "bot", "classify", str(tmp_path / "order.json"), str(tmp_path / "order.json"), "--format", "json",
+                          "--old-ref", f"{uri}={tmp_path / 'geo-1.json'}", "--new-ref", f"{uri}={tmp_path / 'geo-2.json'}"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    answer = json.loads(run.stdout)
+    found = {(c["rule"], c["path"]) for c in answer["changes"]}
+    assert ("ITEM_ADDED_TO_CLOSED_CONTENT_MODEL", "Order.at.point[1]") in found
+    assert ("PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL", "Order.at.x-source") in found and not answer["backward"]
+    assert_witness({**geo, "$id": uri}, {**moved, "$id": uri}, {"x-source": "gps"})
+
+
+@pytest.mark.parametrize("draft", ["http://json-schema.org/draft-04/schema#", D7, D2020])
+def test_a_pattern_that_is_not_a_regular_expression_is_refused_with_its_place(draft: str) -> None:
+    # draft 4's meta-schema does not ask patternProperties names to be regular expressions; the classifier matches names against them
+    old = {"$schema": draft, "title": "Order", "type": "object", "properties": {"tags": {"type": "object", "patternProperties": {"[": {}}}}}
+    with pytest.raises(JsonSchemaError, match="at properties/tags/patternProperties: '\\[' is not a"):
+        parse_schema(J, json.dumps(old))
