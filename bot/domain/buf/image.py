@@ -9,6 +9,8 @@ from typing import Any
 
 from google.protobuf import descriptor_pb2
 
+from bot.domain.protobuf.features import delimited
+
 D = descriptor_pb2.FieldDescriptorProto
 KINDS = {D.TYPE_DOUBLE: "double", D.TYPE_FLOAT: "float", D.TYPE_INT64: "int64", D.TYPE_UINT64: "uint64", D.TYPE_INT32: "int32",
          D.TYPE_FIXED64: "fixed64", D.TYPE_FIXED32: "fixed32", D.TYPE_BOOL: "bool", D.TYPE_STRING: "string", D.TYPE_GROUP: "group",
@@ -48,10 +50,16 @@ class Message:
     path: tuple[int, ...]
     proto: descriptor_pb2.DescriptorProto
     fields: dict[int, Field] = field(default_factory=dict)
+    parent: Message | None = None  # the message it is written in
 
     @property
     def name(self) -> str:
         return str(self.proto.name)
+
+    def scopes(self) -> tuple[Any, ...]:
+        """The options its elements inherit features from: its own, its enclosing messages', then its file's."""
+        outer = self.parent.scopes() if self.parent is not None else (self.file.proto.options,)
+        return (self.proto.options, *outer)
 
     @property
     def oneofs(self) -> list[str]:
@@ -80,7 +88,16 @@ class Field:
 
     @property
     def kind(self) -> str:
-        return KINDS.get(self.proto.type, "unknown")
+        """Its type's kind as Buf reads it from the resolved descriptor: a message with delimited encoding is a group."""
+        kind = KINDS.get(self.proto.type, "unknown")
+        if kind == "message" and self.file.syntax == "editions" and delimited(
+                "editions", self.proto, self.scopes(), self.message.proto if self.message is not None else None):
+            return "group"
+        return kind
+
+    def scopes(self) -> tuple[Any, ...]:
+        """The options it inherits features from, after its own: its message's and theirs, then its file's."""
+        return self.message.scopes() if self.message is not None else (self.file.proto.options,)
 
     @property
     def type_name(self) -> str:
@@ -114,6 +131,10 @@ class Enum:
     @property
     def name(self) -> str:
         return str(self.proto.name)
+
+    def scopes(self) -> tuple[Any, ...]:
+        """The options it takes features from: its own, its enclosing messages', then its file's."""
+        return (self.proto.options, *(self.parent.scopes() if self.parent is not None else (self.file.proto.options,)))
 
     def names_by_number(self) -> dict[int, list[str]]:
         """Each number's value names (aliases give a number several), in order."""
@@ -203,7 +224,7 @@ def image_of(files: Iterable[descriptor_pb2.FileDescriptorProto], module: set[st
 def _message(image: Image, file: ProtoFile, proto: descriptor_pb2.DescriptorProto, prefix: str, parent: str, path: tuple[int, ...],
              outer: Message | None) -> None:
     nested = f"{parent}.{proto.name}" if parent else proto.name
-    message = Message(prefix + nested, nested, file, path, proto)
+    message = Message(prefix + nested, nested, file, path, proto, parent=outer)
     image.messages[message.full] = message
     for index, item in enumerate(proto.field):
         message.fields[item.number] = Field(item, file, (*path, 2, index), message)
@@ -218,15 +239,3 @@ def _message(image: Image, file: ProtoFile, proto: descriptor_pb2.DescriptorProt
 def _extension(image: Image, file: ProtoFile, proto: descriptor_pb2.FieldDescriptorProto, path: tuple[int, ...], scope: Message | None) -> None:
     extendee = proto.extendee.lstrip(".")
     image.extensions[(extendee, proto.number)] = Field(proto, file, path, scope, extendee)
-
-
-def feature(file: ProtoFile, *options: Any, name: str, legacy: str, editions: str) -> str:
-    """A feature's value (``json_format``, ``enum_type``, ``utf8_validation``, ``field_presence``) as Buf resolves it: the
-    nearest ``features`` option that sets it (the element's, then its parents', then the file's), else the syntax's own."""
-    if file.syntax != "editions":
-        return legacy
-    for holder in (*options, file.proto.options):
-        features = getattr(holder, "features", None)
-        if features is not None and features.HasField(name):
-            return str(descriptor_pb2.FeatureSet.DESCRIPTOR.fields_by_name[name].enum_type.values_by_number[getattr(features, name)].name)
-    return editions

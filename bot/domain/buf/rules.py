@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 from google.protobuf import descriptor_pb2
 
-from bot.domain.buf.image import Enum, Field, Image, Message, ProtoFile, feature
+from bot.domain.buf.image import Enum, Field, Image, Message, ProtoFile
+from bot.domain.protobuf.features import feature, required
 
 VERSIONS = ("v1beta1", "v1", "v2")
 CATEGORIES = ("FILE", "PACKAGE", "WIRE_JSON", "WIRE", "CSR")
@@ -189,7 +190,7 @@ def _package_no_delete(prev: Image, cur: Image) -> Iterator[BufFinding]:
 
 def _closed(enum: Enum) -> bool:
     legacy = "CLOSED" if enum.file.syntax == "proto2" else "OPEN"
-    return feature(enum.file, enum.proto.options, name="enum_type", legacy=legacy, editions="OPEN") == "CLOSED"
+    return feature(enum.file.syntax, enum.scopes(), "enum_type", legacy) == "CLOSED"
 
 
 @rule("ENUM_SAME_TYPE", "Checks that enums have the same type (open vs closed).", (F, P), (F, P), (F, P))
@@ -200,15 +201,15 @@ def _enum_same_type(prev: Image, cur: Image) -> Iterator[BufFinding]:
             yield _finding("ENUM_SAME_TYPE", after.file, after.path, f'Enum "{after.name}" changed from {states[0]} to {states[1]}.')
 
 
-def _json_format(file: ProtoFile, *options: object) -> str:
-    return feature(file, *options, name="json_format", legacy="LEGACY_BEST_EFFORT" if file.syntax == "proto2" else "ALLOW", editions="ALLOW")
+def _json_format(element: Enum | Message) -> str:
+    syntax = element.file.syntax
+    return feature(syntax, element.scopes(), "json_format", "LEGACY_BEST_EFFORT" if syntax == "proto2" else "ALLOW")
 
 
 @rule("ENUM_SAME_JSON_FORMAT", "Checks that enums have the same JSON format support.", (F, P, WJ), (F, P, WJ), (CSR, F, P, WJ))
 def _enum_same_json(prev: Image, cur: Image) -> Iterator[BufFinding]:
     for before, after in _enum_pairs(prev, cur):
-        old = _json_format(before.file, before.proto.options, *([before.parent.proto.options] if before.parent else []))
-        new = _json_format(after.file, after.proto.options, *([after.parent.proto.options] if after.parent else []))
+        old, new = _json_format(before), _json_format(after)
         if old == "ALLOW" and new != "ALLOW":
             yield _finding("ENUM_SAME_JSON_FORMAT", after.file, after.path, f'Enum "{after.name}" JSON format support changed from {old} to {new}.')
 
@@ -335,7 +336,7 @@ def _descriptor_accessor(prev: Image, cur: Image) -> Iterator[BufFinding]:
 @rule("MESSAGE_SAME_JSON_FORMAT", "Checks that messages have the same JSON format support.", (F, P, WJ), (F, P, WJ), (CSR, F, P, WJ))
 def _message_same_json(prev: Image, cur: Image) -> Iterator[BufFinding]:
     for before, after in _message_pairs(prev, cur):
-        old, new = _json_format(before.file, before.proto.options), _json_format(after.file, after.proto.options)
+        old, new = _json_format(before), _json_format(after)
         if old == "ALLOW" and new != "ALLOW":
             yield _finding("MESSAGE_SAME_JSON_FORMAT", after.file, after.path, f'Message "{after.name}" JSON format support changed from {old} to {new}.')
 
@@ -363,11 +364,7 @@ def _required_fields(prev: Image, cur: Image) -> Iterator[BufFinding]:
 
 
 def _required(item: Field) -> bool:
-    if item.proto.label == descriptor_pb2.FieldDescriptorProto.LABEL_REQUIRED:
-        return True
-    presence = feature(item.file, item.proto.options, *([item.message.proto.options] if item.message else []), name="field_presence",
-                       legacy="", editions="EXPLICIT")
-    return presence == "LEGACY_REQUIRED"
+    return required(item.file.syntax, item.proto, item.scopes())
 
 
 @rule("ONEOF_NO_DELETE", "Checks that oneofs are not deleted from a given message.", (F, P), (F, P), (CSR, F, P))
@@ -422,8 +419,7 @@ def _presence(item: Field) -> bool:
         return True
     if item.file.syntax == "proto3":
         return bool(item.proto.proto3_optional)
-    return feature(item.file, item.proto.options, *([item.message.proto.options] if item.message else []), name="field_presence",
-                   legacy="", editions="EXPLICIT") != "IMPLICIT"
+    return feature(item.file.syntax, (item.proto.options, *item.scopes()), "field_presence", "") != "IMPLICIT"
 
 
 WIRE_CARDINALITY = {"optional with explicit presence": 1, "optional with implicit presence": 1, "required": 2, "repeated": 3, "map": 3}
@@ -605,8 +601,7 @@ def _cpp_string_type(item: Field) -> str:
 
 
 def _utf8(item: Field) -> str:
-    return feature(item.file, item.proto.options, *([item.message.proto.options] if item.message else []), name="utf8_validation",
-                   legacy="NONE" if item.file.syntax == "proto2" else "VERIFY", editions="VERIFY")
+    return feature(item.file.syntax, (item.proto.options, *item.scopes()), "utf8_validation", "NONE" if item.file.syntax == "proto2" else "VERIFY")
 
 
 def _java_utf8(item: Field) -> str:

@@ -168,10 +168,20 @@ CATALOGUE += (
          "{path} changed from {old} to {new}, which the wire does not convert.", PROTOBUF),
     Rule("FIELD_NAMED_TYPE_CHANGED", COMPATIBLE, "a field's message type changed",
          "{path}: {detail}.", PROTOBUF),
-    Rule("FIELD_NUMERIC_LABEL_CHANGED", COMPATIBLE, "a numeric field changed between singular and repeated",
-         "{path} changed from {old} to {new}: numeric values are packed when repeated.", PROTOBUF),
-    Rule("FIELD_STRING_OR_BYTES_LABEL_CHANGED", COMPATIBLE, "a string or bytes field changed between singular and repeated",
-         "{path} changed from {old} to {new}: the wire reads it, a singular reader keeps only the last value.", PROTOBUF),
+    Rule("FIELD_NUMERIC_LABEL_CHANGED", COMPATIBLE, "a numeric field's label changed (optional, required, repeated)",
+         "{path} changed from {old} to {new}: the registry refuses any label change of a numeric field "
+         "(repeated numbers are packed, which a singular reader does not read).", PROTOBUF),
+    Rule("FIELD_STRING_OR_BYTES_LABEL_CHANGED", COMPATIBLE, "a string or bytes field's label changed (optional, required, repeated)",
+         "{path} changed from {old} to {new}: the wire reads either (a singular reader keeps the last of several values).", PROTOBUF),
+    Rule("FIELD_MADE_REQUIRED", COMPATIBLE, "an existing field became required (proto2 `required`, Editions' `LEGACY_REQUIRED`)",
+         "{path} (number {detail}) changed from {old} to required: a reader that requires it fails on data written without it. "
+         "The registry does not check this for a string, bytes or message field.", PROTOBUF),
+    Rule("FIELD_NO_LONGER_REQUIRED", COMPATIBLE, "a required field became optional or repeated",
+         "{path} (number {detail}) changed from required to {new}: a reader that requires it fails on data written without it. "
+         "The registry does not check this for a string, bytes or message field.", PROTOBUF),
+    Rule("FIELD_ENCODING_CHANGED", COMPATIBLE, "a message field changed between length-prefixed and delimited (group) encoding",
+         "{path} changed from {old} to {new}: a reader meets another wire type and drops the field as unknown. "
+         "The registry does not check this.", PROTOBUF),
     Rule("ONEOF_ADDED", SAFE, "a oneof was added", "Oneof {path} was added.", PROTOBUF),
     Rule("ONEOF_REMOVED", COMPATIBLE, "a oneof was removed", "Oneof {path} was removed.", PROTOBUF),
     Rule("ONEOF_FIELD_ADDED", SAFE, "a field was added to a oneof", "Field {path} ({new}) was added to oneof {detail}.", PROTOBUF),

@@ -2,8 +2,9 @@
 ``differences(original, update)`` is what a reader on ``update`` meets in data written with ``original``. The
 registry's BACKWARD check is ``differences(old, new)``, its FORWARD check ``differences(new, old)``; a difference
 outside ``COMPATIBLE`` fails the check. Types pair by their names without the package, fields by number (oneof
-members too), enum values by number. Beyond the registry: a deleted field whose number is not reserved, and
-wire-compatible edits that change the JSON encoding."""
+members too), enum values by number. Beyond the registry: a deleted field whose number is not reserved,
+wire-compatible edits that change the JSON encoding, a field made required, and a message field whose encoding
+(length-prefixed or delimited) changed."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ COMPATIBLE = frozenset({
     "MESSAGE_ADDED", "MESSAGE_MOVED", "ENUM_ADDED", "ENUM_REMOVED", "ENUM_CONST_ADDED", "ENUM_CONST_CHANGED", "ENUM_CONST_REMOVED",
     "FIELD_ADDED", "FIELD_REMOVED", "FIELD_NAME_CHANGED", "FIELD_STRING_OR_BYTES_LABEL_CHANGED", "ONEOF_ADDED", "ONEOF_REMOVED",
     "ONEOF_FIELD_ADDED", "ONEOF_FIELD_MOVED_TO_TOP_LEVEL",
-    "FIELD_NUMBER_NOT_RESERVED", "FIELD_JSON_CHANGED", "FIELD_TYPE_CHANGED_SAME_WIRE",  # ours: the registry does not see these
+    "FIELD_NUMBER_NOT_RESERVED", "FIELD_JSON_CHANGED", "FIELD_TYPE_CHANGED_SAME_WIRE", "FIELD_NO_LONGER_REQUIRED",  # ours: the
+    # registry does not see these
 })
 SCALAR_KINDS = {"int32": "number", "int64": "number", "uint32": "number", "uint64": "number", "bool": "number", "sint32": "signed",
                 "sint64": "signed", "string": "text", "bytes": "text", "fixed32": "fixed32", "sfixed32": "fixed32", "fixed64": "fixed64",
@@ -162,6 +164,9 @@ class _Diff:
     def field(self, old: ProtoField, new: ProtoField, key: tuple[str, ...], path: str) -> None:
         if old.name != new.name:
             self.add("FIELD_NAME_CHANGED", ("name", *key[1:]), path, old.name, new.name, str(new.number))
+        if (new.label == "required") != (old.label == "required"):  # one key: a reader on the required side fails
+            rule = "FIELD_MADE_REQUIRED" if new.label == "required" else "FIELD_NO_LONGER_REQUIRED"
+            self.add(rule, ("required", *key[1:]), path, old.label, new.label, str(new.number))
         self.kinds(old, new, key, path, old.label, new.label)
 
     def kinds(self, old: ProtoField, new: ProtoField, key: tuple[str, ...], path: str, old_label: str | None, new_label: str | None) -> None:
@@ -181,6 +186,8 @@ class _Diff:
                     rule = "FIELD_JSON_CHANGED" if json_changed else "FIELD_TYPE_CHANGED_SAME_WIRE"
                     self.add(rule, ("json", *key[1:]), path, old.type, new.type)
         elif o_kind == "message":
+            if old.delimited != new.delimited:
+                self.add("FIELD_ENCODING_CHANGED", ("encoding", *key[1:]), path, _encoding(old), _encoding(new))
             o_name, u_name = self.o.local(old.type), self.u.local(new.type)
             if o_name != u_name:
                 self.add("FIELD_NAMED_TYPE_CHANGED", ("named", *key[1:]), path, o_name, u_name, f"its type changed from {o_name} to {u_name}")
@@ -201,6 +208,10 @@ def _kind(item: ProtoField) -> str:
 
 def _scalar(item: ProtoField) -> str:
     return "number" if item.kind == "enum" else SCALAR_KINDS[item.type]
+
+
+def _encoding(item: ProtoField) -> str:
+    return "delimited (group) encoding" if item.delimited else "length-prefixed encoding"
 
 
 def _shown(item: ProtoField) -> str:

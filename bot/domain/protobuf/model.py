@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 from google.protobuf import descriptor_pb2
 
 from bot.domain.protobuf.compile import ROOT, compile_proto
+from bot.domain.protobuf.features import delimited, required
 
 D = descriptor_pb2.FieldDescriptorProto
 SCALARS = {D.TYPE_DOUBLE: "double", D.TYPE_FLOAT: "float", D.TYPE_INT64: "int64", D.TYPE_UINT64: "uint64", D.TYPE_INT32: "int32",
@@ -29,6 +31,7 @@ class ProtoField:
     type: str
     kind: str  # scalar, enum, message or map
     oneof: str | None  # a real oneof (proto3 ``optional`` makes none)
+    delimited: bool = False  # a message written as a group (proto2's ``group``, Editions' ``DELIMITED``), not length-prefixed
 
 
 @dataclass(slots=True)
@@ -44,7 +47,8 @@ class ProtoMessage:
     map_entry: bool = False
     index: int = 0  # its position among the types beside it
     file: str = ROOT
-    digest: bytes = b""  # its descriptor (nested types, options and reserved ranges included, no positions): equal when defined alike
+    digest: bytes = b""  # its descriptor (nested types, options and reserved ranges included, no positions) and, in an Editions
+    # file, the edition and the features it inherits: equal when defined alike
 
     def reserves(self, number: int) -> bool:
         """Whether ``number`` is reserved in this message."""
@@ -110,13 +114,14 @@ def parse_proto(text: str, refs: dict[str, str] | None = None, *, like: ProtoSch
     own_nested: dict[str, list[str]] = {}
     for file in files:
         prefix = f"{file.package}." if file.package else ""
+        scope = _Scope.of(file)
         for index, message in enumerate(file.message_type):
             kept = like.messages.get(prefix + message.name) if like is not None else None
             if (like is not None and kept is not None and kept.file == file.name and kept.index == index
-                    and kept.digest == message.SerializeToString(deterministic=True)):
+                    and kept.digest == scope.context + message.SerializeToString(deterministic=True)):
                 _take(message, kept.full_name, like, messages, enums, own_nested)
             else:
-                _message(message, prefix, "", messages, enums, own_nested, file.name, index)
+                _message(message, prefix, "", messages, enums, own_nested, file.name, index, scope)
             if file.name == ROOT:
                 own.append(prefix + message.name)
         for enum in file.enum_type:
@@ -129,16 +134,42 @@ def parse_proto(text: str, refs: dict[str, str] | None = None, *, like: ProtoSch
     return schema
 
 
-def _message(proto: descriptor_pb2.DescriptorProto, package: str, parent: str,
-             messages: dict[str, ProtoMessage], enums: dict[str, ProtoEnum], nested: dict[str, list[str]], file: str, index: int) -> None:
+class _Scope(NamedTuple):
+    """Where a message is written: its file's syntax, the options features are inherited from (the enclosing
+    messages', innermost first, then the file's), and what its digest starts with (empty outside Editions)."""
+
+    syntax: str
+    options: tuple[Any, ...]
+    context: bytes
+
+    @classmethod
+    def of(cls, file: descriptor_pb2.FileDescriptorProto) -> _Scope:
+        syntax = file.syntax or "proto2"
+        if syntax != "editions":
+            return cls(syntax, (), b"")
+        return cls(syntax, (file.options,), b"%d:" % file.edition + file.options.features.SerializeToString(deterministic=True) + b";")
+
+    def within(self, message: descriptor_pb2.DescriptorProto) -> _Scope:
+        """The scope of what ``message`` holds."""
+        if self.syntax != "editions":
+            return self
+        return _Scope(self.syntax, (message.options, *self.options),
+                      self.context + message.options.features.SerializeToString(deterministic=True) + b";")
+
+
+def _message(proto: descriptor_pb2.DescriptorProto, package: str, parent: str, messages: dict[str, ProtoMessage], enums: dict[str, ProtoEnum],
+             nested: dict[str, list[str]], file: str, index: int, scope: _Scope) -> None:
     name = f"{parent}.{proto.name}" if parent else proto.name
     full = package + name
-    message = ProtoMessage(full, name, map_entry=proto.options.map_entry, index=index, file=file, digest=proto.SerializeToString(deterministic=True),
+    inside = scope.within(proto)
+    message = ProtoMessage(full, name, map_entry=proto.options.map_entry, index=index, file=file,
+                           digest=scope.context + proto.SerializeToString(deterministic=True),
                            reserved_numbers=[(r.start, r.end) for r in proto.reserved_range], reserved_names=list(proto.reserved_name))
     if proto.oneof_decl:
         message.oneofs = [o.name for i, o in enumerate(proto.oneof_decl) if not any(f.proto3_optional and f.oneof_index == i and f.HasField("oneof_index")
                                                                                     for f in proto.field)]
     fields = message.fields
+    editions = inside.syntax == "editions"
     for field_proto in proto.field:  # each attribute read crosses into upb: once each
         kind_number = field_proto.type
         scalar = SCALARS.get(kind_number)
@@ -148,11 +179,15 @@ def _message(proto: descriptor_pb2.DescriptorProto, package: str, parent: str,
             kind, type_name = "scalar", scalar
         oneof = proto.oneof_decl[field_proto.oneof_index].name if field_proto.HasField("oneof_index") and not field_proto.proto3_optional else None
         number = field_proto.number
-        fields[number] = ProtoField(number, field_proto.name, field_proto.json_name, LABELS[field_proto.label], type_name, kind, oneof)
+        label = LABELS[field_proto.label]
+        if editions and label == "optional" and required(inside.syntax, field_proto, inside.options):
+            label = "required"
+        fields[number] = ProtoField(number, field_proto.name, field_proto.json_name, label, type_name, kind, oneof,
+                                    kind == "message" and delimited(inside.syntax, field_proto, inside.options, proto))
     messages[full] = message
     nested[full] = []
     for position, inner in enumerate(proto.nested_type):
-        _message(inner, package, name, messages, enums, nested, file, position)
+        _message(inner, package, name, messages, enums, nested, file, position, inside)
         if not inner.options.map_entry:
             nested[full].append(f"{full}.{inner.name}")
     for inner_enum in proto.enum_type:
