@@ -224,6 +224,22 @@ def test_all_of_must_match_every_branch_and_constants_keep_their_type() -> None:
     assert not verdict(doc(D7, e={"enum": [{"a": 1, "b": 2}]}), doc(D7, e={"enum": [{"b": 2, "a": 1}]})).findings
 
 
+def test_a_type_dropped_beside_its_keywords_lets_every_other_json_type_through() -> None:
+    typed = doc(D7, address={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+                qty={"type": "integer", "minimum": 0}, code={"type": "string", "maxLength": 3})
+    untyped = doc(D7, address={"properties": {"city": {"type": "string"}}, "required": ["city"]},
+                  qty={"minimum": 0}, code={"maxLength": 3})
+    dropped = verdict(typed, untyped)  # the registry reads both as the same object, number and string
+    assert rules(dropped) == {("TYPE_NO_LONGER_DECLARED", "Order.address"): "breaking", ("TYPE_NO_LONGER_DECLARED", "Order.qty"): "breaking",
+                              ("TYPE_NO_LONGER_DECLARED", "Order.code"): "breaking"}
+    assert dropped.backward and not dropped.forward
+    for document in ({"address": "Main St 1"}, {"qty": 1.5}, {"code": 12345}):
+        assert_witness(untyped, typed, document)
+    declared = verdict(untyped, typed)
+    assert rules(declared)[("TYPE_DECLARED", "Order.address")] == "breaking" and not declared.backward and declared.forward
+    assert not verdict(untyped, untyped).findings
+
+
 def test_a_tuple_and_a_pattern_inside_another_subjects_schema_reached_by_its_uri(tmp_path: Path) -> None:
     """A schema with imports: the tuple lives in a referenced document, given to `bot classify` as --old-ref/--new-ref."""
     uri = "https://example.com/geo.json"

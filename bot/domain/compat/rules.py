@@ -227,6 +227,12 @@ CATALOGUE += tuple(
     Rule("TYPE_CHANGED", COMPATIBLE, "a JSON type changed", "{path} changed from {old} to {new}: documents of one are not valid under the other.",
          JSON),
     Rule("TYPE_EXTENDED", COMPATIBLE, "integer became number", "{path} now accepts any number, not only integers ({old} → {new}).", JSON),
+    Rule("TYPE_DECLARED", COMPATIBLE, "a `type` was declared beside keywords that bound only values of that type",
+         "{path} now declares `type` {new}: documents where it held another JSON type were valid, and fail now. The registry does not "
+         "check this.", JSON),
+    Rule("TYPE_NO_LONGER_DECLARED", COMPATIBLE, "a `type` was dropped, leaving keywords that bind only values of that type",
+         "{path} no longer declares `type` {old}: any JSON type is valid there now, as keywords such as `properties`, `maxLength` or "
+         "`minimum` bind only values of their own type. The registry does not check this.", JSON),
     Rule("TYPE_NARROWED", COMPATIBLE, "number became integer",
          "{path} now accepts only integers ({old} → {new}): documents with fractions fail, and consumers that parse it as a decimal change "
          "their type (semantic drift).", JSON),

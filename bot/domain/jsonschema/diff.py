@@ -36,6 +36,7 @@ STRICT = frozenset({
     "ITEM_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL", "ITEM_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL",
     "FORMAT_ADDED", "FORMAT_REMOVED", "FORMAT_CHANGED",  # ours: the registry does not judge `format`; each is a finding of its own level
     "PATTERN_PROPERTIES_CHANGED",  # ours: nor `patternProperties`, beyond a property added or removed
+    "TYPE_NO_LONGER_DECLARED",  # ours: nor a `type` dropped beside a kind's keywords (TYPE_DECLARED fails)
 })
 LENIENT = STRICT | {
     "ADDITIONAL_PROPERTIES_NARROWED", "ADDITIONAL_PROPERTIES_REMOVED", "REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_OPEN_CONTENT_MODEL",
@@ -108,7 +109,9 @@ class _Diff:
         for word, rule in (("$id", "ID_CHANGED"), ("title", "TITLE_CHANGED"), ("description", "DESCRIPTION_CHANGED"), ("default", "DEFAULT_CHANGED")):
             if o.get(word) != u.get(word):
                 self.add(rule, path, o.get(word, ""), u.get(word, ""), aspect=word)
-        if o_kind == "number" and (o.get("type") == "integer") != (u.get("type") == "integer"):
+        if bool(o.get("type")) != bool(u.get("type")):  # without `type`, a kind's keywords bind only values of that kind
+            self.add("TYPE_DECLARED" if u.get("type") else "TYPE_NO_LONGER_DECLARED", path, _type_of(o), _type_of(u), aspect="type")
+        elif o_kind == "number" and (o.get("type") == "integer") != (u.get("type") == "integer"):
             self.add("TYPE_NARROWED" if u.get("type") == "integer" else "TYPE_EXTENDED", path, o.get("type"), u.get("type"), aspect="type")
         if o.get("format") != u.get("format"):
             rule = "FORMAT_ADDED" if "format" not in o else "FORMAT_REMOVED" if "format" not in u else "FORMAT_CHANGED"
