@@ -240,6 +240,44 @@ def test_a_type_dropped_beside_its_keywords_lets_every_other_json_type_through()
     assert not verdict(untyped, untyped).findings
 
 
+def test_a_one_of_branch_must_not_match_what_another_branch_matches() -> None:
+    card = {"type": "object", "properties": {"card": {"type": "string"}}, "required": ["card"]}
+    iban = {"type": "object", "properties": {"iban": {"type": "string"}}, "required": ["iban"]}
+    one, two = doc(D7, method={"oneOf": [card]}), doc(D7, method={"oneOf": [card, iban]})
+    added = verdict(one, two)  # the registry calls this SUM_TYPE_EXTENDED, compatible
+    assert rules(added)[("ONEOF_BRANCHES_MAY_OVERLAP", "Order.method")] == "breaking" and not added.backward
+    assert_witness(one, two, {"method": {"card": "4242", "iban": "DE00"}})  # one branch before, two now
+    told = [{**branch, "properties": {**branch["properties"], "kind": {"const": name}}, "required": [*branch["required"], "kind"]}
+            for branch, name in ((card, "card"), (iban, "iban"))]
+    discriminated = verdict(doc(D7, method={"oneOf": told[:1]}), doc(D7, method={"oneOf": told}))
+    assert rules(discriminated) == {("SUM_TYPE_EXTENDED", "Order.method"): "breaking"} and discriminated.backward  # a required const apart
+    closed = [{**branch, "additionalProperties": False} for branch in (card, iban)]
+    assert verdict(doc(D7, method={"oneOf": closed[:1]}), doc(D7, method={"oneOf": closed})).backward  # each refuses the other's name
+    text = doc(D7, code={"type": "string"})
+    short = doc(D7, code={"oneOf": [{"type": "string"}, {"maxLength": 3}]})
+    assert ("ONEOF_BRANCHES_MAY_OVERLAP", "Order.code") in rules(verdict(text, short))
+    assert_witness(text, short, {"code": "ab"})
+    assert verdict(text, doc(D7, code={"oneOf": [{"type": "string"}, {"type": "integer"}]})).backward  # types apart
+    nothing = doc(D7, flag={"oneOf": [{}, {}]})  # every value matches both: only a document without the property was valid
+    widened = verdict(doc(D7, flag={"oneOf": [{"type": "boolean"}, {}]}), nothing)
+    assert not widened.backward  # a branch widened to {} is not unchanged
+    assert_witness(doc(D7, flag={"oneOf": [{"type": "boolean"}, {}]}), nothing, {"flag": 1})
+
+
+def test_combined_branches_pair_by_a_maximum_matching_and_criteria_that_accept_more() -> None:
+    def strings(*limits: int) -> list[dict[str, Any]]:
+        return [{"type": "string", "maxLength": n} for n in limits]
+
+    # taking the first compatible branch would pair 2 with 5 and leave 4 without one; 2 -> 3 and 4 -> 5 cover both
+    paired = verdict(doc(D7, s={"anyOf": strings(2, 4)}), doc(D7, s={"anyOf": strings(5, 3)}))
+    assert paired.backward and not paired.forward  # an old reader has no branch for 5 characters
+    lost = verdict(doc(D7, s={"anyOf": strings(2, 4)}), doc(D7, s={"anyOf": [*strings(3, 3), {"type": "integer"}]}))
+    assert rules(lost)[("COMBINED_TYPE_SUBSCHEMAS_CHANGED", "Order.s")] == "breaking" and not lost.backward  # 4 has none
+    assert_witness(doc(D7, s={"anyOf": strings(2, 4)}), doc(D7, s={"anyOf": [*strings(3, 3), {"type": "integer"}]}), {"s": "abcd"})
+    relaxed = verdict(doc(D7, n={"oneOf": [{"type": "string"}, {"type": "integer"}]}), doc(D7, n={"anyOf": [{"type": "string"}, {"type": "integer"}]}))
+    assert rules(relaxed)[("COMBINED_TYPE_EXTENDED", "Order.n")] and relaxed.backward  # as the registry: anyOf accepts what oneOf did
+
+
 def test_a_tuple_and_a_pattern_inside_another_subjects_schema_reached_by_its_uri(tmp_path: Path) -> None:
     """A schema with imports: the tuple lives in a referenced document, given to `bot classify` as --old-ref/--new-ref."""
     uri = "https://example.com/geo.json"

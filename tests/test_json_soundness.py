@@ -1,6 +1,6 @@
 """JSON Schema verdicts against the draft's own validator: when the classifier calls a direction compatible, every document
 the writer's schema accepts is accepted by the reader's. Pairs are generated (objects with required, partially open and
-dependent properties, tuples with further items, limits, anyOf/allOf, type lists, not, const, a `type` dropped), each with documents
+dependent properties, tuples with further items, limits, anyOf/allOf/oneOf, type lists, not, const, a `type` dropped), each with documents
 drawn from both schemas and checked with
 `jsonschema`. Left out, as the registry's rules leave them out: defaults that fill a required property (none are generated),
 and a `patternProperties` entry that changes, which a finding of its own names while the registry's verdict stands."""
@@ -30,8 +30,8 @@ plain = st.one_of(
     st.builds(lambda least: {"type": "integer", **({"minimum": least} if least is not None else {})}, st.none() | st.integers(-1, 1)),
     st.builds(lambda values: {"enum": sorted(values)}, st.sets(st.sampled_from(["p", "q", "r"]), min_size=1)),
 )
-leaves = (  # and their combinations (oneOf is left out: the registry judges it as anyOf, which a branch that overlaps breaks)
-    plain | st.builds(lambda word, branches: {word: branches}, st.sampled_from(["anyOf", "allOf"]), st.lists(plain, min_size=1, max_size=3))
+leaves = (  # and their combinations
+    plain | st.builds(lambda word, branches: {word: branches}, st.sampled_from(["anyOf", "allOf", "oneOf"]), st.lists(plain, min_size=1, max_size=3))
     | st.builds(lambda t: {"type": t}, st.lists(st.sampled_from(["string", "integer", "boolean", "null"]), unique=True, min_size=2, max_size=3))
     | st.builds(lambda inner: {"not": inner}, plain) | st.builds(lambda c: {"const": c}, st.sampled_from(["p", 1, True]))
 )
@@ -104,6 +104,8 @@ def mutated(draw: st.DrawFn, node: Any, modern: bool) -> Any:
         changed[key] = draw(st.lists(leaves, min_size=1, max_size=4))
     elif key in ("items", "additionalItems", "additionalProperties", "unevaluatedProperties"):
         changed[key] = draw(st.just(False) | st.just(True) | leaves)
+    elif key in ("anyOf", "allOf", "oneOf"):  # a branch added or one taken away
+        changed[key] = [*value, draw(plain)] if len(value) == 1 or draw(st.booleans()) else value[1:]
     elif key == "required":
         changed[key] = draw(st.lists(st.sampled_from(sorted(node.get("properties", {})) or ["a"]), unique=True, min_size=1))
     elif key == "dependentSchemas":
@@ -137,7 +139,7 @@ def instance(schema: Any, rng: random.Random, depth: int = 0) -> Any:
         return rng.choice(schema["enum"])
     if "const" in schema:
         return schema["const"]
-    for word in ("anyOf", "allOf"):
+    for word in ("anyOf", "allOf", "oneOf"):
         if word in schema:
             return instance(rng.choice(schema[word]), rng, depth + 1)
     declared = schema.get("type")
@@ -166,10 +168,8 @@ def accepted(schema: dict[str, Any], documents: list[Any]) -> list[Any]:
     return [d for d in documents if check.is_valid(d)]
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(pairs(), st.integers(0, 2**32))
-def test_a_direction_called_compatible_refuses_no_document_the_writer_accepts(pair: tuple[dict[str, Any], dict[str, Any]], seed: int) -> None:
-    old, new = pair
+def assert_sound(old: dict[str, Any], new: dict[str, Any], seed: int) -> None:
+    """Whenever a direction is called compatible, the reader's schema accepts every drawn document the writer's accepts."""
     verdict = classify_schemas(SchemaType.JSON, [parse_schema(SchemaType.JSON, json.dumps(old))], parse_schema(SchemaType.JSON, json.dumps(new)),
                                Mode.FULL)
     rng = random.Random(seed)
@@ -177,9 +177,47 @@ def test_a_direction_called_compatible_refuses_no_document_the_writer_accepts(pa
     said = "; ".join(f"{f.rule} {f.path}" for f in verdict.findings) or "nothing"
     if any(f.rule in UNCHECKED for f in verdict.findings):
         return  # the registry's verdict stands, and a finding says what it does not check
+    by_old, by_new = accepted(old, documents), accepted(new, documents)
     if verdict.backward:
-        refused = [d for d in accepted(old, documents) if d not in accepted(new, documents)]
+        refused = [d for d in by_old if d not in by_new]
         assert not refused, f"BACKWARD called compatible ({said}), but the new schema refuses {refused[0]!r}, which the old one wrote"
     if verdict.forward:
-        refused = [d for d in accepted(new, documents) if d not in accepted(old, documents)]
+        refused = [d for d in by_new if d not in by_old]
         assert not refused, f"FORWARD called compatible ({said}), but the old schema refuses {refused[0]!r}, which the new one wrote"
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(pairs(), st.integers(0, 2**32))
+def test_a_direction_called_compatible_refuses_no_document_the_writer_accepts(pair: tuple[dict[str, Any], dict[str, Any]], seed: int) -> None:
+    assert_sound(*pair, seed)
+
+
+branch = plain | st.builds(  # objects told apart, or not, by a required constant; closed to other properties, or not
+    lambda tag, names, closed: {"type": "object", "properties": {"kind": {"const": tag} if tag else {"type": "string"}, "a": {"type": "string"},
+                                                                 "b": {"type": "integer"}},
+                                "required": sorted({*names, *(["kind"] if tag else [])}), **({"additionalProperties": False} if closed else {})},
+    st.sampled_from(["p", "q", "r", None]), st.lists(st.sampled_from(["a", "b"]), unique=True), st.booleans())
+
+
+@st.composite
+def combined_pairs(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A property that is a combination, and the same with a branch added, taken away or drawn again."""
+    word = draw(st.sampled_from(["oneOf", "anyOf", "allOf"]))
+    before = draw(st.lists(branch, min_size=1, max_size=3))
+    after = list(before)
+    for _ in range(draw(st.integers(1, 2))):
+        change = draw(st.sampled_from(["add", "remove", "redraw"]))
+        if change == "add" or not after:
+            after.insert(draw(st.integers(0, len(after))), draw(branch))
+        elif change == "remove" and len(after) > 1:
+            after.pop(draw(st.integers(0, len(after) - 1)))
+        else:
+            after[draw(st.integers(0, len(after) - 1))] = draw(branch)
+    draft = draw(st.sampled_from(DRAFTS))
+    return tuple({"$schema": draft, "type": "object", "properties": {"v": {word: branches}}} for branches in (before, after))  # type: ignore[return-value]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(combined_pairs(), st.integers(0, 2**32))
+def test_a_combination_called_compatible_refuses_no_document_the_writer_accepts(pair: tuple[dict[str, Any], dict[str, Any]], seed: int) -> None:
+    assert_sound(*pair, seed)

@@ -233,6 +233,10 @@ CATALOGUE += tuple(
     Rule("TYPE_NO_LONGER_DECLARED", COMPATIBLE, "a `type` was dropped, leaving keywords that bind only values of that type",
          "{path} no longer declares `type` {old}: any JSON type is valid there now, as keywords such as `properties`, `maxLength` or "
          "`minimum` bind only values of their own type. The registry does not check this.", JSON),
+    Rule("ONEOF_BRANCHES_MAY_OVERLAP", COMPATIBLE, "a new or changed `oneOf` branch is not provably exclusive of another",
+         "{path}: `oneOf` branches {detail} may both match a document the other schema accepted, and `oneOf` refuses a document "
+         "that matches two. Make them exclusive (for objects, a required property with a different `const` in each). "
+         "The registry does not check this.", JSON),
     Rule("TYPE_NARROWED", COMPATIBLE, "number became integer",
          "{path} now accepts only integers ({old} → {new}): documents with fractions fail, and consumers that parse it as a decimal change "
          "their type (semantic drift).", JSON),
@@ -261,6 +265,8 @@ CATALOGUE += tuple(
     Rule("ENUM_ARRAY_CHANGED", COMPATIBLE, "an enum's values changed", "{path}: enum values changed ({detail}).", JSON),
     Rule("CONST_CHANGED", COMPATIBLE, "a `const` changed", "{path}: const changed from {old} to {new}.", JSON),
     Rule("COMBINED_TYPE_CHANGED", COMPATIBLE, "allOf, anyOf and oneOf swapped", "{path} changed from {old} to {new}.", JSON),
+    Rule("COMBINED_TYPE_EXTENDED", COMPATIBLE, "allOf, anyOf or oneOf changed to one that accepts at least as much",
+         "{path} changed from {old} to {new}, which accepts what its branches accepted before.", JSON),
     Rule("COMBINED_TYPE_SUBSCHEMAS_CHANGED", COMPATIBLE, "the branches of a combined schema changed", "{path}: a branch changed incompatibly.",
          JSON),
     Rule("SUM_TYPE_EXTENDED", COMPATIBLE, "anyOf/oneOf gained a branch (or a type became one)", "{path} now also accepts another branch.", JSON),

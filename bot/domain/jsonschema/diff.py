@@ -15,7 +15,8 @@ from decimal import Decimal
 from typing import Any
 
 from bot.domain.compat.changes import Difference
-from bot.domain.jsonschema.model import JsonSchema, kind, resolve
+from bot.domain.jsonschema.disjoint import disjoint
+from bot.domain.jsonschema.model import JsonSchema, json_value, kind, resolve
 
 STRICT = frozenset({
     "ID_CHANGED", "DESCRIPTION_CHANGED", "TITLE_CHANGED", "DEFAULT_CHANGED", "SCHEMA_REMOVED", "TYPE_EXTENDED", "MAX_LENGTH_INCREASED",
@@ -95,12 +96,14 @@ class _Diff:
                 return  # the update accepts everything, or nothing was valid before
             branches = self._branches(u, u_base) if u_kind == "combined" and o_kind != "combined" else []
             if branches and (len(branches) == 1 or "allOf" not in u):  # one of the branches will do (allOf must match them all)
-                for branch, branch_base in branches:
+                for index, (branch, branch_base) in enumerate(branches):
                     sub = self._sub(o, o_base, branch, branch_base, path)
                     if all(d.rule in STRICT for d in sub.found):
                         self.found += sub.found
                         if len(branches) > 1:
                             self.add("SUM_TYPE_EXTENDED", path, o_kind, "anyOf/oneOf", aspect="type")
+                            if "oneOf" in u:
+                                self._exclusive(branches, {index: (o, o_base)}, set(), path)
                         return
             self.add("TYPE_CHANGED", path, _type_of(o), _type_of(u), aspect="type")
             return
@@ -140,7 +143,7 @@ class _Diff:
                         else "ENUM_ARRAY_CHANGED")
                 moved = sorted({**before, **after}[k] for k in before.keys() ^ after.keys())
                 self.add(rule, path, sorted(before.values()), sorted(after.values()), ", ".join(moved), aspect="enum")
-        elif o_kind == "const" and _value(o["const"]) != _value(u["const"]):
+        elif o_kind == "const" and json_value(o["const"]) != json_value(u["const"]):
             self.add("CONST_CHANGED", path, o["const"], u["const"], aspect="const")
         elif o_kind == "combined":
             self._combined(o, o_base, u, u_base, path)
@@ -179,6 +182,21 @@ class _Diff:
         aspect = "property" if what.startswith("PROPERTY") else "item"
         self.add(f"{what}_{'IS' if covered else 'NOT'}_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL", path, detail=detail, aspect=aspect)
 
+    def _exclusive(self, branches: list[tuple[Any, str]], matched: dict[int, tuple[Any, str]], unchanged: set[int], path: str) -> None:
+        """A ``oneOf`` of the update refuses a document that matches two of its branches. A document the original accepted
+        matches one of ``matched`` (update branch -> the original's schema it takes over); it must match no other branch
+        that is new or changed (one ``unchanged`` did not match it before either): disjoint from the original's schema or
+        from the branch that takes it over, by ``disjoint``'s proof."""
+        for other, (branch, base) in enumerate(branches):
+            if other in unchanged:
+                continue
+            for index, (before, before_base) in matched.items():
+                taking, taking_base = branches[index]
+                if index != other and not (disjoint(self.o, before, before_base, self.u, branch, base)
+                                           or disjoint(self.u, taking, taking_base, self.u, branch, base)):
+                    self.add("ONEOF_BRANCHES_MAY_OVERLAP", path, detail=f"{index + 1} and {other + 1}", aspect="oneOf")
+                    return
+
     def _branches(self, node: dict[str, Any], base: str) -> list[tuple[Any, str]]:
         for word in ("anyOf", "oneOf", "allOf"):
             if word in node:
@@ -189,27 +207,66 @@ class _Diff:
         return []
 
     def _combined(self, o: dict[str, Any], o_base: str, u: dict[str, Any], u_base: str, path: str) -> None:
-        criterion = next((w for w in ("allOf", "anyOf", "oneOf") if w in o), "anyOf")
-        if criterion != next((w for w in ("allOf", "anyOf", "oneOf") if w in u), "anyOf"):
-            self.add("COMBINED_TYPE_CHANGED", path, criterion, next((w for w in ("allOf", "anyOf", "oneOf") if w in u), "anyOf"), aspect="combined")
-            return
+        """Two combinations, as the registry compares them: their criteria, their numbers of branches, and a maximum
+        matching of the original's branches to the update's compatible ones, which must cover the fewer."""
         o_branches, u_branches = self._branches(o, o_base), self._branches(u, u_base)
-        matched: set[int] = set()
-        for o_branch, o_branch_base in o_branches:
-            for index, (u_branch, u_branch_base) in enumerate(u_branches):
-                if index in matched:
-                    continue
-                sub = self._sub(o_branch, o_branch_base, u_branch, u_branch_base, path)
-                if all(d.rule in STRICT for d in sub.found):
-                    matched.add(index)
-                    self.found += sub.found
-                    break
+        before, after = _criterion(o), _criterion(u)
+        if before != after:
+            single = len(o_branches) == 1, len(u_branches) == 1
+            if not (after == "anyOf" or all(single) or (single[0] and after == "oneOf") or (single[1] and before == "allOf")):
+                self.add("COMBINED_TYPE_CHANGED", path, before, after, aspect="combined")
+                return
+            self.add("COMBINED_TYPE_EXTENDED", path, before, after, aspect="combined")
+        if before != "oneOf":  # the same branch twice changes nothing (in a oneOf, it refuses what that branch accepts)
+            o_branches = _distinct(o_branches)
+        if after != "oneOf":
+            u_branches = _distinct(u_branches)
+        pairs = self._matching(o_branches, u_branches, path)
+        for sub in pairs.values():
+            self.found += sub[1].found
+        if after == "oneOf":
+            self._exclusive(u_branches, {index: o_branches[i] for index, (i, _) in pairs.items()},
+                            {j for j, (i, _) in pairs.items() if before == "oneOf" and _same(o_branches[i], u_branches[j])}, path)
         if len(u_branches) > len(o_branches):
-            self.add("PRODUCT_TYPE_EXTENDED" if criterion == "allOf" else "SUM_TYPE_EXTENDED", path, len(o_branches), len(u_branches), aspect="combined")
+            self.add("PRODUCT_TYPE_EXTENDED" if after == "allOf" else "SUM_TYPE_EXTENDED", path, len(o_branches), len(u_branches), aspect="combined")
         elif len(u_branches) < len(o_branches):
-            self.add("PRODUCT_TYPE_NARROWED" if criterion == "allOf" else "SUM_TYPE_NARROWED", path, len(o_branches), len(u_branches), aspect="combined")
-        elif len(matched) < len(o_branches):
+            self.add("PRODUCT_TYPE_NARROWED" if before == "allOf" else "SUM_TYPE_NARROWED", path, len(o_branches), len(u_branches), aspect="combined")
+        if len(pairs) < min(len(o_branches), len(u_branches)):
             self.add("COMBINED_TYPE_SUBSCHEMAS_CHANGED", path, aspect="combined")
+
+    def _matching(self, o_branches: list[tuple[Any, str]], u_branches: list[tuple[Any, str]], path: str) -> dict[int, tuple[int, _Diff]]:
+        """A maximum matching of the original's branches to the update's that accept what they accepted: update branch ->
+        (original branch, their walk). Each branch tries the one at its own place first, so branches kept in order cost
+        one walk each."""
+        walks: dict[tuple[int, int], _Diff | None] = {}
+
+        def edge(i: int, j: int) -> _Diff | None:
+            if (i, j) not in walks:
+                sub = self._sub(*o_branches[i], *u_branches[j], path)
+                walks[(i, j)] = sub if all(d.rule in STRICT for d in sub.found) else None
+            return walks[(i, j)]
+
+        def order(i: int) -> list[int]:
+            return [*range(i, len(u_branches)), *range(min(i, len(u_branches)))]
+
+        owner: dict[int, int] = {}  # update branch -> original branch
+
+        def augment(i: int, seen: set[int]) -> bool:
+            for j in order(i):
+                if j not in seen and edge(i, j) is not None:
+                    seen.add(j)
+                    if j not in owner or augment(owner[j], seen):
+                        owner[j] = i
+                        return True
+            return False
+
+        for i in range(len(o_branches)):
+            free = next((j for j in order(i) if j not in owner and edge(i, j) is not None), None)
+            if free is not None:
+                owner[free] = i
+            else:
+                augment(i, set())
+        return {j: (i, sub) for j, i in owner.items() if (sub := walks[(i, j)]) is not None}
 
     def _object(self, o: dict[str, Any], o_base: str, u: dict[str, Any], u_base: str, path: str) -> None:
         o_props, u_props = o.get("properties") or {}, u.get("properties") or {}
@@ -345,6 +402,23 @@ class _Diff:
         return kind(resolve(schema, node, base)[0])
 
 
+def _criterion(node: dict[str, Any]) -> str:
+    return next((w for w in ("allOf", "anyOf", "oneOf") if w in node), "anyOf")  # a type list is an anyOf
+
+
+def _same(a: tuple[Any, str], b: tuple[Any, str]) -> bool:
+    """The same schema, read under the same base (``1`` is not ``true``)."""
+    return a[1] == b[1] and json_value(a[0]) == json_value(b[0])
+
+
+def _distinct(branches: list[tuple[Any, str]]) -> list[tuple[Any, str]]:
+    """Branches without repeats (the same JSON read under the same base), first places kept."""
+    seen: dict[str, tuple[Any, str]] = {}
+    for node, base in branches:
+        seen.setdefault(json.dumps([node, base], sort_keys=True), (node, base))
+    return list(seen.values())
+
+
 def _limits(node: dict[str, Any]) -> dict[str, Any]:
     """The node's limits as drafts 6 on write them: draft 4's ``"exclusiveMinimum": true`` beside ``"minimum": 3`` is
     ``"exclusiveMinimum": 3`` (and no inclusive minimum), so that setting the flag counts as the narrowing it is."""
@@ -440,19 +514,7 @@ def _has_default(node: Any) -> bool:
 
 def _values(items: list[Any]) -> dict[Any, str]:
     """An enum's values as JSON Schema tells them apart, each with its JSON text."""
-    return {_value(v): json.dumps(v, sort_keys=True) for v in items}
-
-
-def _value(value: Any) -> Any:
-    """A JSON value as JSON Schema compares them: numbers by their value (1 is 1.0), never equal to a boolean (Python's
-    ``1 == True``), objects whatever their key order; hashable."""
-    if isinstance(value, bool) or value is None or isinstance(value, str):
-        return (type(value).__name__, value)
-    if isinstance(value, int | float):
-        return ("number", Decimal(str(value)).normalize() if value == value and abs(value) != float("inf") else str(value))
-    if isinstance(value, list):
-        return ("array", tuple(_value(v) for v in value))
-    return ("object", tuple(sorted((k, _value(v)) for k, v in value.items())))
+    return {json_value(v): json.dumps(v, sort_keys=True) for v in items}
 
 
 def _type_of(node: Any) -> str:

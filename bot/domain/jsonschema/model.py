@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from jsonschema import exceptions, validators
@@ -199,3 +200,15 @@ def pointer_path(pointer: str) -> str:
             continue
         index += 1  # items, prefixItems/0, allOf/1, $defs/X...: no name of their own in a document
     return ".".join(names)
+
+
+def json_value(value: Any) -> Any:
+    """A JSON value as JSON Schema compares them: numbers by their value (1 is 1.0), never equal to a boolean (Python's
+    ``1 == True``), objects whatever their key order; hashable."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return (type(value).__name__, value)
+    if isinstance(value, int | float):
+        return ("number", Decimal(str(value)).normalize() if value == value and abs(value) != float("inf") else str(value))
+    if isinstance(value, list):
+        return ("array", tuple(json_value(v) for v in value))
+    return ("object", tuple(sorted((k, json_value(v)) for k, v in value.items())))

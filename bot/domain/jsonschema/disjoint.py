@@ -1,0 +1,87 @@
+"""Whether two JSON schemas provably accept no document in common: what a ``oneOf`` needs of its branches for a
+document that matches one to match no other. Every keyword of a schema must hold, so one keyword of each side that
+contradicts the other's is proof: types that do not meet, constants or enums with no value in common, or, for
+objects, a property both require whose schemas are disjoint (a discriminator) or that one requires and the other
+does not allow. Anything else may overlap: the answer is never "disjoint" without proof."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from bot.domain.jsonschema.model import JsonSchema, json_value, resolve
+
+DEPTH = 4  # discriminators nest rarely deeper; beyond, "may overlap"
+
+
+def disjoint(a_schema: JsonSchema, a: Any, a_base: str, b_schema: JsonSchema, b: Any, b_base: str, depth: int = 0) -> bool:
+    """Whether no document is valid under both ``a`` (a part of ``a_schema``) and ``b`` (of ``b_schema``), each read
+    with its ``$ref`` followed."""
+    a, a_base = resolve(a_schema, a, a_base)
+    b, b_base = resolve(b_schema, b, b_base)
+    if a is False or b is False:
+        return True
+    if not isinstance(a, dict) or not isinstance(b, dict) or depth > DEPTH:
+        return False
+    a_types, b_types = _types(a), _types(b)
+    if a_types is not None and b_types is not None and not any(_meet(x, y) for x in a_types for y in b_types):
+        return True
+    a_values, b_values = _values(a), _values(b)
+    if a_values is not None and b_values is not None and not a_values & b_values:
+        return True
+    if a_types == {"object"} and b_types == {"object"}:
+        return _objects_disjoint(a_schema, a, a_base, b_schema, b, b_base, depth)
+    return False
+
+
+def _objects_disjoint(a_schema: JsonSchema, a: dict[str, Any], a_base: str, b_schema: JsonSchema, b: dict[str, Any], b_base: str,
+                      depth: int) -> bool:
+    a_required, b_required = set(a.get("required") or ()), set(b.get("required") or ())
+    for name in a_required & b_required:
+        a_property, b_property = (a.get("properties") or {}).get(name), (b.get("properties") or {}).get(name)
+        if a_property is not None and b_property is not None and disjoint(a_schema, a_property, a_base, b_schema, b_property, b_base, depth + 1):
+            return True
+    return any(_refuses(a, name) for name in b_required) or any(_refuses(b, name) for name in a_required)
+
+
+def _refuses(node: dict[str, Any], name: str) -> bool:
+    """Whether an object refuses any property ``name`` (closed to it: not in ``properties``, found by no pattern, other
+    properties false)."""
+    if name in (node.get("properties") or {}) or node.get("additionalProperties", True) is not False:
+        return False
+    return not any(re.search(pattern, name) for pattern in node.get("patternProperties") or {})
+
+
+def _types(node: dict[str, Any]) -> set[str] | None:
+    """The JSON types a schema allows (its ``type``, or its constant's or enum's values'); None when it does not say."""
+    values = node["enum"] if isinstance(node.get("enum"), list) else [node["const"]] if "const" in node else None
+    if values is not None:
+        return {_type(v) for v in values}
+    declared = node.get("type")
+    if isinstance(declared, str):
+        return {declared}
+    if isinstance(declared, list):
+        return {str(t) for t in declared}
+    return None
+
+
+def _type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int) or (isinstance(value, float) and value.is_integer()):
+        return "integer"
+    return {str: "string", float: "number", list: "array", dict: "object"}.get(type(value), "null")
+
+
+def _meet(x: str, y: str) -> bool:
+    """Whether two JSON types share values (every integer is a number)."""
+    return x == y or {x, y} == {"integer", "number"}
+
+
+def _values(node: dict[str, Any]) -> set[Any] | None:
+    """The values a schema's ``const`` or ``enum`` allows, as JSON compares them; None when it allows others."""
+    if "const" in node:
+        return {json_value(node["const"])}
+    if isinstance(node.get("enum"), list):
+        return {json_value(v) for v in node["enum"]}
+    return None
