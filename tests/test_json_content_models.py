@@ -178,6 +178,14 @@ def test_tuple_places_reach_lineage_as_their_array() -> None:
     assert lineage_path("Order.point[0].x", "Order") == "point.x" and lineage_path("Order.items[].price", "Order") == "items.price"
 
 
+def test_the_root_of_an_untitled_schema_reaches_lineage_as_the_whole_record_as_a_titled_one_does() -> None:
+    for title in ({"title": "Order"}, {}):
+        old = {"$schema": D7, **title, "type": "object", "description": "v1", "properties": {"id": {"type": "string"}}}
+        found = verdict(old, {**old, "description": "v2"}).findings
+        label = parse_schema(J, json.dumps(old)).label
+        assert [(f.rule, lineage_path(f.path, label)) for f in found] == [("DESCRIPTION_CHANGED", "")]  # "": the whole topic
+
+
 def test_what_the_registry_does_not_compare_is_still_named() -> None:
     old = {"$schema": D7, "title": "Order", "type": "object", "properties": {"id": {"type": "string"}},
            "patternProperties": {"^x-": {"type": "string"}}}

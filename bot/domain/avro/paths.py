@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from bot.domain.avro.model import Node, Schema
+from bot.domain.compat.changes import ROOT_PATH
 
 ENTRY = re.compile(r"<[A-Za-z0-9_]*>")
 POSITION = re.compile(r"\[[0-9]*\]")  # an array's items, or one place of a JSON tuple
@@ -40,7 +41,9 @@ def field_paths(schema: Schema) -> list[str]:
 def lineage_path(path: str, label: str) -> str:
     """``Order.items[].price`` (a classifier path under root ``Order``) as ``items.price``; a referenced type's
     entry is dropped too (``Order.shipping<Address>.zip`` is ``shipping.zip``), and a JSON tuple's position
-    (``Order.point[1]`` is ``point``)."""
+    (``Order.point[1]`` is ``point``). The root of a schema without a name is the whole record, as a named root is."""
+    if path == ROOT_PATH:
+        return ""
     rest = path[len(label):] if path.startswith(label) else path
     if "<" in rest:
         rest = ENTRY.sub("", rest)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+ROOT_PATH = "(root)"  # where a finding at the root of a schema without a name (an untitled JSON Schema) is shown
+
 
 class Direction(enum.StrEnum):
     """Which readers a change breaks."""

@@ -14,7 +14,7 @@ import re
 from decimal import Decimal
 from typing import Any
 
-from bot.domain.compat.changes import Difference
+from bot.domain.compat.changes import ROOT_PATH, Difference
 from bot.domain.jsonschema.disjoint import disjoint
 from bot.domain.jsonschema.model import JsonSchema, json_value, kind, resolve
 
@@ -75,7 +75,7 @@ class _Diff:
         self.active: set[tuple[int, int]] = set()  # pairs being compared: a recursive schema meets itself as compatible
 
     def add(self, rule: str, path: str, old: Any = "", new: Any = "", detail: str = "", aspect: str = "") -> None:
-        self.found.append(Difference(rule, (aspect or rule.split("_")[0], path), path or "(root)", _text(old), _text(new), detail))
+        self.found.append(Difference(rule, (aspect or rule.split("_")[0], path), path or ROOT_PATH, _text(old), _text(new), detail))
 
     def compare(self, o_node: Any, o_base: str, u_node: Any, u_base: str, path: str) -> None:
         o_node, o_base = resolve(self.o, o_node, o_base)
