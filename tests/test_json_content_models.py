@@ -284,6 +284,13 @@ def test_combined_branches_pair_by_a_maximum_matching_and_criteria_that_accept_m
     assert_witness(doc(D7, s={"anyOf": strings(2, 4)}), doc(D7, s={"anyOf": [*strings(3, 3), {"type": "integer"}]}), {"s": "abcd"})
     relaxed = verdict(doc(D7, n={"oneOf": [{"type": "string"}, {"type": "integer"}]}), doc(D7, n={"anyOf": [{"type": "string"}, {"type": "integer"}]}))
     assert rules(relaxed)[("COMBINED_TYPE_EXTENDED", "Order.n")] and relaxed.backward  # as the registry: anyOf accepts what oneOf did
+    base = {"type": "object", "properties": {"id": {"type": "string"}}}
+    both = {**doc(D7, v={"allOf": [{"$ref": "#/definitions/Base"}, {"required": ["id"]}]}), "definitions": {"Base": base}}
+    one = {**both, "properties": {"v": {"$ref": "#/definitions/Base"}}}
+    dropped = verdict(both, one)  # a document that met both constraints meets the one left (the registry's PRODUCT_TYPE_NARROWED)
+    assert rules(dropped) == {("PRODUCT_TYPE_NARROWED", "Order.v"): "breaking"} and dropped.backward and not dropped.forward
+    assert_witness(one, both, {"v": {}})
+    assert not verdict(doc(D7, v={"anyOf": [{"type": "string"}]}), doc(D7, v={"type": "string"})).findings  # a single branch is itself
 
 
 def test_a_tuple_and_a_pattern_inside_another_subjects_schema_reached_by_its_uri(tmp_path: Path) -> None:

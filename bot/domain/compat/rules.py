@@ -272,7 +272,7 @@ CATALOGUE += tuple(
     Rule("SUM_TYPE_EXTENDED", COMPATIBLE, "anyOf/oneOf gained a branch (or a type became one)", "{path} now also accepts another branch.", JSON),
     Rule("SUM_TYPE_NARROWED", COMPATIBLE, "anyOf/oneOf lost a branch", "{path} accepts one branch less ({old} → {new}).", JSON),
     Rule("PRODUCT_TYPE_EXTENDED", COMPATIBLE, "allOf gained a branch", "{path} must now also match another schema ({old} → {new}).", JSON),
-    Rule("PRODUCT_TYPE_NARROWED", COMPATIBLE, "allOf lost a branch", "{path} need match one schema less ({old} → {new}).", JSON),
+    Rule("PRODUCT_TYPE_NARROWED", COMPATIBLE, "allOf lost a branch", "{path} must match fewer schemas ({old} → {new}).", JSON),
     Rule("NOT_TYPE_EXTENDED", COMPATIBLE, "a `not` refuses more", "{path}: its `not` now refuses more documents.", JSON),
     Rule("NOT_TYPE_NARROWED", COMPATIBLE, "a `not` refuses less", "{path}: its `not` now refuses fewer documents.", JSON),
     Rule("REQUIRED_ATTRIBUTE_ADDED", COMPATIBLE, "an existing property became required",

@@ -105,6 +105,15 @@ class _Diff:
                             if "oneOf" in u:
                                 self._exclusive(branches, {index: (o, o_base)}, set(), path)
                         return
+            o_branches = self._branches(o, o_base) if o_kind == "combined" and u_kind != "combined" else []
+            if o_branches and (len(o_branches) == 1 or "allOf" in o):  # what an allOf accepted, each of its branches accepted
+                for branch, branch_base in o_branches:
+                    sub = self._sub(branch, branch_base, u, u_base, path)
+                    if all(d.rule in STRICT for d in sub.found):
+                        self.found += sub.found
+                        if len(o_branches) > 1:
+                            self.add("PRODUCT_TYPE_NARROWED", path, len(o_branches), 1, aspect="type")
+                        return
             self.add("TYPE_CHANGED", path, _type_of(o), _type_of(u), aspect="type")
             return
         if not isinstance(o, dict) or not isinstance(u, dict):
