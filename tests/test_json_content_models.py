@@ -293,6 +293,33 @@ def test_combined_branches_pair_by_a_maximum_matching_and_criteria_that_accept_m
     assert not verdict(doc(D7, v={"anyOf": [{"type": "string"}]}), doc(D7, v={"type": "string"})).findings  # a single branch is itself
 
 
+def test_conditions_property_names_and_contains_are_compared_though_the_registry_does_not() -> None:
+    plain = doc(D7, country={"type": "string"})
+    us_zip = {**plain, "if": {"properties": {"country": {"const": "US"}}, "required": ["country"]}, "then": {"required": ["zip"]}}
+    added = verdict(plain, us_zip)
+    assert rules(added) == {("CONDITION_ADDED", "Order"): "breaking"} and not added.backward and added.forward
+    assert_witness(plain, us_zip, {"country": "US"})
+    typed = verdict(us_zip, {**us_zip, "then": {"properties": {"zip": {"type": "string"}}}})  # zip: 5 met the old `then`
+    assert rules(typed) == {("CONDITION_NARROWED", "Order"): "breaking"} and not typed.backward
+    assert_witness(us_zip, {**us_zip, "then": {"properties": {"zip": {"type": "string"}}}}, {"country": "US", "zip": 5})
+    looser = verdict(us_zip, {**us_zip, "then": {}})
+    assert rules(looser) == {("CONDITION_EXTENDED", "Order"): "breaking"} and looser.backward and not looser.forward
+    other_if = {**us_zip, "if": {"properties": {"country": {"const": "CA"}}, "required": ["country"]}}
+    assert rules(verdict(us_zip, other_if)) == {("CONDITION_CHANGED", "Order"): "breaking"}
+    assert_witness(us_zip, other_if, {"country": "CA"})
+    short_names = {**plain, "propertyNames": {"maxLength": 4}}
+    assert rules(verdict(plain, short_names)) == {("PROPERTY_NAMES_NARROWED", "Order"): "breaking"}
+    assert_witness(plain, short_names, {"country": "US"})
+    tags = doc(D7, tags={"type": "array", "items": {"type": "string"}})
+    urgent = doc(D7, tags={"type": "array", "items": {"type": "string"}, "contains": {"enum": ["urgent"]}})
+    assert rules(verdict(tags, urgent)) == {("CONTAINS_ADDED", "Order.tags"): "breaking"}
+    assert_witness(tags, urgent, {"tags": ["late"]})
+    either = doc(D7, tags={"type": "array", "items": {"type": "string"}, "contains": {"enum": ["urgent", "late"]}})
+    widened = verdict(urgent, either)
+    assert rules(widened) == {("CONTAINS_EXTENDED", "Order.tags"): "breaking"} and widened.backward and not widened.forward
+    assert_witness(either, urgent, {"tags": ["late"]})
+
+
 def test_a_tuple_and_a_pattern_inside_another_subjects_schema_reached_by_its_uri(tmp_path: Path) -> None:
     """A schema with imports: the tuple lives in a referenced document, given to `bot classify` as --old-ref/--new-ref."""
     uri = "https://example.com/geo.json"

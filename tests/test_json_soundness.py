@@ -1,6 +1,7 @@
 """JSON Schema verdicts against the draft's own validator: when the classifier calls a direction compatible, every document
 the writer's schema accepts is accepted by the reader's. Pairs are generated (objects with required, partially open and
-dependent properties, tuples with further items, limits, anyOf/allOf/oneOf, type lists, not, const, a `type` dropped), each with documents
+dependent properties, tuples with further items, limits, anyOf/allOf/oneOf, type lists, not, const, a `type` dropped,
+`propertyNames`, `contains`, `if`/`then`/`else`), each with documents
 drawn from both schemas and checked with
 `jsonschema`. Left out, as the registry's rules leave them out: defaults that fill a required property (none are generated),
 and a `patternProperties` entry that changes, which a finding of its own names while the registry's verdict stands."""
@@ -37,6 +38,15 @@ leaves = (  # and their combinations
 )
 
 
+names_schema = st.builds(lambda most, pattern: {**({"maxLength": most} if most else {}), **({"pattern": pattern} if pattern else {})},
+                         st.none() | st.integers(1, 3), st.none() | st.sampled_from(["^[a-z]+$", "^x-"]))
+condition = st.builds(  # when a is "p", b is required (or else, a is required)
+    lambda then, otherwise: {"if": {"properties": {"a": {"const": "p"}}, "required": ["a"]}, **({"then": then} if then else {}),
+                             **({"else": otherwise} if otherwise else {})},
+    st.none() | st.sampled_from([{"required": ["b"]}, {"properties": {"b": {"type": "integer"}}}]),
+    st.none() | st.sampled_from([{"required": ["a"]}, {"maxProperties": 2}]))
+
+
 def tuples(modern: bool) -> st.SearchStrategy[dict[str, Any]]:
     """An array: a tuple of places and what it holds further items to, or one schema for all items."""
     tuple_word, more_word = ("prefixItems", "items") if modern else ("items", "additionalItems")
@@ -47,8 +57,9 @@ def tuples(modern: bool) -> st.SearchStrategy[dict[str, Any]]:
             array[more_word] = more
         return {**array, **({"maxItems": limit} if limit is not None else {})}
 
+    contained = st.builds(lambda items, inside: {"type": "array", "items": items, "contains": inside}, leaves, leaves)
     tupled = st.builds(build, st.lists(leaves, min_size=1, max_size=3), st.none() | st.just(False) | st.just(True) | leaves, st.none() | st.integers(1, 3))
-    return tupled | st.builds(lambda items: {"type": "array", "items": items}, leaves)
+    return tupled | contained | st.builds(lambda items: {"type": "array", "items": items}, leaves)
 
 
 def objects(modern: bool, depth: int = 0) -> st.SearchStrategy[dict[str, Any]]:
@@ -75,6 +86,10 @@ def objects(modern: bool, depth: int = 0) -> st.SearchStrategy[dict[str, Any]]:
             node["dependentSchemas"] = {"b": {"required": draw(st.lists(st.sampled_from(["a", "x-2"]), unique=True, min_size=1))}}
         if modern and extra == "absent" and draw(st.booleans()):
             node["unevaluatedProperties"] = draw(st.just(False) | leaves)
+        if not draw(st.integers(0, 3)):
+            node["propertyNames"] = draw(names_schema)
+        if not draw(st.integers(0, 3)):
+            node.update(draw(condition))
         return node
 
     return build()
@@ -104,6 +119,10 @@ def mutated(draw: st.DrawFn, node: Any, modern: bool) -> Any:
         changed[key] = draw(st.lists(leaves, min_size=1, max_size=4))
     elif key in ("items", "additionalItems", "additionalProperties", "unevaluatedProperties"):
         changed[key] = draw(st.just(False) | st.just(True) | leaves)
+    elif key in ("propertyNames", "contains") and draw(st.booleans()):
+        changed[key] = draw(names_schema if key == "propertyNames" else leaves)
+    elif key in ("if", "then", "else") and draw(st.booleans()):
+        changed.update({k: v for k, v in draw(condition).items() if k == key or key == "if"})
     elif key in ("anyOf", "allOf", "oneOf"):  # a branch added or one taken away
         changed[key] = [*value, draw(plain)] if len(value) == 1 or draw(st.booleans()) else value[1:]
     elif key == "required":

@@ -237,6 +237,29 @@ CATALOGUE += tuple(
          "{path}: `oneOf` branches {detail} may both match a document the other schema accepted, and `oneOf` refuses a document "
          "that matches two. Make them exclusive (for objects, a required property with a different `const` in each). "
          "The registry does not check this.", JSON),
+    Rule("PROPERTY_NAMES_NARROWED", COMPATIBLE, "`propertyNames` refuses names it accepted",
+         "{path}: `propertyNames` now refuses names it accepted, so documents with such a property fail. The registry does not check this.",
+         JSON),
+    Rule("PROPERTY_NAMES_EXTENDED", COMPATIBLE, "`propertyNames` changed and accepts every name it did",
+         "{path}: `propertyNames` changed and accepts every name it accepted. The registry does not check this.", JSON),
+    Rule("CONTAINS_ADDED", COMPATIBLE, "`contains` was added", "{path} must now hold an item that matches `contains`: arrays without "
+         "one fail. The registry does not check this.", JSON),
+    Rule("CONTAINS_REMOVED", COMPATIBLE, "`contains` was removed", "{path} no longer needs an item that matches `contains`. "
+         "The registry does not check this.", JSON),
+    Rule("CONTAINS_NARROWED", COMPATIBLE, "`contains` matches fewer items", "{path}: `contains` now matches fewer items, so arrays "
+         "whose only match it no longer matches fail. The registry does not check this.", JSON),
+    Rule("CONTAINS_EXTENDED", COMPATIBLE, "`contains` changed and matches every item it did",
+         "{path}: `contains` changed and matches every item it matched. The registry does not check this.", JSON),
+    Rule("CONDITION_ADDED", COMPATIBLE, "`if`/`then`/`else` was added", "{path} now has a condition (`if` with `then` or `else`): "
+         "values that do not meet its branch fail. The registry does not check this.", JSON),
+    Rule("CONDITION_REMOVED", COMPATIBLE, "`if`/`then`/`else` was removed", "{path} no longer has a condition (`if` with `then` or "
+         "`else`). The registry does not check this.", JSON),
+    Rule("CONDITION_CHANGED", COMPATIBLE, "an `if` changed", "{path}: its `if` changed, so values may meet the other branch "
+         "(`then` or `else`) than before. The registry does not check this.", JSON),
+    Rule("CONDITION_NARROWED", COMPATIBLE, "a `then` or `else` refuses what it accepted",
+         "{path}: a `then` or `else` now refuses values it accepted. The registry does not check this.", JSON),
+    Rule("CONDITION_EXTENDED", COMPATIBLE, "a `then` or `else` changed and accepts all it did",
+         "{path}: a `then` or `else` changed and accepts every value it accepted. The registry does not check this.", JSON),
     Rule("TYPE_NARROWED", COMPATIBLE, "number became integer",
          "{path} now accepts only integers ({old} → {new}): documents with fractions fail, and consumers that parse it as a decimal change "
          "their type (semantic drift).", JSON),

@@ -38,6 +38,7 @@ STRICT = frozenset({
     "FORMAT_ADDED", "FORMAT_REMOVED", "FORMAT_CHANGED",  # ours: the registry does not judge `format`; each is a finding of its own level
     "PATTERN_PROPERTIES_CHANGED",  # ours: nor `patternProperties`, beyond a property added or removed
     "TYPE_NO_LONGER_DECLARED",  # ours: nor a `type` dropped beside a kind's keywords (TYPE_DECLARED fails)
+    "PROPERTY_NAMES_EXTENDED", "CONTAINS_REMOVED", "CONTAINS_EXTENDED", "CONDITION_REMOVED", "CONDITION_EXTENDED",  # ours: nor these
 })
 LENIENT = STRICT | {
     "ADDITIONAL_PROPERTIES_NARROWED", "ADDITIONAL_PROPERTIES_REMOVED", "REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_OPEN_CONTENT_MODEL",
@@ -167,6 +168,7 @@ class _Diff:
             self._object(o, o_base, u, u_base, path)
         elif o_kind == "array":
             self._array(o, o_base, u, u_base, path)
+        self._conditional(o, o_base, u, u_base, path)
 
     def _sub(self, o: Any, o_base: str, u: Any, u_base: str, path: str) -> _Diff:
         """A walk of its own (to judge a branch or a schema for other properties), inside this one's recursion guard."""
@@ -325,6 +327,7 @@ class _Diff:
             else:
                 self.compare(o_props[name], o_base, u_props[name], u_base, at)
         self._dependencies(o, o_base, u, u_base, path)
+        self._applied(o.get("propertyNames", True), o_base, u.get("propertyNames", True), u_base, path, "PROPERTY_NAMES", "propertyNames")
         at = f"{path}{{}}" if path else "{}"
         o_patterns, u_patterns = o.get("patternProperties") or {}, u.get("patternProperties") or {}
         for pattern in sorted(o_patterns.keys() | u_patterns.keys()):
@@ -354,6 +357,29 @@ class _Diff:
                 self.add("DEPENDENCY_SCHEMA_ADDED", _join(path, name), detail=name, aspect="dependentSchemas")
             else:
                 self.compare(o_schemas[name], o_base, u_schemas[name], u_base, path)  # what the object must also match: its own paths
+
+    def _applied(self, o_schema: Any, o_base: str, u_schema: Any, u_base: str, at: str, rules: str, aspect: str) -> None:
+        """A schema a keyword applies to parts of a value (``propertyNames`` to each name, ``contains`` to items,
+        ``then``/``else``): ``{rules}_NARROWED`` when the update's refuses something the original's accepted,
+        ``_EXTENDED`` when it changed and accepts all it did."""
+        if json_value(o_schema) == json_value(u_schema):
+            return
+        sub = self._sub(o_schema, o_base, u_schema, u_base, at)
+        self.add(f"{rules}_EXTENDED" if all(d.rule in STRICT for d in sub.found) else f"{rules}_NARROWED", at, aspect=aspect)
+
+    def _conditional(self, o: dict[str, Any], o_base: str, u: dict[str, Any], u_base: str, path: str) -> None:
+        """``if``/``then``/``else``: a value that matches ``if`` must match ``then``, one that does not, ``else``. The
+        registry compares none of it."""
+        o_if, u_if = "if" in o and ("then" in o or "else" in o), "if" in u and ("then" in u or "else" in u)
+        if not o_if and not u_if:
+            return
+        if o_if != u_if:
+            self.add("CONDITION_ADDED" if u_if else "CONDITION_REMOVED", path, aspect="if")
+        elif json_value(o["if"]) != json_value(u["if"]):
+            self.add("CONDITION_CHANGED", path, aspect="if")
+        else:
+            for word in ("then", "else"):
+                self._applied(o.get(word, True), o_base, u.get(word, True), u_base, path, "CONDITION", "if")
 
     def _others(self, o_extra: Any, o_base: str, u_extra: Any, u_base: str, at: str, rules: str, aspect: str) -> None:
         """The schema for members no other keyword names (``additionalProperties``, ``additionalItems``, ``unevaluated*``):
@@ -402,6 +428,10 @@ class _Diff:
         else:  # one schema for every item
             self.compare(o_further, o_base, u_further, u_base, at)
         self._others(o.get("unevaluatedItems", True), o_base, u.get("unevaluatedItems", True), u_base, at, "UNEVALUATED_ITEMS", "unevaluatedItems")
+        if ("contains" in o) != ("contains" in u):  # an array must hold an item that matches it
+            self.add("CONTAINS_ADDED" if "contains" in u else "CONTAINS_REMOVED", path, aspect="contains")
+        elif "contains" in o:
+            self._applied(o["contains"], o_base, u["contains"], u_base, path, "CONTAINS", "contains")
         if bool(o.get("uniqueItems")) != bool(u.get("uniqueItems")):
             self.add("UNIQUE_ITEMS_ADDED" if u.get("uniqueItems") else "UNIQUE_ITEMS_REMOVED", path, aspect="uniqueItems")
 

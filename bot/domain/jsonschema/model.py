@@ -86,6 +86,8 @@ def kind(node: Any) -> str:
     for words, found in ((OBJECT_WORDS, "object"), (ARRAY_WORDS, "array"), (STRING_WORDS, "string"), (NUMBER_WORDS, "number")):
         if any(word in node for word in words):
             return found
+    if "if" in node and ("then" in node or "else" in node):
+        return "conditional"  # it binds values of every type
     return "empty"
 
 
