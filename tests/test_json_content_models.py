@@ -320,6 +320,14 @@ def test_conditions_property_names_and_contains_are_compared_though_the_registry
     assert_witness(either, urgent, {"tags": ["late"]})
 
 
+def test_a_name_required_without_a_schema_and_then_declared_optional_is_no_longer_required() -> None:
+    old = {**doc(D7, a={"type": "string"}), "required": ["zip"]}
+    new = doc(D7, a={"type": "string"}, zip={"type": "string"})
+    result = verdict(old, new)
+    assert rules(result)[("REQUIRED_ATTRIBUTE_REMOVED", "Order.zip")] == "breaking" and not result.forward
+    assert_witness(new, old, {"a": "x"})
+
+
 def test_a_tuple_and_a_pattern_inside_another_subjects_schema_reached_by_its_uri(tmp_path: Path) -> None:
     """A schema with imports: the tuple lives in a referenced document, given to `bot classify` as --old-ref/--new-ref."""
     uri = "https://example.com/geo.json"

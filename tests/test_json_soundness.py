@@ -126,7 +126,7 @@ def mutated(draw: st.DrawFn, node: Any, modern: bool) -> Any:
     elif key in ("anyOf", "allOf", "oneOf"):  # a branch added or one taken away
         changed[key] = [*value, draw(plain)] if len(value) == 1 or draw(st.booleans()) else value[1:]
     elif key == "required":
-        changed[key] = draw(st.lists(st.sampled_from(sorted(node.get("properties", {})) or ["a"]), unique=True, min_size=1))
+        changed[key] = draw(st.lists(st.sampled_from(sorted({*node.get("properties", {}), "a", "b"})), unique=True, min_size=1))  # declared or not
     elif key == "dependentSchemas":
         changed[key] = {"b": {"required": draw(st.lists(st.sampled_from(["a", "x-1", "x-2"]), unique=True, min_size=1))}}
     elif key in ("dependencies", "dependentRequired"):

@@ -282,9 +282,9 @@ class _Diff:
     def _object(self, o: dict[str, Any], o_base: str, u: dict[str, Any], u_base: str, path: str) -> None:
         o_props, u_props = o.get("properties") or {}, u.get("properties") or {}
         o_required, u_required = set(o.get("required") or []), set(u.get("required") or [])
-        undeclared = (o_required | u_required) - o_props.keys() - u_props.keys()  # required, with no schema either side (the registry skips them)
-        for name in [*o_props, *sorted(undeclared)]:
-            if (name in u_props or name in undeclared) and (name in o_required) != (name in u_required):
+        for name in [*o_props, *sorted((o_required | u_required) - o_props.keys())]:  # the registry skips names without a schema
+            added, removed = name in u_props and name not in o_props, name in o_props and name not in u_props
+            if (name in o_required) != (name in u_required) and not (added and name in u_required) and not (removed and name in o_required):
                 at = _join(path, name)
                 if name in o_required:
                     self.add("REQUIRED_ATTRIBUTE_REMOVED", at, detail=name, aspect="required")
