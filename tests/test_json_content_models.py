@@ -246,6 +246,8 @@ def test_a_type_dropped_beside_its_keywords_lets_every_other_json_type_through()
     declared = verdict(untyped, typed)
     assert rules(declared)[("TYPE_DECLARED", "Order.address")] == "breaking" and not declared.backward and declared.forward
     assert not verdict(untyped, untyped).findings
+    as_list, as_any_of = doc(D7, v={"type": ["string", "null"]}), doc(D7, v={"anyOf": [{"type": "string"}, {"type": "null"}]})
+    assert not verdict(as_list, as_any_of).findings  # a type list is a combination: written as anyOf, it is the same schema
 
 
 def test_a_one_of_branch_must_not_match_what_another_branch_matches() -> None:

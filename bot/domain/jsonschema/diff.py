@@ -40,6 +40,7 @@ STRICT = frozenset({
     "TYPE_NO_LONGER_DECLARED",  # ours: nor a `type` dropped beside a kind's keywords (TYPE_DECLARED fails)
     "PROPERTY_NAMES_EXTENDED", "CONTAINS_REMOVED", "CONTAINS_EXTENDED", "CONDITION_REMOVED", "CONDITION_EXTENDED",  # ours: nor these
 })
+KEYWORD_KINDS = ("object", "array", "string", "number")  # kinds a schema's keywords tell without `type` (a type list is a combination)
 LENIENT = STRICT | {
     "ADDITIONAL_PROPERTIES_NARROWED", "ADDITIONAL_PROPERTIES_REMOVED", "REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_OPEN_CONTENT_MODEL",
     "OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL", "PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL", "UNEVALUATED_PROPERTIES_NARROWED",
@@ -122,7 +123,7 @@ class _Diff:
         for word, rule in (("$id", "ID_CHANGED"), ("title", "TITLE_CHANGED"), ("description", "DESCRIPTION_CHANGED"), ("default", "DEFAULT_CHANGED")):
             if o.get(word) != u.get(word):
                 self.add(rule, path, o.get(word, ""), u.get(word, ""), aspect=word)
-        if bool(o.get("type")) != bool(u.get("type")):  # without `type`, a kind's keywords bind only values of that kind
+        if o_kind in KEYWORD_KINDS and bool(o.get("type")) != bool(u.get("type")):  # without `type`, a kind's keywords bind only its values
             self.add("TYPE_DECLARED" if u.get("type") else "TYPE_NO_LONGER_DECLARED", path, _type_of(o), _type_of(u), aspect="type")
         elif o_kind == "number" and (o.get("type") == "integer") != (u.get("type") == "integer"):
             self.add("TYPE_NARROWED" if u.get("type") == "integer" else "TYPE_EXTENDED", path, o.get("type"), u.get("type"), aspect="type")
