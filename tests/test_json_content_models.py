@@ -330,6 +330,25 @@ def test_a_name_required_without_a_schema_and_then_declared_optional_is_no_longe
     assert_witness(new, old, {"a": "x"})
 
 
+def test_a_ref_is_followed_beside_any_annotations_and_beside_constraints_as_its_draft_says() -> None:
+    def order(draft: str, address: dict[str, Any], zip_type: str) -> dict[str, Any]:
+        defs = "$defs" if draft == D2020 else "definitions"
+        return {**doc(draft, addr=address), defs: {"A": {"type": "object", "properties": {"zip": {"type": zip_type}}}}}
+
+    noted = {"$ref": "#/definitions/A", "title": "Address", "description": "where it goes", "default": {}}
+    retyped = verdict(order(D7, noted, "string"), order(D7, noted, "integer"))  # four annotations beside the $ref hid it
+    assert rules(retyped) == {("TYPE_CHANGED", "Order.addr.zip"): "breaking"}
+    assert_witness(order(D7, noted, "string"), order(D7, noted, "integer"), {"addr": {"zip": "10115"}})
+    ignored = {"$ref": "#/definitions/A", "type": "string"}  # draft 7 ignores what stands beside a $ref
+    assert not verdict(order(D7, {"$ref": "#/definitions/A"}, "string"), order(D7, ignored, "string")).findings
+    plain, closed = {"$ref": "#/$defs/A"}, {"$ref": "#/$defs/A", "required": ["zip"]}  # 2020-12 applies it beside the $ref
+    tightened = verdict(order(D2020, plain, "string"), order(D2020, closed, "string"))
+    assert not tightened.backward and tightened.forward
+    assert_witness(order(D2020, plain, "string"), order(D2020, closed, "string"), {"addr": {}})
+    retyped_2020 = verdict(order(D2020, closed, "string"), order(D2020, closed, "integer"))
+    assert ("TYPE_CHANGED", "Order.addr.zip") in rules(retyped_2020) and not retyped_2020.backward
+
+
 def test_a_tuple_and_a_pattern_inside_another_subjects_schema_reached_by_its_uri(tmp_path: Path) -> None:
     """A schema with imports: the tuple lives in a referenced document, given to `bot classify` as --old-ref/--new-ref."""
     uri = "https://example.com/geo.json"

@@ -233,9 +233,13 @@ class _Diff:
             o_branches = _distinct(o_branches)
         if after != "oneOf":
             u_branches = _distinct(u_branches)
-        pairs = self._matching(o_branches, u_branches, path)
+        pairs, walks = self._matching(o_branches, u_branches, path)
         for sub in pairs.values():
             self.found += sub[1].found
+        paired = {i for i, _ in pairs.values()}
+        for i in range(min(len(o_branches), len(u_branches))):  # a branch left without a match: what differs at its own place says why
+            if i not in paired and i not in pairs and (i, i) in walks:
+                self.found += walks[(i, i)].found
         if after == "oneOf":
             self._exclusive(u_branches, {index: o_branches[i] for index, (i, _) in pairs.items()},
                             {j for j, (i, _) in pairs.items() if before == "oneOf" and _same(o_branches[i], u_branches[j])}, path)
@@ -246,17 +250,18 @@ class _Diff:
         if len(pairs) < min(len(o_branches), len(u_branches)):
             self.add("COMBINED_TYPE_SUBSCHEMAS_CHANGED", path, aspect="combined")
 
-    def _matching(self, o_branches: list[tuple[Any, str]], u_branches: list[tuple[Any, str]], path: str) -> dict[int, tuple[int, _Diff]]:
+    def _matching(self, o_branches: list[tuple[Any, str]], u_branches: list[tuple[Any, str]],
+                  path: str) -> tuple[dict[int, tuple[int, _Diff]], dict[tuple[int, int], _Diff]]:
         """A maximum matching of the original's branches to the update's that accept what they accepted: update branch ->
-        (original branch, their walk). Each branch tries the one at its own place first, so branches kept in order cost
-        one walk each."""
-        walks: dict[tuple[int, int], _Diff | None] = {}
+        (original branch, their walk); and every walk made. Each branch tries the one at its own place first, so branches
+        kept in order cost one walk each."""
+        walks: dict[tuple[int, int], _Diff] = {}
 
         def edge(i: int, j: int) -> _Diff | None:
             if (i, j) not in walks:
-                sub = self._sub(*o_branches[i], *u_branches[j], path)
-                walks[(i, j)] = sub if all(d.rule in STRICT for d in sub.found) else None
-            return walks[(i, j)]
+                walks[(i, j)] = self._sub(*o_branches[i], *u_branches[j], path)
+            sub = walks[(i, j)]
+            return sub if all(d.rule in STRICT for d in sub.found) else None
 
         def order(i: int) -> list[int]:
             return [*range(i, len(u_branches)), *range(min(i, len(u_branches)))]
@@ -278,7 +283,7 @@ class _Diff:
                 owner[free] = i
             else:
                 augment(i, set())
-        return {j: (i, sub) for j, i in owner.items() if (sub := walks[(i, j)]) is not None}
+        return {j: (i, walks[(i, j)]) for j, i in owner.items()}, walks
 
     def _object(self, o: dict[str, Any], o_base: str, u: dict[str, Any], u_base: str, path: str) -> None:
         o_props, u_props = o.get("properties") or {}, u.get("properties") or {}

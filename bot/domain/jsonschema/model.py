@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -26,6 +26,9 @@ OBJECT_WORDS = ("properties", "required", "additionalProperties", "patternProper
 ARRAY_WORDS = ("items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems", "contains", "unevaluatedItems")
 STRING_WORDS = ("minLength", "maxLength", "pattern", "format", "contentEncoding", "contentMediaType")
 NUMBER_WORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
+ANNOTATIONS = frozenset({"$ref", "title", "description", "default", "examples", "$comment", "deprecated", "readOnly", "writeOnly",
+                         "$schema", "$id", "$anchor", "$dynamicAnchor", "definitions", "$defs"})  # words beside a $ref that constrain nothing
+MODERN = ("https://json-schema.org/draft/2019-09/schema", "https://json-schema.org/draft/2020-12/schema")  # where a $ref's siblings apply
 
 
 @dataclass
@@ -37,6 +40,8 @@ class JsonSchema:
     base: str
     title: str
     canonical: str = ""  # the document and its references with sorted keys: equal for the same schema however written
+    modern: dict[str, bool] = field(default_factory=dict)  # a document's base URI -> whether it is draft 2019-09 or later
+    joined: dict[int, Any] = field(default_factory=dict)  # a $ref beside constraints (2019-09 on), as the allOf it means: one per node
 
     @property
     def label(self) -> str:
@@ -57,7 +62,8 @@ def parse_json_schema(text: str, refs: dict[str, str] | None = None) -> JsonSche
     specification = specification_with(root.get("$schema", ""), default=DRAFT7) if isinstance(root, dict) else DRAFT7
     registry: Registry[Any] = Registry().with_resources([*resources, (base, specification.create_resource(root))])
     canonical = json.dumps([root, sorted((uri, json.loads(body)) for uri, body in (refs or {}).items())], sort_keys=True)
-    schema = JsonSchema(root, registry, base, str(root.get("title") or "") if isinstance(root, dict) else "", canonical)
+    modern = {uri: _modern(json.loads(body)) for uri, body in (refs or {}).items()}
+    schema = JsonSchema(root, registry, base, str(root.get("title") or "") if isinstance(root, dict) else "", canonical, {**modern, base: _modern(root)})
     _resolve_all(schema)
     return schema
 
@@ -92,10 +98,16 @@ def kind(node: Any) -> str:
 
 
 def resolve(schema: JsonSchema, node: Any, base: str | None = None) -> tuple[Any, str]:
-    """``node`` with its ``$ref`` followed (and the base URI it is read under); JsonSchemaError when it resolves nowhere."""
+    """``node`` with its ``$ref`` followed (and the base URI it is read under); JsonSchemaError when it resolves nowhere.
+    Up to draft 7 a ``$ref``'s siblings are ignored; from 2019-09 they apply beside it, so a ``$ref`` beside constraints
+    reads as ``allOf`` of the two (annotations beside it constrain nothing: it is followed)."""
     base = base or schema.base
     seen = 0
-    while isinstance(node, dict) and isinstance(node.get("$ref"), str) and len(node) <= 3 and seen < 50:
+    while isinstance(node, dict) and isinstance(node.get("$ref"), str) and seen < 50:
+        if node.keys() - ANNOTATIONS and schema.modern.get(base, schema.modern.get(schema.base, False)):
+            if id(node) not in schema.joined:
+                schema.joined[id(node)] = {"allOf": [{"$ref": node["$ref"]}, {k: v for k, v in node.items() if k != "$ref"}]}
+            return schema.joined[id(node)], base
         try:
             resolved = schema.registry.resolver(base).lookup(node["$ref"])
         except Unresolvable as err:
@@ -103,6 +115,10 @@ def resolve(schema: JsonSchema, node: Any, base: str | None = None) -> tuple[Any
         node, base = resolved.contents, resolved.resolver._base_uri or base
         seen += 1
     return node, base
+
+
+def _modern(document: Any) -> bool:
+    return isinstance(document, dict) and str(document.get("$schema", "")).rstrip("#") in MODERN
 
 
 def _load(text: str, what: str) -> Any:
