@@ -268,6 +268,13 @@ def test_a_one_of_branch_must_not_match_what_another_branch_matches() -> None:
     assert ("ONEOF_BRANCHES_MAY_OVERLAP", "Order.code") in rules(verdict(text, short))
     assert_witness(text, short, {"code": "ab"})
     assert verdict(text, doc(D7, code={"oneOf": [{"type": "string"}, {"type": "integer"}]})).backward  # types apart
+    small = doc(D7, n={"oneOf": [{"type": "integer", "maximum": 10}]})
+    for other, apart in (({"type": "number", "exclusiveMinimum": 10}, True), ({"type": "integer", "minimum": 10}, False)):
+        widened = verdict(small, doc(D7, n={"oneOf": [{"type": "integer", "maximum": 10}, other]}))
+        assert widened.backward is apart  # ranges that do not meet are apart; 10 meets both of the second pair
+    assert_witness(small, doc(D7, n={"oneOf": [{"type": "integer", "maximum": 10}, {"type": "integer", "minimum": 10}]}), {"n": 10})
+    short_codes = doc(D7, code={"oneOf": [{"type": "string", "maxLength": 2}]})
+    assert verdict(short_codes, doc(D7, code={"oneOf": [{"type": "string", "maxLength": 2}, {"type": "string", "minLength": 3}]})).backward
     nothing = doc(D7, flag={"oneOf": [{}, {}]})  # every value matches both: only a document without the property was valid
     widened = verdict(doc(D7, flag={"oneOf": [{"type": "boolean"}, {}]}), nothing)
     assert not widened.backward  # a branch widened to {} is not unchanged

@@ -211,7 +211,13 @@ def test_a_direction_called_compatible_refuses_no_document_the_writer_accepts(pa
     assert_sound(*pair, seed)
 
 
-branch = plain | st.builds(  # objects told apart, or not, by a required constant; closed to other properties, or not
+ranges = st.builds(  # numbers and strings told apart, or not, by their bounds
+    lambda kind, low, high, exclusive: {"type": kind, **({("exclusiveMinimum" if exclusive else "minimum"): low} if low is not None else {}),
+                                        **({"maximum": high} if high is not None else {})},
+    st.sampled_from(["integer", "number"]), st.none() | st.integers(-1, 2), st.none() | st.integers(-1, 2), st.booleans(),
+) | st.builds(lambda low, high: {"type": "string", **({"minLength": low} if low is not None else {}), **({"maxLength": high} if high is not None else {})},
+              st.none() | st.integers(0, 3), st.none() | st.integers(0, 3))
+branch = plain | ranges | st.builds(  # objects told apart, or not, by a required constant; closed to other properties, or not
     lambda tag, names, closed: {"type": "object", "properties": {"kind": {"const": tag} if tag else {"type": "string"}, "a": {"type": "string"},
                                                                  "b": {"type": "integer"}},
                                 "required": sorted({*names, *(["kind"] if tag else [])}), **({"additionalProperties": False} if closed else {})},

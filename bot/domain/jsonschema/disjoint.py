@@ -2,7 +2,8 @@
 document that matches one to match no other. Every keyword of a schema must hold, so one keyword of each side that
 contradicts the other's is proof: types that do not meet, constants or enums with no value in common, or, for
 objects, a property both require whose schemas are disjoint (a discriminator) or that one requires and the other
-does not allow. Anything else may overlap: the answer is never "disjoint" without proof."""
+does not allow; numbers or strings whose ranges (``minimum``/``maximum``, ``minLength``/``maxLength``) do not meet.
+Anything else may overlap: the answer is never "disjoint" without proof."""
 
 from __future__ import annotations
 
@@ -31,7 +32,39 @@ def disjoint(a_schema: JsonSchema, a: Any, a_base: str, b_schema: JsonSchema, b:
         return True
     if a_types == {"object"} and b_types == {"object"}:
         return _objects_disjoint(a_schema, a, a_base, b_schema, b, b_base, depth)
+    if a_types and b_types and a_types | b_types <= {"integer", "number"}:
+        return _apart(_bounds(a, "minimum", "maximum"), _bounds(b, "minimum", "maximum"))
+    if a_types == {"string"} and b_types == {"string"}:
+        return _apart(_bounds(a, "minLength", "maxLength"), _bounds(b, "minLength", "maxLength"))
     return False
+
+
+Bound = tuple[float | None, bool, float | None, bool]  # low, low excluded, high, high excluded
+
+
+def _bounds(node: dict[str, Any], low_word: str, high_word: str) -> Bound:
+    """The range a schema allows by two limits (draft 4's boolean ``exclusive*`` flags, or later drafts' own bounds)."""
+    low, high = node.get(low_word), node.get(high_word)
+    low_out, high_out = node.get("exclusiveMinimum") is True, node.get("exclusiveMaximum") is True
+    if low_word == "minimum":
+        for word, limit in (("exclusiveMinimum", "low"), ("exclusiveMaximum", "high")):
+            value = node.get(word)
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                if limit == "low" and (low is None or value >= low):
+                    low, low_out = value, True
+                elif limit == "high" and (high is None or value <= high):
+                    high, high_out = value, True
+    else:
+        low_out = high_out = False
+    return low, low_out, high, high_out
+
+
+def _apart(a: Bound, b: Bound) -> bool:
+    """Whether two ranges share no value."""
+    def below(first: Bound, second: Bound) -> bool:  # first's range ends before second's begins
+        high, high_out, low, low_out = first[2], first[3], second[0], second[1]
+        return high is not None and low is not None and (high < low or (high == low and (high_out or low_out)))
+    return below(a, b) or below(b, a)
 
 
 def _objects_disjoint(a_schema: JsonSchema, a: dict[str, Any], a_base: str, b_schema: JsonSchema, b: dict[str, Any], b_base: str,
