@@ -457,10 +457,10 @@ def _same(a: tuple[Any, str], b: tuple[Any, str]) -> bool:
 
 
 def _distinct(branches: list[tuple[Any, str]]) -> list[tuple[Any, str]]:
-    """Branches without repeats (the same JSON read under the same base), first places kept."""
-    seen: dict[str, tuple[Any, str]] = {}
+    """Branches without repeats (the same schema read under the same base, as ``_same`` tells), first places kept."""
+    seen: dict[tuple[str, Any], tuple[Any, str]] = {}
     for node, base in branches:
-        seen.setdefault(json.dumps([node, base], sort_keys=True), (node, base))
+        seen.setdefault((base, json_value(node)), (node, base))
     return list(seen.values())
 
 

@@ -43,20 +43,22 @@ Bound = tuple[float | None, bool, float | None, bool]  # low, low excluded, high
 
 
 def _bounds(node: dict[str, Any], low_word: str, high_word: str) -> Bound:
-    """The range a schema allows by two limits (draft 4's boolean ``exclusive*`` flags, or later drafts' own bounds)."""
+    """The range a schema allows by two limits; for numbers, draft 4's boolean ``exclusive*`` flags or later drafts'
+    numeric exclusive bounds (the tighter of a bound and its exclusive one holds)."""
     low, high = node.get(low_word), node.get(high_word)
+    if low_word != "minimum":
+        return low, False, high, False
     low_out, high_out = node.get("exclusiveMinimum") is True, node.get("exclusiveMaximum") is True
-    if low_word == "minimum":
-        for word, limit in (("exclusiveMinimum", "low"), ("exclusiveMaximum", "high")):
-            value = node.get(word)
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                if limit == "low" and (low is None or value >= low):
-                    low, low_out = value, True
-                elif limit == "high" and (high is None or value <= high):
-                    high, high_out = value, True
-    else:
-        low_out = high_out = False
+    above, below = node.get("exclusiveMinimum"), node.get("exclusiveMaximum")
+    if _number(above) and (low is None or above >= low):
+        low, low_out = above, True
+    if _number(below) and (high is None or below <= high):
+        high, high_out = below, True
     return low, low_out, high, high_out
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _apart(a: Bound, b: Bound) -> bool:

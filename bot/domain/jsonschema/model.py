@@ -53,17 +53,17 @@ def parse_json_schema(text: str, refs: dict[str, str] | None = None) -> JsonSche
     """Parse and check ``text`` (and each referenced schema, by the URI it is named with)."""
     root = _load(text, "the schema")
     _check(root, "the schema")
-    resources = []
+    documents = {}
     for uri, body in (refs or {}).items():
-        document = _load(body, f"reference {uri!r}")
-        _check(document, f"reference {uri!r}")
-        resources.append((uri, Resource.from_contents(document, default_specification=DRAFT7)))
+        documents[uri] = _load(body, f"reference {uri!r}")
+        _check(documents[uri], f"reference {uri!r}")
+    resources = [(uri, Resource.from_contents(document, default_specification=DRAFT7)) for uri, document in documents.items()]
     base = root.get("$id", "urn:changeops:schema") if isinstance(root, dict) else "urn:changeops:schema"
     specification = specification_with(root.get("$schema", ""), default=DRAFT7) if isinstance(root, dict) else DRAFT7
     registry: Registry[Any] = Registry().with_resources([*resources, (base, specification.create_resource(root))])
-    canonical = json.dumps([root, sorted((uri, json.loads(body)) for uri, body in (refs or {}).items())], sort_keys=True)
-    modern = {uri: _modern(json.loads(body)) for uri, body in (refs or {}).items()}
-    schema = JsonSchema(root, registry, base, str(root.get("title") or "") if isinstance(root, dict) else "", canonical, {**modern, base: _modern(root)})
+    canonical = json.dumps([root, sorted(documents.items())], sort_keys=True)
+    modern = {**{uri: _modern(document) for uri, document in documents.items()}, base: _modern(root)}
+    schema = JsonSchema(root, registry, base, str(root.get("title") or "") if isinstance(root, dict) else "", canonical, modern)
     _resolve_all(schema)
     return schema
 
