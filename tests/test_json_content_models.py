@@ -356,6 +356,15 @@ def test_a_ref_is_followed_beside_any_annotations_and_beside_constraints_as_its_
     assert ("TYPE_CHANGED", "Order.addr.zip") in rules(retyped_2020) and not retyped_2020.backward
 
 
+def test_a_ref_beside_a_constraint_inside_another_subjects_2020_12_schema_applies_both() -> None:
+    uri = "https://example.com/address.json"
+    address = {"$schema": D2020, "$defs": {"A": {"type": "object", "properties": {"zip": {"type": "string"}}}}, "$ref": "#/$defs/A"}
+    root = json.dumps(doc(D7, addr={"$ref": uri}))
+    closed = {**address, "required": ["zip"]}  # beside the $ref in a 2020-12 document: it applies
+    result = classify_schemas(J, [parse_schema(J, root, {uri: json.dumps(address)})], parse_schema(J, root, {uri: json.dumps(closed)}), Mode.FULL)
+    assert not result.backward and result.forward
+
+
 def test_a_tuple_and_a_pattern_inside_another_subjects_schema_reached_by_its_uri(tmp_path: Path) -> None:
     """A schema with imports: the tuple lives in a referenced document, given to `bot classify` as --old-ref/--new-ref."""
     uri = "https://example.com/geo.json"

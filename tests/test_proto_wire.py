@@ -19,9 +19,9 @@ from bot.domain.protobuf.compile import compile_proto
 P = SchemaType.PROTOBUF
 
 
-def verdict(old: str, new: str, mode: Mode = Mode.FULL) -> Verdict:
-    earlier = parse_schema(P, old)
-    return classify_schemas(P, [earlier], parse_schema(P, new, like=earlier), mode)
+def verdict(old: str, new: str, mode: Mode = Mode.FULL, old_refs: dict[str, str] | None = None, new_refs: dict[str, str] | None = None) -> Verdict:
+    earlier = parse_schema(P, old, old_refs)
+    return classify_schemas(P, [earlier], parse_schema(P, new, new_refs, like=earlier), mode)
 
 
 def found(result: Verdict) -> dict[tuple[str, str], str]:
@@ -109,3 +109,12 @@ def test_buf_reads_a_delimited_message_as_a_group_and_inherits_features_through_
     json_found = [f.message for f in breaking({"order.proto": old}, {"order.proto": legacy}, default_modules())]
     assert json_found == ['Message "Order" JSON format support changed from ALLOW to LEGACY_BEST_EFFORT.',
                           'Message "Inner" JSON format support changed from ALLOW to LEGACY_BEST_EFFORT.']  # Inner inherits it
+
+
+def test_an_imported_editions_file_is_judged_by_its_own_features() -> None:
+    root = 'syntax = "proto3";\npackage shop;\nimport "common/parts.proto";\nmessage Order {\n  common.Box box = 1;\n}\n'
+    parts = 'edition = "2023";\npackage common;\nmessage Box {\n  Tag tag = 1;\n}\nmessage Tag { string name = 1; }\n'
+    delimited_parts = parts.replace("package common;\n", "package common;\noption features.message_encoding = DELIMITED;\n")
+    changed = verdict(root, root, old_refs={"common/parts.proto": parts}, new_refs={"common/parts.proto": delimited_parts})
+    assert found(changed) == {("FIELD_ENCODING_CHANGED", "Order.box.tag"): "breaking", ("FIELD_NAMED_TYPE_CHANGED", "Order.box"): "breaking"}
+    assert found(verdict(root, root, old_refs={"common/parts.proto": parts}, new_refs={"common/parts.proto": parts})) == {}
