@@ -120,8 +120,14 @@ def wait(browser: WebDriver, seconds: float = 20) -> WebDriverWait[WebDriver]:
 
 
 def act_as(browser: WebDriver, name: str) -> None:
-    person = Select(browser.find_element(By.ID, "person"))
-    person.select_by_visible_text(next(o.text for o in person.options if o.text.startswith(f"{name} — ")))
+    def chosen(b: WebDriver) -> bool:  # the page fills its list of people after it loads: wait for the name
+        person = Select(b.find_element(By.ID, "person"))
+        option = next((o.text for o in person.options if o.text.startswith(f"{name} — ")), None)
+        if option is not None:
+            person.select_by_visible_text(option)
+        return option is not None
+
+    wait(browser).until(chosen, f"{name} is not among the people to act as")
 
 
 def open_channel(browser: WebDriver, name: str) -> None:
