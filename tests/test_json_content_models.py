@@ -90,12 +90,14 @@ def test_an_object_holding_other_properties_to_a_schema_judges_added_and_removed
     named = doc(D7, tags={"type": "object", "additionalProperties": {"type": "string"}, "properties": {"team": {"type": "string"}}})
     wrong = verdict(tags, typed)
     assert rules(wrong) == {("PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL", "Order.tags.env"): "breaking",
+                            ("OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL", "Order.tags.env"): "breaking",  # as the registry reports it
                             ("TYPE_CHANGED", "Order.tags.env"): "breaking"}
     assert not wrong.backward and not wrong.forward
     assert_witness(tags, typed, {"tags": {"env": "prod"}})
     assert verdict(tags, typed, lenient=True).findings  # lenient allows the added property, not the type it now refuses
     right = verdict(tags, named)
-    assert rules(right) == {("PROPERTY_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL", "Order.tags.team"): "safe"}
+    assert rules(right) == {("PROPERTY_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL", "Order.tags.team"): "safe",
+                            ("OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL", "Order.tags.team"): "safe"}
     assert right.backward and right.forward  # the object held team to a string before, and still does
     back = verdict(named, tags)
     assert rules(back) == {("PROPERTY_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL", "Order.tags.team"): "compatible"} and back.backward
@@ -226,7 +228,7 @@ def test_all_of_must_match_every_branch_and_constants_keep_their_type() -> None:
     assert_witness(plain, both, {"flag": False})
     one = doc(D7, n={"const": 1})
     true = doc(D7, n={"const": True})
-    assert rules(verdict(one, true)) == {("CONST_CHANGED", "Order.n"): "breaking"}  # Python's 1 == True is not JSON's
+    assert rules(verdict(one, true)) == {("ENUM_ARRAY_CHANGED", "Order.n"): "breaking"}  # Python's 1 == True is not JSON's
     assert_witness(one, true, {"n": 1})
     assert not verdict(one, doc(D7, n={"const": 1.0})).findings  # 1 and 1.0 are the same number
     assert not verdict(doc(D7, e={"enum": [{"a": 1, "b": 2}]}), doc(D7, e={"enum": [{"b": 2, "a": 1}]})).findings
@@ -394,3 +396,47 @@ def test_a_pattern_that_is_not_a_regular_expression_is_refused_with_its_place(dr
     old = {"$schema": draft, "title": "Order", "type": "object", "properties": {"tags": {"type": "object", "patternProperties": {"[": {}}}}}
     with pytest.raises(JsonSchemaError, match="at properties/tags/patternProperties: '\\[' is not a"):
         parse_schema(J, json.dumps(old))
+
+
+def test_keywords_of_several_kinds_in_one_schema_each_bind_as_the_registry_reads_them() -> None:
+    colour = doc(D7, colour={"type": "string", "enum": ["red", "blue"]})
+    any_colour = doc(D7, colour={"type": "string"})
+    dropped = verdict(colour, any_colour)  # the enum beside the type is dropped: more strings are accepted
+    assert rules(dropped) == {("PRODUCT_TYPE_NARROWED", "Order.colour"): "breaking"}
+    assert dropped.backward and not dropped.forward  # was "TYPE_CHANGED" both ways: older documents are all still valid
+    assert "string + enum → string" in dropped.findings[0].message
+    assert_witness(any_colour, colour, {"colour": "green"})
+
+    retyped = verdict(colour, doc(D7, colour={"type": "integer", "enum": ["red", "blue"]}))  # no value is both now
+    assert rules(retyped) == {("TYPE_CHANGED", "Order.colour"): "breaking"} and not retyped.backward  # was "SAFE, 0 changes"
+    assert_witness(colour, doc(D7, colour={"type": "integer", "enum": ["red", "blue"]}), {"colour": "red"})
+
+    extended = verdict(colour, doc(D7, colour={"type": "string", "enum": ["red", "blue", "green"]}))
+    assert rules(extended) == {("ENUM_ARRAY_EXTENDED", "Order.colour"): "breaking"}  # no "a branch changed": no one wrote an allOf
+
+    either = {"$schema": D7, "title": "Contact", "type": "object", "properties": {"mail": {"type": "string"}, "phone": {"type": "string"}},
+              "anyOf": [{"required": ["mail"]}, {"required": ["phone"]}]}
+    phone_number = {**either, "properties": {"mail": {"type": "string"}, "phone": {"type": "integer"}}}
+    changed = verdict(either, phone_number)  # a property beside an anyOf: was "SAFE, 0 changes"
+    assert rules(changed) == {("TYPE_CHANGED", "Contact.phone"): "breaking"}
+    assert not changed.backward and not changed.forward
+    assert_witness(either, phone_number, {"phone": "+44 20"})
+    loosened = verdict(either, {k: v for k, v in either.items() if k != "anyOf"})
+    assert rules(loosened) == {("PRODUCT_TYPE_NARROWED", "Contact"): "breaking"} and loosened.backward and not loosened.forward
+    assert_witness({k: v for k, v in either.items() if k != "anyOf"}, either, {})
+
+
+def test_an_items_schema_added_or_dropped_and_a_changed_const_are_named_as_the_registry_names_them() -> None:
+    tags = doc(D7, tags={"type": "array"})
+    typed = doc(D7, tags={"type": "array", "items": {"type": "string"}})
+    added = verdict(tags, typed)
+    assert rules(added) == {("SCHEMA_ADDED", "Order.tags[]"): "breaking"} and not added.backward and added.forward
+    assert_witness(tags, typed, {"tags": [1]})
+    dropped = verdict(typed, tags)
+    assert rules(dropped) == {("SCHEMA_REMOVED", "Order.tags[]"): "breaking"} and dropped.backward and not dropped.forward
+    assert not verdict(tags, doc(D7, tags={"type": "array", "items": {}})).findings  # a schema that accepts anything changes nothing
+
+    red, blue = doc(D7, colour={"const": "red"}), doc(D7, colour={"const": "blue"})
+    const = verdict(red, blue)
+    assert rules(const) == {("ENUM_ARRAY_CHANGED", "Order.colour"): "breaking"}
+    assert 'const "red" → "blue"' in const.findings[0].message

@@ -1,9 +1,8 @@
 """JSON Schema verdicts against the draft's own validator: when the classifier calls a direction compatible, every document
 the writer's schema accepts is accepted by the reader's. Pairs are generated (objects with required, partially open and
-dependent properties, tuples with further items, limits, anyOf/allOf/oneOf, type lists, not, const, a `type` dropped,
-`propertyNames`, `contains`, `if`/`then`/`else`), each with documents
-drawn from both schemas and checked with
-`jsonschema`. Left out, as the registry's rules leave them out: defaults that fill a required property (none are generated),
+dependent properties, tuples with further items, limits, anyOf/allOf/oneOf (alone or beside properties), type lists, not,
+const, a type beside an enum or a `not`, a `type` dropped, `propertyNames`, `contains`, `if`/`then`/`else`), each with
+documents drawn from both schemas and checked with `jsonschema`. Left out, as the registry's rules leave them out: defaults that fill a required property (none are generated),
 and a `patternProperties` entry that changes, which a finding of its own names while the registry's verdict stands."""
 
 from __future__ import annotations
@@ -30,6 +29,9 @@ plain = st.one_of(
     st.builds(lambda most: {"type": "string", **({"maxLength": most} if most is not None else {})}, st.none() | st.integers(0, 3)),
     st.builds(lambda least: {"type": "integer", **({"minimum": least} if least is not None else {})}, st.none() | st.integers(-1, 1)),
     st.builds(lambda values: {"enum": sorted(values)}, st.sets(st.sampled_from(["p", "q", "r"]), min_size=1)),
+    st.builds(lambda kind, values: {"type": kind, "enum": values}, st.sampled_from(["string", "integer"]),  # a type beside an enum: both bind
+              st.lists(st.sampled_from(["p", "q", 1]), unique=True, min_size=1)),
+    st.builds(lambda most: {"type": "string", "maxLength": most, "not": {"const": "p"}}, st.integers(0, 3)),
 )
 leaves = (  # and their combinations
     plain | st.builds(lambda word, branches: {word: branches}, st.sampled_from(["anyOf", "allOf", "oneOf"]), st.lists(plain, min_size=1, max_size=3))
@@ -90,6 +92,8 @@ def objects(modern: bool, depth: int = 0) -> st.SearchStrategy[dict[str, Any]]:
             node["propertyNames"] = draw(names_schema)
         if not draw(st.integers(0, 3)):
             node.update(draw(condition))
+        if not draw(st.integers(0, 3)):  # a combination beside the properties binds with them
+            node["anyOf"] = [{"required": ["a"]}, {"required": ["b"]}]
         return node
 
     return build()
@@ -159,7 +163,7 @@ def instance(schema: Any, rng: random.Random, depth: int = 0) -> Any:
     if "const" in schema:
         return schema["const"]
     for word in ("anyOf", "allOf", "oneOf"):
-        if word in schema:
+        if word in schema and "properties" not in schema:  # beside properties, the object is drawn
             return instance(rng.choice(schema[word]), rng, depth + 1)
     declared = schema.get("type")
     kind = str(rng.choice(declared) if isinstance(declared, list) else declared)

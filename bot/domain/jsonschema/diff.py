@@ -16,7 +16,7 @@ from typing import Any
 
 from bot.domain.compat.changes import ROOT_PATH, Difference
 from bot.domain.jsonschema.disjoint import disjoint
-from bot.domain.jsonschema.model import JsonSchema, json_value, kind, resolve
+from bot.domain.jsonschema.model import PARTS, JsonSchema, json_value, kind, parts, resolve
 
 STRICT = frozenset({
     "ID_CHANGED", "DESCRIPTION_CHANGED", "TITLE_CHANGED", "DEFAULT_CHANGED", "SCHEMA_REMOVED", "TYPE_EXTENDED", "MAX_LENGTH_INCREASED",
@@ -82,6 +82,7 @@ class _Diff:
     def compare(self, o_node: Any, o_base: str, u_node: Any, u_base: str, path: str) -> None:
         o_node, o_base = resolve(self.o, o_node, o_base)
         u_node, u_base = resolve(self.u, u_node, u_base)
+        o_node, u_node = parts(self.o, o_node), parts(self.u, u_node)
         pair = (id(o_node), id(u_node))
         if pair in self.active:
             return
@@ -114,9 +115,11 @@ class _Diff:
                     if all(d.rule in STRICT for d in sub.found):
                         self.found += sub.found
                         if len(o_branches) > 1:
-                            self.add("PRODUCT_TYPE_NARROWED", path, len(o_branches), 1, aspect="type")
+                            made = id(o) in self.o.made
+                            self.add("PRODUCT_TYPE_NARROWED", path, self._shown(self.o, o) if made else len(o_branches),
+                                     _type_of(u) if made else 1, aspect="type")
                         return
-            self.add("TYPE_CHANGED", path, _type_of(o), _type_of(u), aspect="type")
+            self.add("TYPE_CHANGED", path, self._shown(self.o, o), self._shown(self.u, u), aspect="type")
             return
         if not isinstance(o, dict) or not isinstance(u, dict):
             return
@@ -154,8 +157,8 @@ class _Diff:
                         else "ENUM_ARRAY_CHANGED")
                 moved = sorted({**before, **after}[k] for k in before.keys() ^ after.keys())
                 self.add(rule, path, sorted(before.values()), sorted(after.values()), ", ".join(moved), aspect="enum")
-        elif o_kind == "const" and json_value(o["const"]) != json_value(u["const"]):
-            self.add("CONST_CHANGED", path, o["const"], u["const"], aspect="const")
+        elif o_kind == "const" and json_value(o["const"]) != json_value(u["const"]):  # a one-value enum, as the registry names it
+            self.add("ENUM_ARRAY_CHANGED", path, [o["const"]], [u["const"]], f"const {json.dumps(o['const'])} → {json.dumps(u['const'])}", aspect="const")
         elif o_kind == "combined":
             self._combined(o, o_base, u, u_base, path)
         elif o_kind == "not":
@@ -237,17 +240,23 @@ class _Diff:
         for sub in pairs.values():
             self.found += sub[1].found
         paired = {i for i, _ in pairs.values()}
+        told = 0  # unmatched branches whose own place shows a difference that fails
         for i in range(min(len(o_branches), len(u_branches))):  # a branch left without a match: what differs at its own place says why
             if i not in paired and i not in pairs and (i, i) in walks:
                 self.found += walks[(i, i)].found
+                told += any(d.rule not in STRICT for d in walks[(i, i)].found)
         if after == "oneOf":
             self._exclusive(u_branches, {index: o_branches[i] for index, (i, _) in pairs.items()},
                             {j for j, (i, _) in pairs.items() if before == "oneOf" and _same(o_branches[i], u_branches[j])}, path)
+        made = id(o) in self.o.made or id(u) in self.u.made  # parts of one schema: name them, not count them
+        was: Any = self._shown(self.o, o) if made else len(o_branches)
+        now: Any = self._shown(self.u, u) if made else len(u_branches)
         if len(u_branches) > len(o_branches):
-            self.add("PRODUCT_TYPE_EXTENDED" if after == "allOf" else "SUM_TYPE_EXTENDED", path, len(o_branches), len(u_branches), aspect="combined")
+            self.add("PRODUCT_TYPE_EXTENDED" if after == "allOf" else "SUM_TYPE_EXTENDED", path, was, now, aspect="combined")
         elif len(u_branches) < len(o_branches):
-            self.add("PRODUCT_TYPE_NARROWED" if before == "allOf" else "SUM_TYPE_NARROWED", path, len(o_branches), len(u_branches), aspect="combined")
-        if len(pairs) < min(len(o_branches), len(u_branches)):
+            self.add("PRODUCT_TYPE_NARROWED" if before == "allOf" else "SUM_TYPE_NARROWED", path, was, now, aspect="combined")
+        unmatched = min(len(o_branches), len(u_branches)) - len(pairs)
+        if unmatched and not (made and told == unmatched):  # parts no one wrote as an allOf: their own differences say it
             self.add("COMBINED_TYPE_SUBSCHEMAS_CHANGED", path, aspect="combined")
 
     def _matching(self, o_branches: list[tuple[Any, str]], u_branches: list[tuple[Any, str]],
@@ -325,10 +334,8 @@ class _Diff:
                     if name in u_required:
                         rule = ("REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_UNOPEN_CONTENT_MODEL" if _has_default(u_props[name])
                                 else "REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL")
-                    elif held is None:
+                    else:  # beside what the schema that held it says, as the registry reports it
                         rule = "OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL"
-                    else:
-                        continue  # optional, and judged by the schema that held it
                 self.add(rule, at, new=_type_of(added), detail=name, aspect="property")
             else:
                 self.compare(o_props[name], o_base, u_props[name], u_base, at)
@@ -431,6 +438,9 @@ class _Diff:
                 self.add("ITEM_ADDED_TO_CLOSED_CONTENT_MODEL", f"{path}[{index}]", new=_type_of(added), aspect="item")
         if o_tuple or u_tuple:
             self._others(o_further, o_base, u_further, u_base, at, "ADDITIONAL_ITEMS", "additionalItems")
+        elif ("items" in o) != ("items" in u) and self.kind_of(*((self.u, u["items"], u_base) if "items" in u else (self.o, o["items"], o_base))) != "empty":
+            self.add("SCHEMA_ADDED" if "items" in u else "SCHEMA_REMOVED", at, _type_of(resolve(self.o, o_further, o_base)[0]),
+                     _type_of(resolve(self.u, u_further, u_base)[0]), aspect="items")  # one schema for every item, where there was none
         else:  # one schema for every item
             self.compare(o_further, o_base, u_further, u_base, at)
         self._others(o.get("unevaluatedItems", True), o_base, u.get("unevaluatedItems", True), u_base, at, "UNEVALUATED_ITEMS", "unevaluatedItems")
@@ -440,6 +450,13 @@ class _Diff:
             self._applied(o["contains"], o_base, u["contains"], u_base, path, "CONTAINS", "contains")
         if bool(o.get("uniqueItems")) != bool(u.get("uniqueItems")):
             self.add("UNIQUE_ITEMS_ADDED" if u.get("uniqueItems") else "UNIQUE_ITEMS_REMOVED", path, aspect="uniqueItems")
+
+    @staticmethod
+    def _shown(schema: JsonSchema, node: Any) -> str:
+        """What a schema is, for a message: its type, or for an allOf no one wrote, its parts (``string + enum``)."""
+        if isinstance(node, dict) and id(node) in schema.made:
+            return " + ".join(_part(part) for part in node["allOf"])
+        return _type_of(node)
 
     @staticmethod
     def kind_of(schema: JsonSchema, node: Any, base: str) -> str:
@@ -570,6 +587,17 @@ def _type_of(node: Any) -> str:
         if declared:
             return str(declared)
     return kind(node)
+
+
+def _part(part: Any) -> str:
+    """A part of a schema, for a message: the keyword it stands for (``enum``, ``anyOf``, a ``$ref``'s target), else its type."""
+    if isinstance(part, dict) and len(part) == 1:
+        word = next(iter(part))
+        if word in PARTS:
+            return str(word)
+        if word == "$ref":
+            return str(part[word])
+    return _type_of(part)
 
 
 def _join(path: str, name: str) -> str:

@@ -28,6 +28,7 @@ STRING_WORDS = ("minLength", "maxLength", "pattern", "format", "contentEncoding"
 NUMBER_WORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 ANNOTATIONS = frozenset({"$ref", "title", "description", "default", "examples", "$comment", "deprecated", "readOnly", "writeOnly",
                          "$schema", "$id", "$anchor", "$dynamicAnchor", "definitions", "$defs"})  # words beside a $ref that constrain nothing
+PARTS = ("allOf", "anyOf", "oneOf", "enum", "const", "not")  # keywords that each make a schema of their own beside the rest
 MODERN = ("https://json-schema.org/draft/2019-09/schema", "https://json-schema.org/draft/2020-12/schema")  # where a $ref's siblings apply
 
 
@@ -41,7 +42,8 @@ class JsonSchema:
     title: str
     canonical: str = ""  # the document and its references with sorted keys: equal for the same schema however written
     modern: dict[str, bool] = field(default_factory=dict)  # a document's base URI -> whether it is draft 2019-09 or later
-    joined: dict[int, Any] = field(default_factory=dict)  # a $ref beside constraints (2019-09 on), as the allOf it means: one per node
+    joined: dict[int, Any] = field(default_factory=dict)  # a $ref beside constraints (2019-09 on), or a node of several parts, as the allOf it means: one per node
+    made: set[int] = field(default_factory=set)  # the ids of those allOf nodes (no one wrote them)
 
     @property
     def label(self) -> str:
@@ -107,6 +109,7 @@ def resolve(schema: JsonSchema, node: Any, base: str | None = None) -> tuple[Any
         if node.keys() - ANNOTATIONS and schema.modern.get(base, schema.modern.get(schema.base, False)):
             if id(node) not in schema.joined:
                 schema.joined[id(node)] = {"allOf": [{"$ref": node["$ref"]}, {k: v for k, v in node.items() if k != "$ref"}]}
+                schema.made.add(id(schema.joined[id(node)]))
             return schema.joined[id(node)], base
         try:
             resolved = schema.registry.resolver(base).lookup(node["$ref"])
@@ -115,6 +118,30 @@ def resolve(schema: JsonSchema, node: Any, base: str | None = None) -> tuple[Any
         node, base = resolved.contents, resolved.resolver._base_uri or base
         seen += 1
     return node, base
+
+
+def parts(schema: JsonSchema, node: Any) -> Any:
+    """``node`` as the ``allOf`` of its parts when it holds several (a type beside an ``enum``, properties beside an
+    ``anyOf``, ``allOf`` beside ``oneOf``, a ``not`` beside a length...), as the registry reads such a schema: each
+    part binds on its own, so dropping the ``enum`` accepts more, and changing a property beside an ``anyOf`` is seen.
+    Annotations stay with the typed part (or the whole when there is none); one joined node per node, so recursion
+    guards hold."""
+    if not isinstance(node, dict) or not node.keys() & PARTS:
+        return node
+    if id(node) in schema.joined:
+        return schema.joined[id(node)]
+    rest = {k: v for k, v in node.items() if k not in PARTS and k not in ANNOTATIONS}
+    split = [{word: node[word]} for word in PARTS if word in node]
+    if kind(rest) != "empty":
+        split.insert(0, {k: v for k, v in node.items() if k not in PARTS})
+        joined = {"allOf": split}
+    else:
+        joined = {**{k: v for k, v in node.items() if k not in PARTS}, "allOf": split}
+    if len(split) < 2:
+        return node
+    schema.joined[id(node)] = joined
+    schema.made.add(id(joined))
+    return joined
 
 
 def _modern(document: Any) -> bool:
