@@ -1,7 +1,8 @@
 """Protobuf changes the registry lets through and the wire does not forgive: a field made required (proto2's label,
 Editions' LEGACY_REQUIRED) and a message field moved between length-prefixed and delimited (group) encoding, by a
 field's own features or its file's. Each verdict is checked against data: a message written with one side's
-descriptors (protoc's) and read with the other's by the Protobuf runtime. Buf's rules see the same encodings."""
+descriptors (protoc's) and read with the other's by the Protobuf runtime. Buf's rules see the same encodings. A field
+that leaves a oneof is named where it left, and fails the reader that keeps the oneof."""
 
 from __future__ import annotations
 
@@ -118,3 +119,19 @@ def test_an_imported_editions_file_is_judged_by_its_own_features() -> None:
     changed = verdict(root, root, old_refs={"common/parts.proto": parts}, new_refs={"common/parts.proto": delimited_parts})
     assert found(changed) == {("FIELD_ENCODING_CHANGED", "Order.box.tag"): "breaking", ("FIELD_NAMED_TYPE_CHANGED", "Order.box"): "breaking"}
     assert found(verdict(root, root, old_refs={"common/parts.proto": parts}, new_refs={"common/parts.proto": parts})) == {}
+
+
+def test_a_field_that_leaves_its_oneof_is_named_where_it_left_and_fails_the_reader_that_keeps_the_oneof() -> None:
+    oneof = 'syntax = "proto3";\npackage shop;\nmessage Order {\n  oneof pay {\n    string card = 1;\n    string iban = 2;\n  }\n}\n'
+    left = 'syntax = "proto3";\npackage shop;\nmessage Order {\n  oneof pay {\n    string card = 1;\n  }\n  string iban = 2;\n}\n'
+    moved = verdict(oneof, left)
+    assert found(moved) == {("ONEOF_FIELD_MOVED_TO_TOP_LEVEL", "Order.iban"): "breaking"}  # not "a field was moved into oneof Order.pay"
+    assert moved.backward and not moved.forward
+    assert "left oneof pay" in moved.findings[0].message
+    both = read_as(oneof, left, {"card": "4111", "iban": "DE89"})  # new data sets both; the old reader keeps the last
+    assert [both.HasField("card"), both.HasField("iban")] == [False, True]
+
+    alone = 'syntax = "proto3";\npackage shop;\nmessage Order {\n  oneof pay {\n    string card = 1;\n  }\n}\n'
+    freed = verdict(alone, alone.replace("  oneof pay {\n    string card = 1;\n  }\n", "  string card = 1;\n"))
+    assert found(freed) == {("ONEOF_FIELD_MOVED_TO_TOP_LEVEL", "Order.card"): "safe", ("ONEOF_REMOVED", "Order.pay"): "compatible"}
+    assert freed.backward and freed.forward  # alone in its oneof, it was set alone

@@ -188,7 +188,8 @@ CATALOGUE += (
     Rule("ONEOF_FIELD_REMOVED", COMPATIBLE, "a field of a oneof was removed",
          "Field {detail} was removed: data that set it reads as none of the oneof set.", PROTOBUF),
     Rule("ONEOF_FIELD_MOVED_TO_TOP_LEVEL", SAFE, "a field left its oneof",
-         "Field {path} left oneof {detail}: it is no longer exclusive with the others.", PROTOBUF),
+         "Field {path} left oneof {detail}: it is no longer exclusive with the others, and a reader that still has the oneof keeps "
+         "only the last of those set together.", PROTOBUF),
     Rule("MULTIPLE_FIELDS_MOVED_TO_ONEOF", COMPATIBLE, "several existing fields were moved into one oneof",
          "Fields were moved into oneof {path}: data that set several of them keeps only the last.", PROTOBUF),
     Rule("FIELD_MOVED_TO_EXISTING_ONEOF", COMPATIBLE, "an existing field was moved into an existing oneof",

@@ -155,7 +155,8 @@ class _Diff:
             elif old is not None and new is not None:
                 path = f"{base}.{new.name}"
                 if old.oneof and not new.oneof:
-                    self.add("ONEOF_FIELD_MOVED_TO_TOP_LEVEL", ("to_top", um.name, str(number)), path, detail=old.oneof)
+                    # the key of the other way's "moved into the oneof": data that sets it beside the others fails an old reader
+                    self.add("ONEOF_FIELD_MOVED_TO_TOP_LEVEL", ("oneof_members", um.name, old.oneof), path, detail=old.oneof)
                 self.field(old, new, key, path)
 
     def _nested(self, schema: ProtoSchema, message: str) -> list[str]:
