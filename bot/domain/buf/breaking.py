@@ -23,13 +23,23 @@ def unstable(package: str) -> bool:
     return bool(UNSTABLE.fullmatch(package.rsplit(".", 1)[-1])) if package else False
 
 
-def breaking(previous: Mapping[str, str], current: Mapping[str, str], modules: list[Module] | None = None) -> list[BufFinding]:
-    """Every finding of the modules' rules, sorted by file, line and column; a ProtoError when a side does not compile."""
+def breaking(previous: Mapping[str, str], current: Mapping[str, str], modules: list[Module] | None = None,
+             previous_layout: list[Module] | None = None) -> list[BufFinding]:
+    """Every finding of the modules' rules, sorted by file, line and column; a ProtoError when a side does not compile.
+    ``previous_layout``: the previous tree's own modules (its buf.yaml's roots or paths), when they are not the current
+    ones: its files are then known by their paths within those, as Buf builds each input by its own configuration."""
     found: list[BufFinding] = []
     modules = modules or default_modules()
     roots = [m.path for m in modules]
+    if previous_layout is not None and [m.path for m in previous_layout] == roots:
+        previous_layout = None  # laid out alike: each module is paired with its own
     for module in modules:
-        before, after = _image(previous, module, roots), _image(current, module, roots)
+        after = _image(current, module, roots)
+        if previous_layout is None:
+            before = _image(previous, module, roots)
+        else:
+            others = {name for m in modules if m is not module for name in module_files(current, m)}
+            before = _laid_out(previous, previous_layout, module.breaking.ignore_unstable_packages, others)
         rules = module.breaking
         for rule_id in sorted(rules.rules):
             for finding in RULES[rule_id].check(before, after):
@@ -53,6 +63,21 @@ def _image(tree: Mapping[str, str], module: Module, roots: list[str]) -> Image:
     compiled = compile_tree(tree, [module.path, *(r for r in roots if r != module.path)], [prefix + name for name in sorted(own)])
     keep = {f.name for f in compiled.file if f.name in own and not (module.breaking.ignore_unstable_packages and unstable(f.package))}
     return image_of(compiled.file, keep)
+
+
+def _laid_out(tree: Mapping[str, str], layout: list[Module], ignore_unstable: bool, others: set[str]) -> Image:
+    """The image of a tree built by its own modules, less the files another current module holds."""
+    roots = [m.path for m in layout]
+    files, keep = [], set()
+    for module in layout:
+        own = module_files(tree, module)
+        if not own:
+            continue
+        prefix = "" if module.path == "." else module.path.rstrip("/") + "/"
+        compiled = compile_tree(tree, [module.path, *(r for r in roots if r != module.path)], [prefix + name for name in sorted(own)])
+        files += [f for f in compiled.file if f.name not in {g.name for g in files}]
+        keep |= {f.name for f in compiled.file if f.name in own and f.name not in others and not (ignore_unstable and unstable(f.package))}
+    return image_of(files, keep)
 
 
 def subject_breaking(old: str, new: str, old_refs: Mapping[str, str], new_refs: Mapping[str, str], names: Sequence[str]) -> dict[str, Any]:

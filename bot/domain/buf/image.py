@@ -25,6 +25,7 @@ class ProtoFile:
     path: str
     proto: descriptor_pb2.FileDescriptorProto
     spans: dict[tuple[int, ...], tuple[int, int]]
+    entries: dict[tuple[int, ...], tuple[int, ...]] = field(default_factory=dict)  # a map's entry message -> the map field
 
     @property
     def package(self) -> str:
@@ -36,8 +37,13 @@ class ProtoFile:
         return str(self.proto.syntax or "proto2")
 
     def at(self, *path: int) -> tuple[int, int]:
-        """Line and column (1-based) where the element at descriptor ``path`` starts; (0, 0) when it is not written."""
-        return self.spans.get(path, (0, 0))
+        """Line and column (1-based) where the element at descriptor ``path`` starts; (0, 0) when it is not written. A map's
+        entry message and its key and value are written as the map field, so they are found where it starts."""
+        found = self.spans.get(path)
+        if found is None:
+            entry = next((e for e in self.entries if path[:len(e)] == e), None)
+            return self.spans.get(self.entries[entry], (0, 0)) if entry is not None else (0, 0)
+        return found
 
 
 @dataclass(eq=False)
@@ -110,10 +116,16 @@ class Field:
             return None
         return str(self.message.proto.oneof_decl[self.proto.oneof_index].name)
 
+    @property
+    def full_name(self) -> str:
+        """Its fully-qualified name (an extension is known by it): the package, the message it is declared in, its name."""
+        scope = self.message.full if self.message is not None else self.file.package
+        return f"{scope}.{self.name}" if scope else self.name
+
     def describe(self) -> str:
         """``Field "2" with name "price" on message "Item"``, as Buf names a field."""
         if self.extendee:
-            return f'Extension "{self.number}" with name "{self.file.package + "." if self.file.package else ""}{self.name}" on message "{self.extendee}"'
+            return f'Extension "{self.number}" with name "{self.full_name}" on message "{self.extendee}"'
         return f'Field "{self.number}" with name "{self.name}" on message "{self.message.name if self.message else ""}"'
 
 
@@ -229,6 +241,9 @@ def _message(image: Image, file: ProtoFile, proto: descriptor_pb2.DescriptorProt
     for index, item in enumerate(proto.field):
         message.fields[item.number] = Field(item, file, (*path, 2, index), message)
     for index, inner in enumerate(proto.nested_type):
+        if inner.options.map_entry:
+            entry_type = f".{message.full}.{inner.name}"
+            file.entries[(*path, 3, index)] = next(((*path, 2, i) for i, f in enumerate(proto.field) if f.type_name == entry_type), ())
         _message(image, file, inner, prefix, nested, (*path, 3, index), message)
     for index, enum in enumerate(proto.enum_type):
         image.enums[f"{message.full}.{enum.name}"] = Enum(f"{message.full}.{enum.name}", f"{nested}.{enum.name}", file, (*path, 4, index), enum, message)

@@ -147,13 +147,31 @@ def _file_no_delete(prev: Image, cur: Image) -> Iterator[BufFinding]:
 
 def _deleted_in_package(kind: str, rule_id: str) -> Check:
     def names(image: Image, package: str) -> dict[str, ProtoFile]:
+        """The package's elements of this kind by their names within it (an extension's includes the message it is declared in)."""
+        prefix = len(package) + 1 if package else 0
         if kind == "message":
-            return {m.full: m.file for m in image.messages.values() if m.file.package == package}
+            return {m.nested: m.file for m in image.messages.values() if m.file.package == package}
         if kind == "enum":
-            return {e.full: e.file for e in image.enums.values() if e.file.package == package}
+            return {e.nested: e.file for e in image.enums.values() if e.file.package == package}
         if kind == "service":
-            return {s.full: s.file for s in image.services.values() if s.file.package == package}
-        return {f"{f.file.package + '.' if f.file.package else ''}{f.name}": f.file for f in image.extensions.values() if f.file.package == package}
+            return {s.full[prefix:]: s.file for s in image.services.values() if s.file.package == package}
+        return {f.full_name[prefix:]: f.file for f in image.extensions.values() if f.file.package == package}
+
+    def place(cur: Image, package: str, file: ProtoFile, nested: str) -> tuple[str, int, int]:
+        """Where Buf reports the deletion: the nearest enclosing message that still exists (a message's anywhere in the
+        package, another element's in its own file), else its file."""
+        if file.path not in cur.files:
+            return file.path, 0, 0
+        if kind != "message":
+            found, path = _parent_of_deleted(cur, cur.files[file.path], nested)
+            return (found.path, *found.at(*path)) if path else (found.path, 0, 0)
+        messages = {m.nested: m for m in cur.messages.values() if m.file.package == package}
+        parts = nested.split(".")
+        for end in range(len(parts) - 1, 0, -1):
+            parent = messages.get(".".join(parts[:end]))
+            if parent is not None:
+                return (parent.file.path, *parent.file.at(*parent.path))
+        return file.path, 0, 0
 
     def check(prev: Image, cur: Image) -> Iterator[BufFinding]:
         current = cur.packages()
@@ -161,10 +179,10 @@ def _deleted_in_package(kind: str, rule_id: str) -> Check:
             if package not in current:
                 continue  # PACKAGE_NO_DELETE says so
             new = names(cur, package)
-            for full, file in sorted(names(prev, package).items()):
-                if full not in new:
-                    shown = full[len(package) + 1:] if package else full
-                    yield BufFinding(rule_id, file.path, 0, 0, f'Previously present {kind} "{shown}" was deleted from package "{package}".')
+            for nested, file in sorted(names(prev, package).items()):
+                if nested not in new:
+                    yield BufFinding(rule_id, *place(cur, package, file, nested),
+                                     f'Previously present {kind} "{nested}" was deleted from package "{package}".')
     return check
 
 
@@ -521,8 +539,7 @@ rule("FIELD_WIRE_JSON_COMPATIBLE_TYPE", "Checks that fields have wire and JSON c
 @rule("FIELD_SAME_NAME", "Checks that fields have the same names in a given message.", (F, P, WJ), (F, P, WJ), (CSR, F, P, WJ))
 def _field_same_name(prev: Image, cur: Image) -> Iterator[BufFinding]:
     for before, after in _field_pairs(prev, cur):
-        old = before.name if not before.extendee else f"{before.file.package + '.' if before.file.package else ''}{before.name}"
-        new = after.name if not after.extendee else f"{after.file.package + '.' if after.file.package else ''}{after.name}"
+        old, new = (before.full_name, after.full_name) if before.extendee else (before.name, after.name)
         if old != new:
             yield _finding("FIELD_SAME_NAME", after.file, (*after.path, 1), f'{after.describe()} changed name from "{old}" to "{new}".', after.path)
 
