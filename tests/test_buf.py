@@ -1,6 +1,8 @@
 """Buf's breaking rules on folders of .proto files, as `buf breaking` reads them: every finding with Buf's rule id, the file
 and the line and column where the change is in the current source; the categories of each buf.yaml version (v1beta1's
-build.roots, v1, v2's modules), use / except / ignore / ignore_only / ignore_unstable_packages; the command line."""
+build.roots, v1, v2's modules), use / except / ignore / ignore_only / ignore_unstable_packages; the command line. Places
+follow Buf's: an option or feature where the element sets it, a map's entry at the map field, a deletion on the nearest
+surviving message; the previous folder laid out by its own buf.yaml; plugins and policies, which are not run, refused."""
 
 from __future__ import annotations
 
@@ -217,3 +219,99 @@ def test_the_command_line_compares_folders(tmp_path: Path, capsys: pytest.Captur
     listed = json.loads(capsys.readouterr().out)
     assert {r["id"] for r in listed} == set(RULES) and next(r for r in listed if r["id"] == "FIELD_SAME_DEFAULT")["categories"] == {
         "v2": ["CSR", "FILE", "PACKAGE", "WIRE_JSON", "WIRE"]}
+
+
+SCOPED = """syntax = "proto2";
+package shop;
+
+message Order {
+  extensions 100 to 200;
+  optional string id = 1 [default = "none", json_name = "orderId"];
+  optional float ratio = 2 [default = 0.1];
+  map<string, Line> lines = 3;
+  message Line {
+    optional int32 n = 1;
+    message Note { optional string text = 1; }
+  }
+}
+
+message Line2 { optional int64 n = 1; }
+
+extend Order {
+  optional bool gift = 100;
+}
+"""
+
+
+def test_each_finding_is_named_and_placed_where_buf_places_it() -> None:
+    file = "shop/order.proto"
+    moved = SCOPED.replace("extend Order {\n  optional bool gift = 100;\n}\n", "").replace(
+        "  extensions 100 to 200;\n", "  extensions 100 to 200;\n  extend Order {\n    optional bool gift = 100;\n  }\n")
+    renamed = breaking({file: SCOPED}, {file: moved}, read_config("version: v1\nbreaking:\n  use: [FIELD_SAME_NAME]\n"))
+    assert [(f.line, f.column, f.message) for f in renamed] == [  # an extension is known by its full name, moved into Order's scope
+        (7, 19, 'Extension "100" with name "shop.Order.gift" on message "shop.Order" changed name from "shop.gift" to "shop.Order.gift".')]
+
+    retyped = SCOPED.replace("map<string, Line> lines = 3;", "map<string, Line2> lines = 3;")
+    assert found({file: SCOPED}, {file: retyped}, "version: v1\nbreaking:\n  use: [FIELD_SAME_TYPE]\n") == [
+        ("FIELD_SAME_TYPE", file, 8, 3)]  # the map's value, where the map field is written (protoc writes no source for its entry)
+
+    gone = SCOPED.replace("    message Note { optional string text = 1; }\n", "")
+    assert found({file: SCOPED}, {file: gone}, "version: v1\nbreaking:\n  use: [PACKAGE]\n") == [
+        ("PACKAGE_MESSAGE_NO_DELETE", file, 9, 3)]  # at the nearest message that is still there: Line
+
+    changed = SCOPED.replace('[default = "none", json_name = "orderId"]', '[default = "",  json_name =  "order_id"]')
+    placed = {f.rule: (f.line, f.column, f.message) for f in breaking(
+        {file: SCOPED}, {file: changed}, read_config("version: v2\nbreaking:\n  use: [FIELD_SAME_DEFAULT, FIELD_SAME_JSON_NAME]\n"))}
+    assert placed["FIELD_SAME_DEFAULT"] == (6, 27, 'Field "1" with name "id" on message "Order" changed default value from "none" to "".')
+    assert placed["FIELD_SAME_JSON_NAME"][:2] == (6, 42)  # at the option's name, not its value
+    as_double = SCOPED.replace("optional float ratio = 2 [default = 0.1];", "optional double ratio = 2 [default = 0.1];")
+    assert found({file: SCOPED}, {file: as_double}, "version: v2\nbreaking:\n  use: [FIELD_SAME_DEFAULT]\n") == []  # 0.1 as float32 both
+
+
+EDITION = """edition = "2023";
+package shop;
+
+import "google/protobuf/cpp_features.proto";
+
+enum Status {
+  STATUS_UNSPECIFIED = 0;
+}
+
+message Item {
+  string sku = 1;
+  bytes blob = 2 [ctype = STRING_PIECE];
+}
+"""
+
+
+def test_features_are_judged_and_placed_where_the_element_sets_them() -> None:
+    file = "shop/item.proto"
+    closed = EDITION.replace("enum Status {\n", "enum Status {\n  option features.enum_type = CLOSED;\n")
+    view = EDITION.replace("string sku = 1;", "string sku = 1 [features.(pb.cpp).string_type = VIEW, features.utf8_validation = NONE];")
+    assert found({file: EDITION}, {file: closed}, "version: v1\nbreaking:\n  use: [ENUM_SAME_TYPE]\n") == [("ENUM_SAME_TYPE", file, 7, 3)]
+    assert found({file: EDITION}, {file: view}, "version: v1\nbreaking:\n  use: [FIELD_SAME_CPP_STRING_TYPE, FIELD_SAME_UTF8_VALIDATION]\n") == [
+        ("FIELD_SAME_CPP_STRING_TYPE", file, 11, 19), ("FIELD_SAME_UTF8_VALIDATION", file, 11, 57)]
+    plain = EDITION.replace("[ctype = STRING_PIECE]", "")
+    assert found({file: EDITION}, {file: plain}, "version: v1\nbreaking:\n  use: [FIELD_SAME_CPP_STRING_TYPE]\n") == []  # a piece is a string
+    assert found({file: plain}, {file: EDITION}, "version: v1\nbreaking:\n  use: [FIELD_SAME_CPP_STRING_TYPE]\n") == [
+        ("FIELD_SAME_CPP_STRING_TYPE", file, 12, 19)]
+    checked = 'syntax = "proto3";\npackage shop;\n\nmessage Item {\n  string sku = 1;\n}\n'
+    java = checked.replace("package shop;\n", "package shop;\noption java_string_check_utf8 = true;\n")
+    assert found({"a.proto": checked}, {"a.proto": java}, "version: v1\nbreaking:\n  use: [FIELD_SAME_JAVA_UTF8_VALIDATION]\n") == []  # VERIFY both
+    proto2 = checked.replace('"proto3"', '"proto2"').replace("  string sku", "  optional string sku")
+    assert found({"a.proto": proto2}, {"a.proto": java.replace('"proto3"', '"proto2"').replace("  string sku", "  optional string sku")},
+                 "version: v1\nbreaking:\n  use: [FIELD_SAME_JAVA_UTF8_VALIDATION]\n") == [("FIELD_SAME_JAVA_UTF8_VALIDATION", "a.proto", 3, 1)]
+
+
+def test_the_previous_folder_is_laid_out_by_its_own_configuration_and_checks_not_run_are_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    previous = write(tmp_path / "prev", {f"root/{k}": v for k, v in PREVIOUS.items()})
+    (previous / "buf.yaml").write_text("version: v1beta1\nbuild:\n  roots: [root]\n")
+    current = write(tmp_path / "cur", PREVIOUS)
+    assert main(["classify", str(previous), str(current), "--type", "protobuf"]) == 0  # the same files: nothing deleted
+    assert capsys.readouterr().out.startswith("no breaking change")
+    for section in ("plugins:\n  - plugin: buf-plugin-suffix\n", "policies:\n  - policy: buf.policy.yaml\n"):
+        (current / "buf.yaml").write_text("version: v2\nbreaking:\n  use: [FILE]\n" + section)
+        assert main(["classify", str(previous), str(current), "--type", "protobuf"]) == 2
+        assert "which ChangeOps does not run" in capsys.readouterr().err
+    assert read_config("version: v2\nbreaking:\n  disable_builtin: true\n")[0].breaking.rules == frozenset()

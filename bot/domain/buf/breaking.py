@@ -62,13 +62,15 @@ def _image(tree: Mapping[str, str], module: Module, roots: list[str]) -> Image:
     prefix = "" if module.path == "." else module.path.rstrip("/") + "/"
     compiled = compile_tree(tree, [module.path, *(r for r in roots if r != module.path)], [prefix + name for name in sorted(own)])
     keep = {f.name for f in compiled.file if f.name in own and not (module.breaking.ignore_unstable_packages and unstable(f.package))}
-    return image_of(compiled.file, keep)
+    return image_of(compiled.file, keep, own)
 
 
 def _laid_out(tree: Mapping[str, str], layout: list[Module], ignore_unstable: bool, others: set[str]) -> Image:
     """The image of a tree built by its own modules, less the files another current module holds."""
     roots = [m.path for m in layout]
-    files, keep = [], set()
+    files: list[Any] = []
+    keep: set[str] = set()
+    texts: dict[str, str] = {}
     for module in layout:
         own = module_files(tree, module)
         if not own:
@@ -77,7 +79,8 @@ def _laid_out(tree: Mapping[str, str], layout: list[Module], ignore_unstable: bo
         compiled = compile_tree(tree, [module.path, *(r for r in roots if r != module.path)], [prefix + name for name in sorted(own)])
         files += [f for f in compiled.file if f.name not in {g.name for g in files}]
         keep |= {f.name for f in compiled.file if f.name in own and f.name not in others and not (ignore_unstable and unstable(f.package))}
-    return image_of(files, keep)
+        texts.update(own)
+    return image_of(files, keep, texts)
 
 
 def subject_breaking(old: str, new: str, old_refs: Mapping[str, str], new_refs: Mapping[str, str], names: Sequence[str]) -> dict[str, Any]:

@@ -59,6 +59,10 @@ def read_config(text: str, where: str = "buf.yaml") -> list[Module]:
         return default_modules()
     if not isinstance(raw, dict):
         raise BufConfigError(f"{where}: expected a mapping with version and breaking")
+    for key in ("plugins", "policies"):  # checks compiled to WebAssembly: passing over them would report a change as safe
+        if raw.get(key):
+            raise BufConfigError(f"{where}: {key}: Buf's {key} run checks of their own, which ChangeOps does not run; run `buf breaking` "
+                                 f"for them, or take the {key} section out to judge by Buf's built-in rules")
     version = str(raw.get("version", "v1beta1"))
     if version not in VERSIONS:
         raise BufConfigError(f"{where}: version {version!r}: Buf's configuration versions are v1beta1, v1 and v2")
@@ -120,9 +124,13 @@ def _breaking(raw: Any, version: str, place: str, module: str) -> Breaking:
     raw = raw or {}
     if not isinstance(raw, dict):
         raise BufConfigError(f"{place}: expected a mapping (use, except, ignore, ignore_only, ignore_unstable_packages)")
-    for key in sorted(set(raw) - BREAKING_KEYS):
-        raise BufConfigError(f"{place}.{key}: unknown key (expected {', '.join(sorted(BREAKING_KEYS))})")
-    use, excluded = _names(raw.get("use", ["FILE"]), version, f"{place}.use"), _names(raw.get("except", []), version, f"{place}.except")
+    known = BREAKING_KEYS | ({"disable_builtin"} if version == "v2" else set())
+    for key in sorted(set(raw) - known):
+        raise BufConfigError(f"{place}.{key}: unknown key (expected {', '.join(sorted(known))})")
+    if not isinstance(raw.get("disable_builtin", False), bool):
+        raise BufConfigError(f"{place}.disable_builtin: expected true or false")
+    use = [] if raw.get("disable_builtin") else _names(raw.get("use", ["FILE"]), version, f"{place}.use")
+    excluded = _names(raw.get("except", []), version, f"{place}.except")
     ignore_only = raw.get("ignore_only") or {}
     if not isinstance(ignore_only, dict):
         raise BufConfigError(f"{place}.ignore_only: expected rule ids or categories, each with a list of paths")

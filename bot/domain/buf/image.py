@@ -3,7 +3,7 @@ number, each element with where it starts in its file (protoc's source info, 1-b
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +26,7 @@ class ProtoFile:
     proto: descriptor_pb2.FileDescriptorProto
     spans: dict[tuple[int, ...], tuple[int, int]]
     entries: dict[tuple[int, ...], tuple[int, ...]] = field(default_factory=dict)  # a map's entry message -> the map field
+    text: str = ""  # the source, where it is at hand
 
     @property
     def package(self) -> str:
@@ -44,6 +45,26 @@ class ProtoFile:
             entry = next((e for e in self.entries if path[:len(e)] == e), None)
             return self.spans.get(self.entries[entry], (0, 0)) if entry is not None else (0, 0)
         return found
+
+    def option_at(self, path: tuple[int, ...], word: str) -> tuple[int, int]:
+        """Where the option ``word`` whose value is at ``path`` is written (``default = 5``: at ``default``), as Buf places
+        such a finding (protoc's source info places the value); the value's place when the source does not read so."""
+        line, column = self.at(*path)
+        lines = self.text.split("\n") if line else []
+        if not line or line > len(lines):
+            return line, column
+        row, index, seen = lines[line - 1], 0, 1
+        while index < len(row) and seen < column:  # protoc counts a tab to the next multiple of 8
+            seen = seen + 8 - (seen - 1) % 8 if row[index] == "\t" else seen + 1
+            index += 1
+        before = row[:index].rstrip()
+        if not before.endswith("="):
+            return line, column
+        name = before[:-1].rstrip()
+        if not name.endswith(word) or (len(name) > len(word) and (name[-len(word) - 1].isalnum() or name[-len(word) - 1] == "_")):
+            return line, column
+        start = len(name) - len(word)
+        return line, len(row[:start].expandtabs(8)) + 1
 
 
 @dataclass(eq=False)
@@ -211,13 +232,14 @@ def _nested(extension: Field) -> str:
     return parent + extension.name
 
 
-def image_of(files: Iterable[descriptor_pb2.FileDescriptorProto], module: set[str]) -> Image:
-    """The image of the files whose paths are in ``module`` (the others are their imports)."""
+def image_of(files: Iterable[descriptor_pb2.FileDescriptorProto], module: set[str], texts: Mapping[str, str] | None = None) -> Image:
+    """The image of the files whose paths are in ``module`` (the others are their imports); ``texts``: their sources."""
     image = Image()
     for proto in files:
         if proto.name not in module:
             continue
-        file = ProtoFile(proto.name, proto, {tuple(loc.path): (loc.span[0] + 1, loc.span[1] + 1) for loc in proto.source_code_info.location if loc.span})
+        file = ProtoFile(proto.name, proto, {tuple(loc.path): (loc.span[0] + 1, loc.span[1] + 1) for loc in proto.source_code_info.location if loc.span},
+                         text=(texts or {}).get(proto.name, ""))
         image.files[file.path] = file
         prefix = f"{proto.package}." if proto.package else ""
         for index, message in enumerate(proto.message_type):

@@ -4,13 +4,18 @@ messages, enums and services by full name, fields and enum values by number, RPC
 
 from __future__ import annotations
 
+import codecs
+import json
+import math
+import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from google.protobuf import descriptor_pb2
 
 from bot.domain.buf.image import Enum, Field, Image, Message, ProtoFile
-from bot.domain.protobuf.features import feature, required
+from bot.domain.protobuf.features import feature, language_feature, required
 
 VERSIONS = ("v1beta1", "v1", "v2")
 CATEGORIES = ("FILE", "PACKAGE", "WIRE_JSON", "WIRE", "CSR")
@@ -72,6 +77,12 @@ def _at(file: ProtoFile, path: tuple[int, ...], *fallback: tuple[int, ...]) -> t
 def _finding(rule_id: str, file: ProtoFile, path: tuple[int, ...], message: str, *fallback: tuple[int, ...]) -> BufFinding:
     line, column = _at(file, path, *fallback)
     return BufFinding(rule_id, file.path, line, column, message)
+
+
+def _named(rule_id: str, item: Field, number: int, word: str, message: str) -> BufFinding:
+    """A finding at a field's option ``word`` (descriptor field ``number``), else at the field."""
+    line, column = item.file.option_at((*item.path, number), word)
+    return BufFinding(rule_id, item.file.path, line, column, message) if line else _finding(rule_id, item.file, item.path, message)
 
 
 def _file_pairs(prev: Image, cur: Image) -> Iterator[tuple[ProtoFile, ProtoFile]]:
@@ -216,7 +227,8 @@ def _enum_same_type(prev: Image, cur: Image) -> Iterator[BufFinding]:
     for before, after in _enum_pairs(prev, cur):
         if _closed(before) != _closed(after):
             states = ("closed", "open") if _closed(before) else ("open", "closed")
-            yield _finding("ENUM_SAME_TYPE", after.file, after.path, f'Enum "{after.name}" changed from {states[0]} to {states[1]}.')
+            yield _finding("ENUM_SAME_TYPE", after.file, (*after.path, 3, 7, 2), f'Enum "{after.name}" changed from {states[0]} to {states[1]}.',
+                           after.path)  # at its own features.enum_type, else the enum
 
 
 def _json_format(element: Enum | Message) -> str:
@@ -229,7 +241,8 @@ def _enum_same_json(prev: Image, cur: Image) -> Iterator[BufFinding]:
     for before, after in _enum_pairs(prev, cur):
         old, new = _json_format(before), _json_format(after)
         if old == "ALLOW" and new != "ALLOW":
-            yield _finding("ENUM_SAME_JSON_FORMAT", after.file, after.path, f'Enum "{after.name}" JSON format support changed from {old} to {new}.')
+            yield _finding("ENUM_SAME_JSON_FORMAT", after.file, (*after.path, 3, 7, 6),
+                           f'Enum "{after.name}" JSON format support changed from {old} to {new}.', after.path)
 
 
 def _enum_value_no_delete(rule_id: str, unless: str | None) -> Check:
@@ -356,7 +369,8 @@ def _message_same_json(prev: Image, cur: Image) -> Iterator[BufFinding]:
     for before, after in _message_pairs(prev, cur):
         old, new = _json_format(before), _json_format(after)
         if old == "ALLOW" and new != "ALLOW":
-            yield _finding("MESSAGE_SAME_JSON_FORMAT", after.file, after.path, f'Message "{after.name}" JSON format support changed from {old} to {new}.')
+            yield _finding("MESSAGE_SAME_JSON_FORMAT", after.file, (*after.path, 7, 12, 6),
+                           f'Message "{after.name}" JSON format support changed from {old} to {new}.', after.path)
 
 
 @rule("MESSAGE_SAME_MESSAGE_SET_WIRE_FORMAT", "Checks that messages have the same value for the message_set_wire_format option.", (), (), ())
@@ -548,8 +562,8 @@ def _field_same_name(prev: Image, cur: Image) -> Iterator[BufFinding]:
 def _field_same_json_name(prev: Image, cur: Image) -> Iterator[BufFinding]:
     for before, after in _field_pairs(prev, cur):
         if not before.extendee and before.proto.json_name != after.proto.json_name:
-            yield _finding("FIELD_SAME_JSON_NAME", after.file, (*after.path, 10),
-                           f'{after.describe()} changed option "json_name" from "{before.proto.json_name}" to "{after.proto.json_name}".', after.path)
+            yield _named("FIELD_SAME_JSON_NAME", after, 10, "json_name",
+                         f'{after.describe()} changed option "json_name" from "{before.proto.json_name}" to "{after.proto.json_name}".')
 
 
 @rule("FIELD_SAME_ONEOF", "Checks that fields have the same oneofs in a given message.", (F, P, WJ, W), (F, P, WJ, W), (CSR, F, P, WJ, W))
@@ -565,56 +579,67 @@ def _field_same_oneof(prev: Image, cur: Image) -> Iterator[BufFinding]:
             yield _finding("FIELD_SAME_ONEOF", after.file, after.path, f"{after.describe()} moved from {moves[0]} to {moves[1]} a oneof.")
 
 
-ZERO = {"bool": "false", "string": "", "bytes": ""}
-
-
-def _default(image: Image, item: Field) -> str | None:
-    """The field's default as written, else its type's zero; None when it cannot have one (repeated, message)."""
+def _default(image: Image, item: Field) -> tuple[Any, str] | None:
+    """The field's default as Buf compares and prints it (as written, else its type's zero): text for strings and bytes,
+    a number for the rest (an enum's value by its number, a bool as 1 or 0, a float as a float32); None when it cannot
+    have one (repeated, message)."""
     if item.proto.label == descriptor_pb2.FieldDescriptorProto.LABEL_REPEATED or item.kind in ("message", "group"):
         return None
-    if item.proto.HasField("default_value"):
-        return str(item.proto.default_value)
+    written = item.proto.default_value if item.proto.HasField("default_value") else ""
+    if item.kind == "bytes":
+        data = codecs.escape_decode(written.encode("latin-1"))[0] if written else b""  # protoc writes a bytes default C-escaped
+        return data.decode("latin-1"), "[" + ",".join(f"0x{b:X}" for b in data) + "]"
+    if item.kind == "string":
+        return written, json.dumps(written, ensure_ascii=False)
     if item.kind == "enum":
         enum = image.enums.get(item.type_name)
-        return enum.proto.value[0].name if enum is not None and enum.proto.value else ""
-    return ZERO.get(item.kind, "0")
+        if enum is None or not enum.proto.value:  # an imported enum: told by the name written
+            return written, written
+        value = next((v for v in enum.proto.value if v.name == written), enum.proto.value[0])
+        return int(value.number), f"{enum.name}.{value.name}"
+    if item.kind == "bool":
+        return int(written == "true"), written or "false"
+    if item.kind in ("float", "double"):
+        number = float(written) if written else 0.0  # protoc writes inf, -inf and nan as Python reads them
+        return (_float32(number) if item.kind == "float" else number), written or "0"
+    return int(written or 0), written or "0"
+
+
+def _float32(number: float) -> float:
+    return float(struct.unpack("f", struct.pack("f", number))[0])
+
+
+def _same_default(old: Any, new: Any, kinds: tuple[str, str]) -> bool:
+    """As Buf compares defaults: text with text; numbers by value, a float against a double as float32s, NaN alike."""
+    if isinstance(old, str) or isinstance(new, str):
+        return bool(old == new)
+    if "float" in kinds and "double" in kinds:
+        old, new = _float32(old), _float32(new)
+    if isinstance(old, float) and isinstance(new, float) and math.isnan(old) and math.isnan(new):
+        return True
+    return bool(old == new)
 
 
 @rule("FIELD_SAME_DEFAULT", "Checks that fields have the same default value, if a default is specified.", None, None, (CSR, F, P, WJ, W))
 def _field_same_default(prev: Image, cur: Image) -> Iterator[BufFinding]:
     for before, after in _field_pairs(prev, cur):
-        if not (before.proto.HasField("default_value") or after.proto.HasField("default_value")):
-            continue
         old, new = _default(prev, before), _default(cur, after)
-        if old is None or new is None or _same_number(old, new):
-            continue
-        yield _finding("FIELD_SAME_DEFAULT", after.file, (*after.path, 7), f"{after.describe()} changed default value from {old} to {new}.", after.path)
+        if old is None or new is None or (not old[0] and not new[0]) or _same_default(old[0], new[0], (before.kind, after.kind)):
+            continue  # no default on either side (both their type's zero), or the same one
+        yield _named("FIELD_SAME_DEFAULT", after, 7, "default", f"{after.describe()} changed default value from {old[1]} to {new[1]}.")
 
 
-def _same_number(old: str, new: str) -> bool:
-    if old == new:
-        return True
-    try:
-        return float(old) == float(new)
-    except ValueError:
-        return False
-
-
-def _option_rule(rule_id: str, option: str, word: str, number: int, legacy: Callable[[Field], str]) -> Check:
+def _option_rule(rule_id: str, word: str, where: tuple[int, ...], value: Callable[[Field], str], strings: bool = False) -> Check:
+    """A field's option or feature that must stay the same, reported where the field sets it (``where``, below the
+    field's path), else at the field; ``strings``: for string fields only."""
     def check(prev: Image, cur: Image) -> Iterator[BufFinding]:
         for before, after in _field_pairs(prev, cur):
-            if option == "utf8" and not (before.kind == "string" and after.kind == "string"):
+            if strings and not (before.kind == "string" and after.kind == "string"):
                 continue
-            old, new = legacy(before), legacy(after)
+            old, new = value(before), value(after)
             if old != new:
-                yield _finding(rule_id, after.file, (*after.path, 8, number) if number else after.path,
-                               f'{after.describe()} changed {word} from "{old}" to "{new}".', after.path)
+                yield _finding(rule_id, after.file, (*after.path, *where), f'{after.describe()} changed {word} from "{old}" to "{new}".', after.path)
     return check
-
-
-def _cpp_string_type(item: Field) -> str:
-    ctype = item.proto.options.ctype
-    return "CORD" if ctype == descriptor_pb2.FieldOptions.CORD else "STRING"  # STRING_PIECE is a STRING in C++
 
 
 def _utf8(item: Field) -> str:
@@ -622,19 +647,56 @@ def _utf8(item: Field) -> str:
 
 
 def _java_utf8(item: Field) -> str:
-    return "VERIFY" if item.file.proto.options.java_string_check_utf8 else "DEFAULT"
+    """``VERIFY`` by the file's ``java_string_check_utf8`` (or, in Editions, ``(pb.java).utf8_validation``), else the
+    field's own UTF8 validation, as Buf resolves it."""
+    options = item.file.proto.options
+    if item.file.syntax != "editions" or options.HasField("java_string_check_utf8"):
+        return "VERIFY" if options.java_string_check_utf8 else _utf8(item)
+    java = language_feature(item.file.syntax, (item.proto.options, *item.scopes()), "java", "utf8_validation", "DEFAULT")
+    return "VERIFY" if java == "VERIFY" else _utf8(item)
 
 
-rule("FIELD_SAME_CPP_STRING_TYPE", "Checks that fields have the same C++ string type, based on ctype field option or (pb.cpp).string_type feature.",
-     (F, P), (F, P), (F, P))(_option_rule("FIELD_SAME_CPP_STRING_TYPE", "ctype", "C++ string type", 1, _cpp_string_type))
+def _cpp_string_type(item: Field) -> tuple[str, bool]:
+    """The C++ string type (``STRING``, ``CORD``, ``VIEW``) and whether it is a legacy ``STRING_PIECE``: the ``ctype``
+    option, else (Editions) the ``(pb.cpp).string_type`` feature."""
+    options = item.proto.options
+    if options.HasField("ctype"):
+        ctype = options.ctype
+        if ctype == descriptor_pb2.FieldOptions.CORD:
+            return "CORD", False
+        return "STRING", ctype == descriptor_pb2.FieldOptions.STRING_PIECE
+    return language_feature(item.file.syntax, (options, *item.scopes()), "cpp", "string_type", "STRING"), False
+
+
+@rule("FIELD_SAME_CPP_STRING_TYPE", "Checks that fields have the same C++ string type, based on ctype field option or (pb.cpp).string_type "
+      "feature.", (F, P), (F, P), (F, P))
+def _field_same_cpp_string_type(prev: Image, cur: Image) -> Iterator[BufFinding]:
+    for before, after in _field_pairs(prev, cur):
+        if any(f.message is not None and f.message.proto.options.map_entry for f in (before, after)):
+            continue  # a map's key and value have no string type of their own
+        if before.kind not in ("string", "bytes") or after.kind not in ("string", "bytes"):
+            continue
+        (old, old_piece), (new, new_piece) = _cpp_string_type(before), _cpp_string_type(after)
+        if (old, old_piece) != (new, new_piece) and not (old_piece and new == "STRING"):  # STRING_PIECE -> STRING is fine
+            shown = ("STRING_PIECE" if old_piece else old, "STRING_PIECE" if new_piece else new)
+            yield _finding("FIELD_SAME_CPP_STRING_TYPE", after.file, (*after.path, 8, 1),
+                           f'{after.describe()} changed C++ string type from "{shown[0]}" to "{shown[1]}".', (*after.path, 8, 21, 1000, 2), after.path)
+
+
+@rule("FIELD_SAME_JAVA_UTF8_VALIDATION", "Checks that fields have the same Java string UTF8 validation, based on java_string_check_utf8 file "
+      "option or (pb.java).utf8_validation feature.", (F, P), (F, P), (F, P))
+def _field_same_java_utf8(prev: Image, cur: Image) -> Iterator[BufFinding]:
+    for before, after in _field_pairs(prev, cur):
+        if before.kind == "string" and after.kind == "string" and _java_utf8(before) != _java_utf8(after):
+            yield _finding("FIELD_SAME_JAVA_UTF8_VALIDATION", after.file, (8, 27),
+                           f'{after.describe()} changed Java string UTF8 validation from "{_java_utf8(before)}" to "{_java_utf8(after)}".',
+                           (*after.path, 8, 21, 1001, 2), after.path)
+
+
 rule("FIELD_SAME_JSTYPE", "Checks that fields have the same value for the jstype option.", (F, P), (F, P), (F, P))(
-    _option_rule("FIELD_SAME_JSTYPE", "jstype", 'option "jstype"', 6,
-                 lambda item: descriptor_pb2.FieldOptions.JSType.Name(item.proto.options.jstype)))
+    _option_rule("FIELD_SAME_JSTYPE", 'option "jstype"', (8, 6), lambda item: descriptor_pb2.FieldOptions.JSType.Name(item.proto.options.jstype)))
 rule("FIELD_SAME_UTF8_VALIDATION", "Checks that string fields have the same UTF8 validation mode.", (F, P), (F, P), (F, P))(
-    _option_rule("FIELD_SAME_UTF8_VALIDATION", "utf8", "UTF8 validation", 0, _utf8))
-rule("FIELD_SAME_JAVA_UTF8_VALIDATION", "Checks that fields have the same Java string UTF8 validation, based on java_string_check_utf8 file "
-     "option or (pb.java).utf8_validation feature.", (F, P), (F, P), (F, P))(
-    _option_rule("FIELD_SAME_JAVA_UTF8_VALIDATION", "utf8", "Java string UTF8 validation", 0, _java_utf8))
+    _option_rule("FIELD_SAME_UTF8_VALIDATION", "UTF8 validation", (8, 21, 4), _utf8, strings=True))
 
 
 # Files

@@ -5,9 +5,11 @@ default. proto2 and proto3 files have no features: each has its syntax's fixed b
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import cache
 from typing import Any
 
-from google.protobuf import descriptor_pb2
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf.unknown_fields import UnknownFieldSet
 
 EDITION_DEFAULTS = {"field_presence": "EXPLICIT", "enum_type": "OPEN", "repeated_field_encoding": "PACKED",
                     "utf8_validation": "VERIFY", "message_encoding": "LENGTH_PREFIXED", "json_format": "ALLOW"}  # 2023 and 2024 alike
@@ -24,6 +26,40 @@ def feature(syntax: str, options: Iterable[Any], name: str, legacy: str) -> str:
         if features is not None and features.HasField(name):
             return str(_VALUES[name][getattr(features, name)].name)
     return EDITION_DEFAULTS[name]
+
+
+LANGUAGES = {"cpp": (1000, "pb.CppFeatures"), "java": (1001, "pb.JavaFeatures")}  # FeatureSet extensions protoc ships
+
+
+def language_feature(syntax: str, options: Iterable[Any], language: str, name: str, default: str) -> str:
+    """A language's feature (``(pb.cpp).string_type``, ``(pb.java).utf8_validation``), resolved as ``feature`` resolves
+    the standard ones: the nearest ``features`` that sets it, else ``default`` (its value for the edition)."""
+    if syntax != "editions":
+        return default
+    number, kind = LANGUAGES[language]
+    for holder in options:
+        features = getattr(holder, "features", None)
+        if features is None:
+            continue
+        for extension in UnknownFieldSet(features):  # protobuf's Python package does not register these extensions
+            if extension.field_number == number and extension.wire_type == 2:
+                found = _language_type(kind).FromString(extension.data)
+                if found.HasField(name):
+                    return str(found.DESCRIPTOR.fields_by_name[name].enum_type.values_by_number[getattr(found, name)].name)
+    return default
+
+
+@cache
+def _language_type(kind: str) -> Any:
+    """The message class of a language's features, from the ``.proto`` protoc ships with it."""
+    from bot.domain.protobuf.compile import compile_tree  # protoc: only when a file sets a language feature
+
+    compiled = compile_tree({"features.proto": 'syntax = "proto3";\nimport "google/protobuf/cpp_features.proto";\n'
+                                               'import "google/protobuf/java_features.proto";\n'}, ["."], ["features.proto"], source_info=False)
+    pool = descriptor_pool.DescriptorPool()
+    for file in compiled.file:
+        pool.Add(file)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName(kind))
 
 
 def required(syntax: str, proto: descriptor_pb2.FieldDescriptorProto, options: Iterable[Any]) -> bool:
