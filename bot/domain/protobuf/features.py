@@ -8,8 +8,7 @@ from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-from google.protobuf.unknown_fields import UnknownFieldSet
+from google.protobuf import descriptor_pb2
 
 EDITION_DEFAULTS = {"field_presence": "EXPLICIT", "enum_type": "OPEN", "repeated_field_encoding": "PACKED",
                     "utf8_validation": "VERIFY", "message_encoding": "LENGTH_PREFIXED", "json_format": "ALLOW"}  # 2023 and 2024 alike
@@ -36,6 +35,8 @@ def language_feature(syntax: str, options: Iterable[Any], language: str, name: s
     the standard ones: the nearest ``features`` that sets it, else ``default`` (its value for the edition)."""
     if syntax != "editions":
         return default
+    from google.protobuf.unknown_fields import UnknownFieldSet  # only Editions files pay for it
+
     number, kind = LANGUAGES[language]
     for holder in options:
         features = getattr(holder, "features", None)
@@ -52,6 +53,8 @@ def language_feature(syntax: str, options: Iterable[Any], language: str, name: s
 @cache
 def _language_type(kind: str) -> Any:
     """The message class of a language's features, from the ``.proto`` protoc ships with it."""
+    from google.protobuf import descriptor_pool, message_factory
+
     from bot.domain.protobuf.compile import compile_tree  # protoc: only when a file sets a language feature
 
     compiled = compile_tree({"features.proto": 'syntax = "proto3";\nimport "google/protobuf/cpp_features.proto";\n'
