@@ -55,6 +55,42 @@ def test_parse_reads_identities_facets_and_owners() -> None:
     assert parse_event(event(mappings={})).job.black_box
 
 
+def filtered(when: str = "2026-12-01T10:00:00Z") -> dict[str, Any]:
+    """The job of ``event`` keeping only paid orders: ``status`` is read for the whole output (the spec's ``dataset``)."""
+    raw = event(when)
+    raw["inputs"][0]["facets"]["schema"]["fields"].append({"name": "status", "type": "string"})
+    raw["outputs"][0]["facets"]["columnLineage"]["dataset"] = [
+        {"namespace": KAFKA, "name": "orders", "field": "status", "transformations": [{"type": "INDIRECT", "subtype": "FILTER"}]}]
+    return raw
+
+
+def dataset_event() -> dict[str, Any]:
+    """A DatasetEvent: one dataset's own metadata, no job and no run."""
+    return {"eventTime": "2026-12-01T09:00:00Z", "producer": "https://github.com/OpenLineage/OpenLineage",
+            "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/DatasetEvent",
+            "dataset": {"namespace": KAFKA, "name": "refunds", "facets": {
+                "schema": {"_producer": "x", "_schemaURL": "x", "fields": [{"name": "order_id", "type": "string"}, {"name": "cents", "type": "long"}]},
+                "ownership": {"_producer": "x", "_schemaURL": "x", "owners": [{"name": "team:payments-team"}]}}}}
+
+
+def test_a_field_read_for_the_whole_output_and_a_dataset_event_are_read_as_the_spec_says() -> None:
+    parsed = parse_event(filtered())
+    assert parsed.job is not None
+    assert {(s.path, t.path) for s, t in parsed.job.mappings if s.path == "status"} == {("status", "order_id"), ("status", "amount")}
+    alone = parse_event(dataset_event())
+    assert alone.job is None and not alone.carries_lineage
+    assert [(d.id.name, d.fields, d.owners) for d in alone.datasets] == [("refunds", ["order_id", "cents"], ["payments-team"])]
+    assert parse_event({**dataset_event(), "job": {"namespace": "x", "name": "y"}}).job is not None  # with a job: a JobEvent
+    for broken, words in [({**dataset_event(), "dataset": "refunds"}, "dataset: expected an object"),
+                          ({k: v for k, v in dataset_event().items() if k != "dataset"}, "a DatasetEvent has a dataset")]:
+        with pytest.raises(OpenLineageError, match=words):
+            parse_event(broken)
+    wrong = filtered()
+    wrong["outputs"][0]["facets"]["columnLineage"]["dataset"] = {"field": "status"}
+    with pytest.raises(OpenLineageError, match=r"columnLineage\.dataset: expected an array"):
+        parse_event(wrong)
+
+
 @pytest.mark.parametrize(("mutate", "message"), [
     (lambda e: e.pop("eventTime"), "eventTime: required string is missing"),
     (lambda e: e.update(eventTime="yesterday"), "not an ISO 8601 date-time"),
@@ -99,6 +135,19 @@ async def test_events_over_http_build_the_graph(api: tuple[Bot, aiohttp.ClientSe
     impact = graph.impact(DatasetId(KAFKA, "orders"), ["price"])
     assert [i.as_json()["path"] for i in impact.impacted] == ["orders.price -> enrich-orders -> dwd_orders.amount"]
     assert impact.owners == ("orders-team", "analytics-team")
+
+
+async def test_a_filter_field_reaches_the_job_and_a_dataset_event_fills_its_dataset(api: tuple[Bot, aiohttp.ClientSession]) -> None:
+    bot, http = api
+    status, answer = await post(http, bot, [filtered(), dataset_event()])
+    assert (status, answer["events"], answer["changed"]) == (200, 2, 2)
+    graph = await bot.lineage.graph()
+    impact = graph.impact(DatasetId(KAFKA, "orders"), ["status"])  # read only to filter: every output field depends on it
+    assert {i.as_json()["path"] for i in impact.impacted} == {"orders.status -> enrich-orders -> dwd_orders.amount",
+                                                             "orders.status -> enrich-orders -> dwd_orders.order_id"}
+    refunds = graph.datasets[DatasetId(KAFKA, "refunds")]
+    assert (refunds.fields, refunds.owners) == (["order_id", "cents"], ["payments-team"]) and len(graph.jobs) == 1
+    assert (await post(http, bot, dataset_event()))[1]["changed"] == 0  # the same metadata again changes nothing
 
 
 async def test_resending_changes_nothing_and_a_later_event_replaces_edges(api: tuple[Bot, aiohttp.ClientSession]) -> None:

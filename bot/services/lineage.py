@@ -139,10 +139,13 @@ class LineageService:
             if dataset.owners and row.owners != dataset.owners and not (declared and row.owners):
                 row.owners, moved = dataset.owners, True
             session.add(row)
+        if event.job is None:  # a DatasetEvent: the dataset's metadata alone
+            await session.flush()
+            return int(moved)
         job = (await session.exec(select(LineageJob).where(
             LineageJob.namespace == event.job.id.namespace, LineageJob.name == event.job.id.name))).first()
         if job is not None and job.source == CATALOG:
-            await self._observe(session, job, event)
+            await self._observe(session, job, event.job, event)
             await session.flush()
             return int(moved)
         if job is None:
@@ -157,9 +160,9 @@ class LineageService:
         await session.flush()
         return int(moved)
 
-    async def _observe(self, session: AsyncSession, declared: LineageJob, event: LineageEvent) -> None:
-        """Keep what an event says about a job the catalog declares, where it disagrees (never applied)."""
-        observed, catalog = event.job, _job(declared)
+    async def _observe(self, session: AsyncSession, declared: LineageJob, observed: Job, event: LineageEvent) -> None:
+        """Keep what an event says about a job the catalog declares (``observed``), where it disagrees (never applied)."""
+        catalog = _job(declared)
         conflicts = []
         if observed.owners and sorted(observed.owners) != sorted(catalog.owners):
             conflicts.append(f"owners {', '.join(observed.owners)} (the catalog says {', '.join(catalog.owners) or 'none'})")

@@ -1,9 +1,11 @@
 """OpenLineage events (spec 2.x) read into lineage: the job, its datasets, fields and owners.
 
-Reads RunEvents (and JobEvents, which carry no run): job and dataset identities, the ``schema``
-dataset facet (nested fields become dotted paths), the ``columnLineage`` facet (output field <- input
-fields) and the ``ownership`` facets. An output without a columnLineage facet makes the job a black box
-for that output. Anything malformed raises ``OpenLineageError`` with the place and the reason.
+Reads RunEvents, JobEvents (which carry no run) and DatasetEvents (a dataset's own metadata, no job): job and
+dataset identities, the ``schema`` dataset facet (nested fields become dotted paths), the ``columnLineage`` facet
+(output field <- input fields, and the input fields that bear on the whole output, such as a filter's or a join's,
+which every field of that output depends on) and the ``ownership`` facets. An output without a columnLineage facet
+makes the job a black box for that output. Anything malformed raises ``OpenLineageError`` with the place and the
+reason.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from bot.domain.lineage.model import GROUP, Dataset, DatasetId, FieldRef, Job, JobId
+from bot.domain.lineage.model import GROUP, WHOLE, Dataset, DatasetId, FieldRef, Job, JobId
 
 EVENT_TYPES = {"START", "RUNNING", "COMPLETE", "ABORT", "FAIL", "OTHER"}
 
@@ -25,7 +27,7 @@ class OpenLineageError(ValueError):
 class LineageEvent:
     """What one event says about one job."""
 
-    job: Job
+    job: Job | None  # None for a DatasetEvent
     event_time: datetime
     event_type: str | None
     run_id: str | None
@@ -34,7 +36,7 @@ class LineageEvent:
     @property
     def carries_lineage(self) -> bool:
         """Whether the event names any input or output (heartbeats do not, and must not wipe edges)."""
-        return bool(self.job.inputs or self.job.outputs)
+        return self.job is not None and bool(self.job.inputs or self.job.outputs)
 
 
 def parse_event(value: Any) -> LineageEvent:
@@ -54,9 +56,14 @@ def parse_event(value: Any) -> LineageEvent:
         if not isinstance(run, dict) or not isinstance(run.get("runId"), str):
             raise OpenLineageError("run.runId: required string is missing")
         run_id = run["runId"]
+    if "dataset" in value and "job" not in value and "run" not in value:  # a DatasetEvent: one dataset's metadata
+        raw = value["dataset"]
+        if not isinstance(raw, dict):
+            raise OpenLineageError("dataset: expected an object")
+        return LineageEvent(None, event_time, event_type, run_id, [_dataset(raw, "dataset")])
     raw_job = value.get("job")
     if not isinstance(raw_job, dict):
-        raise OpenLineageError("job: required object is missing")
+        raise OpenLineageError("job: required object is missing (a DatasetEvent has a dataset and neither job nor run)")
     job_id = JobId(_string(raw_job, "namespace", "job"), _string(raw_job, "name", "job"))
     job = Job(job_id, owners=_owners(_facets(raw_job, "job"), "job"), consumer_groups=_groups(_facets(raw_job, "job")))
     datasets: dict[DatasetId, Dataset] = {}
@@ -69,20 +76,16 @@ def parse_event(value: Any) -> LineageEvent:
             place = f"{side}[{index}]"
             if not isinstance(raw, dict):
                 raise OpenLineageError(f"{place}: expected an object")
-            ident = DatasetId(_string(raw, "namespace", place), _string(raw, "name", place))
-            facets = _facets(raw, place)
-            dataset = datasets.setdefault(ident, Dataset(ident, _kind(ident)))
-            schema = facets.get("schema")
-            if schema is not None:
-                dataset.fields = _schema_fields(schema, f"{place}.facets.schema")
-            owners = _owners(facets, place)
-            if owners:
-                dataset.owners = owners
+            found = _dataset(raw, place)
+            ident, facets = found.id, _facets(raw, place)
+            dataset = datasets.setdefault(ident, found)
+            dataset.fields, dataset.owners = found.fields or dataset.fields, found.owners or dataset.owners
             (job.inputs if side == "inputs" else job.outputs).append(ident)
             if side == "inputs":
                 job.consumer_groups += [g for g in _groups(facets) if g not in job.consumer_groups]
             if side == "outputs" and "columnLineage" in facets:
-                job.mappings += _column_lineage(facets["columnLineage"], ident, f"{place}.facets.columnLineage")
+                found_pairs = _column_lineage(facets["columnLineage"], ident, dataset.fields, f"{place}.facets.columnLineage")
+                job.mappings += [pair for pair in dict.fromkeys(found_pairs) if pair not in job.mappings]
                 mapped.add(ident)
     for source, _ in job.mappings:
         if source.dataset not in job.inputs:
@@ -90,6 +93,15 @@ def parse_event(value: Any) -> LineageEvent:
             datasets.setdefault(source.dataset, Dataset(source.dataset, _kind(source.dataset)))
     job.unmapped_outputs = [d for d in job.outputs if d not in mapped]
     return LineageEvent(job, event_time, event_type, run_id, list(datasets.values()))
+
+
+def _dataset(raw: dict[str, Any], place: str) -> Dataset:
+    """A dataset's identity, and the fields and owners its facets name."""
+    ident = DatasetId(_string(raw, "namespace", place), _string(raw, "name", place))
+    facets = _facets(raw, place)
+    schema = facets.get("schema")
+    fields = _schema_fields(schema, f"{place}.facets.schema") if schema is not None else []
+    return Dataset(ident, _kind(ident), _owners(facets, place), fields)
 
 
 def _time(text: str) -> datetime:
@@ -172,7 +184,10 @@ def _schema_fields(schema: Any, place: str) -> list[str]:
     return paths
 
 
-def _column_lineage(facet: Any, output: DatasetId, place: str) -> list[tuple[FieldRef, FieldRef]]:
+def _column_lineage(facet: Any, output: DatasetId, output_fields: list[str], place: str) -> list[tuple[FieldRef, FieldRef]]:
+    """(input field, output field) pairs: each output field's ``inputFields``, and each of ``dataset`` (input fields that
+    bear on the whole output: a filter, a join, a sort, a grouping) paired with every field of the output (its schema's,
+    else those the facet names, else the whole dataset)."""
     fields = facet.get("fields") if isinstance(facet, dict) else None
     if not isinstance(fields, dict):
         raise OpenLineageError(f"{place}.fields: expected an object of output field -> inputFields")
@@ -182,12 +197,21 @@ def _column_lineage(facet: Any, output: DatasetId, place: str) -> list[tuple[Fie
         if not isinstance(inputs, list):
             raise OpenLineageError(f"{place}.fields[{name!r}].inputFields: expected an array")
         for index, source in enumerate(inputs):
-            at = f"{place}.fields[{name!r}].inputFields[{index}]"
-            if not isinstance(source, dict):
-                raise OpenLineageError(f"{at}: expected an object")
-            dataset = DatasetId(_string(source, "namespace", at), _string(source, "name", at))
-            pairs.append((FieldRef(dataset, _string(source, "field", at)), FieldRef(output, name)))
+            pairs.append((_input_field(source, f"{place}.fields[{name!r}].inputFields[{index}]"), FieldRef(output, name)))
+    whole = facet.get("dataset", [])
+    if not isinstance(whole, list):
+        raise OpenLineageError(f"{place}.dataset: expected an array of input fields")
+    targets = output_fields or list(fields) or [WHOLE]
+    for index, source in enumerate(whole):
+        read = _input_field(source, f"{place}.dataset[{index}]")
+        pairs += [(read, FieldRef(output, target)) for target in targets]
     return pairs
+
+
+def _input_field(source: Any, at: str) -> FieldRef:
+    if not isinstance(source, dict):
+        raise OpenLineageError(f"{at}: expected an object")
+    return FieldRef(DatasetId(_string(source, "namespace", at), _string(source, "name", at)), _string(source, "field", at))
 
 
 def _kind(ident: DatasetId) -> str:
