@@ -310,6 +310,9 @@ def test_the_previous_folder_is_laid_out_by_its_own_configuration_and_checks_not
     current = write(tmp_path / "cur", PREVIOUS)
     assert main(["classify", str(previous), str(current), "--type", "protobuf"]) == 0  # the same files: nothing deleted
     assert capsys.readouterr().out.startswith("no breaking change")
+    (previous / "buf.yaml").write_text("version: v2\nmodules:\n  - path: root\n    breaking:\n      use: [NOT_A_RULE]\nplugins:\n  - plugin: x\n")
+    assert main(["classify", str(previous), str(current), "--type", "protobuf"]) == 0  # only where its modules are is read
+    assert capsys.readouterr().out.startswith("no breaking change")
     for section in ("plugins:\n  - plugin: buf-plugin-suffix\n", "policies:\n  - policy: buf.policy.yaml\n"):
         (current / "buf.yaml").write_text("version: v2\nbreaking:\n  use: [FILE]\n" + section)
         assert main(["classify", str(previous), str(current), "--type", "protobuf"]) == 2

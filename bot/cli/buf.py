@@ -29,7 +29,7 @@ def run_folders(args: argparse.Namespace, previous: Path, current: Path, fail_on
         config = Path(args.config) if args.config else current / "buf.yaml"
         modules = read_config(config.read_text(encoding="utf-8"), str(config)) if args.config or config.exists() else default_modules()
         own = previous / "buf.yaml"  # the previous tree is laid out by its own configuration (its roots), as Buf builds it
-        layout = read_config(own.read_text(encoding="utf-8"), str(own)) if own.is_file() else None
+        layout = read_config(own.read_text(encoding="utf-8"), str(own), layout_only=True) if own.is_file() else None
         found = breaking(_tree(previous), _tree(current), modules, layout)
     except OSError as err:
         print(f"bot classify: cannot read {err.filename}: {err.strerror}", file=sys.stderr)

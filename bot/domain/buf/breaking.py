@@ -55,32 +55,32 @@ def module_files(tree: Mapping[str, str], module: Module) -> dict[str, str]:
     return {name: text for name, text in own.items() if not any(name == e or name.startswith(e.rstrip("/") + "/") for e in module.excludes)}
 
 
-def _image(tree: Mapping[str, str], module: Module, roots: list[str]) -> Image:
+def _compiled(tree: Mapping[str, str], module: Module, roots: list[str]) -> tuple[list[Any], dict[str, str]]:
+    """The module's files compiled (with what they import, found under ``roots``), and its own files' sources."""
     own = module_files(tree, module)
     if not own:
-        return Image()
+        return [], {}
     prefix = "" if module.path == "." else module.path.rstrip("/") + "/"
-    compiled = compile_tree(tree, [module.path, *(r for r in roots if r != module.path)], [prefix + name for name in sorted(own)])
-    keep = {f.name for f in compiled.file if f.name in own and not (module.breaking.ignore_unstable_packages and unstable(f.package))}
-    return image_of(compiled.file, keep, own)
+    return list(compile_tree(tree, [module.path, *(r for r in roots if r != module.path)], [prefix + name for name in sorted(own)]).file), own
+
+
+def _image(tree: Mapping[str, str], module: Module, roots: list[str]) -> Image:
+    files, own = _compiled(tree, module, roots)
+    keep = {f.name for f in files if f.name in own and not (module.breaking.ignore_unstable_packages and unstable(f.package))}
+    return image_of(files, keep, own)
 
 
 def _laid_out(tree: Mapping[str, str], layout: list[Module], ignore_unstable: bool, others: set[str]) -> Image:
     """The image of a tree built by its own modules, less the files another current module holds."""
-    roots = [m.path for m in layout]
-    files: list[Any] = []
+    files: dict[str, Any] = {}
     keep: set[str] = set()
     texts: dict[str, str] = {}
     for module in layout:
-        own = module_files(tree, module)
-        if not own:
-            continue
-        prefix = "" if module.path == "." else module.path.rstrip("/") + "/"
-        compiled = compile_tree(tree, [module.path, *(r for r in roots if r != module.path)], [prefix + name for name in sorted(own)])
-        files += [f for f in compiled.file if f.name not in {g.name for g in files}]
-        keep |= {f.name for f in compiled.file if f.name in own and f.name not in others and not (ignore_unstable and unstable(f.package))}
+        compiled, own = _compiled(tree, module, [m.path for m in layout])
+        files.update({f.name: f for f in compiled if f.name not in files})
+        keep |= {f.name for f in compiled if f.name in own and f.name not in others and not (ignore_unstable and unstable(f.package))}
         texts.update(own)
-    return image_of(files, keep, texts)
+    return image_of(files.values(), keep, texts)
 
 
 def subject_breaking(old: str, new: str, old_refs: Mapping[str, str], new_refs: Mapping[str, str], names: Sequence[str]) -> dict[str, Any]:

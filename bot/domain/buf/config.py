@@ -49,8 +49,9 @@ def default_modules(version: str = "v1") -> list[Module]:
     return [Module(".", Breaking(version, rule_ids(version, ["FILE"], [])))]
 
 
-def read_config(text: str, where: str = "buf.yaml") -> list[Module]:
-    """The modules a ``buf.yaml`` (or ``buf.work``-less ``buf.yaml`` v2) describes; BufConfigError says what is wrong."""
+def read_config(text: str, where: str = "buf.yaml", *, layout_only: bool = False) -> list[Module]:
+    """The modules a ``buf.yaml`` (or ``buf.work``-less ``buf.yaml`` v2) describes; BufConfigError says what is wrong.
+    ``layout_only``: only where the modules are (a previous tree's own configuration); its checks are not read."""
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as err:
@@ -59,6 +60,10 @@ def read_config(text: str, where: str = "buf.yaml") -> list[Module]:
         return default_modules()
     if not isinstance(raw, dict):
         raise BufConfigError(f"{where}: expected a mapping with version and breaking")
+    if layout_only:
+        raw = {key: value for key, value in raw.items() if key in ("version", "build", "modules")}
+        if isinstance(raw.get("modules"), list):
+            raw["modules"] = [{k: v for k, v in m.items() if k != "breaking"} if isinstance(m, dict) else m for m in raw["modules"]]
     for key in ("plugins", "policies"):  # checks compiled to WebAssembly: passing over them would report a change as safe
         if raw.get(key):
             raise BufConfigError(f"{where}: {key}: Buf's {key} run checks of their own, which ChangeOps does not run; run `buf breaking` "
