@@ -113,9 +113,9 @@ def _field_pairs(prev: Image, cur: Image) -> Iterator[tuple[Field, Field]]:
             yield before, cur.extensions[key]
 
 
-def _parent_of_deleted(cur: Image, file: ProtoFile, nested: str) -> tuple[ProtoFile, tuple[int, ...]]:
-    """Where a deleted element is reported: its nearest enclosing message that still exists, else its file."""
-    messages = cur.in_file(file.path)[0]
+def _parent_of_deleted(messages: dict[str, Message], file: ProtoFile, nested: str) -> tuple[ProtoFile, tuple[int, ...]]:
+    """Where a deleted element is reported: its nearest enclosing message that still exists (among ``messages``, by
+    nested name), else its file."""
     parts = nested.split(".")
     for end in range(len(parts) - 1, 0, -1):
         found = messages.get(".".join(parts[:end]))
@@ -134,7 +134,7 @@ def _deleted_in_file(kind: str, index: int, rule_id: str) -> Check:
                 if kind == "service":
                     yield BufFinding(rule_id, after.path, 0, 0, f'Previously present service "{name}" was deleted from file.')
                     continue
-                file, path = _parent_of_deleted(cur, after, name)
+                file, path = _parent_of_deleted(cur.in_file(after.path)[0], after, name)
                 yield _finding(rule_id, file, path, f'Previously present {kind} "{name}" was deleted from file.')
     return check
 
@@ -173,16 +173,10 @@ def _deleted_in_package(kind: str, rule_id: str) -> Check:
         package, another element's in its own file), else its file."""
         if file.path not in cur.files:
             return file.path, 0, 0
-        if kind != "message":
-            found, path = _parent_of_deleted(cur, cur.files[file.path], nested)
-            return (found.path, *found.at(*path)) if path else (found.path, 0, 0)
-        messages = {m.nested: m for m in cur.messages.values() if m.file.package == package}
-        parts = nested.split(".")
-        for end in range(len(parts) - 1, 0, -1):
-            parent = messages.get(".".join(parts[:end]))
-            if parent is not None:
-                return (parent.file.path, *parent.file.at(*parent.path))
-        return file.path, 0, 0
+        messages = {m.nested: m for m in cur.messages.values() if m.file.package == package} if kind == "message" else \
+            cur.in_file(file.path)[0]
+        found, path = _parent_of_deleted(messages, cur.files[file.path], nested)
+        return (found.path, *found.at(*path)) if path else (found.path, 0, 0)
 
     def check(prev: Image, cur: Image) -> Iterator[BufFinding]:
         current = cur.packages()
