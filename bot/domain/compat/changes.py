@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Hashable
 from dataclasses import dataclass
 
 ROOT_PATH = "(root)"  # where a finding at the root of a schema without a name (an untitled JSON Schema) is shown
@@ -35,7 +36,7 @@ class Difference:
     is about (the same key whichever way the walk goes), and where people read it."""
 
     rule: str
-    key: tuple[str, ...]
+    key: tuple[Hashable, ...]
     path: str
     old: str = ""
     new: str = ""

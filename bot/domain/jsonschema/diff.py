@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
-from bot.domain.compat.changes import ROOT_PATH, Difference
+from bot.domain.compat.changes import Difference
 from bot.domain.jsonschema.disjoint import disjoint
 from bot.domain.jsonschema.model import PARTS, JsonSchema, json_value, kind, parts, resolve
+from bot.domain.jsonschema.walks import HERE, Done, Key, Met, Walks
 
 STRICT = frozenset({
     "ID_CHANGED", "DESCRIPTION_CHANGED", "TITLE_CHANGED", "DEFAULT_CHANGED", "SCHEMA_REMOVED", "TYPE_EXTENDED", "MAX_LENGTH_INCREASED",
@@ -64,55 +66,78 @@ LIMITS = (  # keyword, (added, removed, grew, shrank): growing a maximum accepts
 
 
 def differences(original: JsonSchema, update: JsonSchema) -> list[Difference]:
-    """Every difference the schema ``update`` meets in documents valid under ``original``."""
-    walk = _Diff(original, update)
-    walk.compare(original.root, original.base, update.root, update.base, update.label)
-    return walk.found
+    """Every difference the schema ``update`` meets in documents valid under ``original``.
+
+    Each pair of subschemas is compared once (``Walks``), so schemas whose definitions refer to one another cost what
+    their pairs do, not what their paths do. A pair met again while it is being compared (recursion) is assumed alike;
+    where that was assumed, the comparison runs again knowing from the start the pairs found to fail, until no more
+    are found (the greatest fixed point, as the registry finds it)."""
+    known: dict[Key, Done] = {}
+    while True:  # each round knows more pairs to fail, or is the last: at most a round a pair
+        walks = Walks(STRICT, known)
+        walk = _Diff(original, update, walks, True)
+        walk.compare(original.root, original.base, update.root, update.base, HERE)
+        failing = {key: done for key, done in walks.done.items() if done.fails}
+        if not walks.assumed or failing.keys() <= known.keys():
+            return walks.written(walk.found, update.label)
+        known = {**known, **failing}
+
 
 
 class _Diff:
-    def __init__(self, original: JsonSchema, update: JsonSchema) -> None:
+    def __init__(self, original: JsonSchema, update: JsonSchema, walks: Walks, forward: bool) -> None:
         self.o, self.u = original, update
-        self.found: list[Difference] = []
-        self.active: set[tuple[int, int]] = set()  # pairs being compared: a recursive schema meets itself as compatible
+        self.walks, self.forward = walks, forward  # forward: ``original`` is the comparison's original
+        self.found: list[Difference | Met] = []
 
     def add(self, rule: str, path: str, old: Any = "", new: Any = "", detail: str = "", aspect: str = "") -> None:
-        self.found.append(Difference(rule, (aspect or rule.split("_")[0], path), path or ROOT_PATH, _text(old), _text(new), detail))
+        self.found.append(Difference(rule, (aspect or rule.split("_")[0], path), path, _text(old), _text(new), detail))
 
     def compare(self, o_node: Any, o_base: str, u_node: Any, u_base: str, path: str) -> None:
+        """Compare two subschemas met at ``path``, or take what comparing them found before."""
         o_node, o_base = resolve(self.o, o_node, o_base)
         u_node, u_base = resolve(self.u, u_node, u_base)
         o_node, u_node = parts(self.o, o_node), parts(self.u, u_node)
-        pair = (id(o_node), id(u_node))
-        if pair in self.active:
-            return
-        self.active.add(pair)
-        try:
-            self._compare(o_node, o_base, u_node, u_base, path)
-        finally:
-            self.active.discard(pair)
+        walks, key = self.walks, (self.forward, id(o_node), o_base, id(u_node), u_base)
+        if key not in walks.done:
+            active = (id(o_node), id(u_node)) if self.forward else (id(u_node), id(o_node))
+            if active in walks.active:
+                if key in walks.known:
+                    self.found.append(Met(key, path, again=True))
+                else:
+                    walks.assumed = True
+                return
+            walks.active.add(active)
+            outer, self.found = self.found, []
+            try:
+                self._compare(o_node, o_base, u_node, u_base, HERE)
+            finally:
+                walks.active.discard(active)
+                found, self.found = self.found, outer
+            walks.done[key] = Done(o_node, u_node, found, walks.fails(found), walks.shows(found))
+        self.found.append(Met(key, path))
 
     def _compare(self, o: Any, o_base: str, u: Any, u_base: str, path: str) -> None:
         o_kind, u_kind = kind(o), kind(u)
         if o_kind != u_kind:
             if o_kind == "false" or u_kind == "empty":
                 return  # the update accepts everything, or nothing was valid before
-            branches = self._branches(u, u_base) if u_kind == "combined" and o_kind != "combined" else []
+            branches = self._branches(self.u, u, u_base) if u_kind == "combined" and o_kind != "combined" else []
             if branches and (len(branches) == 1 or "allOf" not in u):  # one of the branches will do (allOf must match them all)
                 for index, (branch, branch_base) in enumerate(branches):
                     sub = self._sub(o, o_base, branch, branch_base, path)
-                    if all(d.rule in STRICT for d in sub.found):
+                    if not self.walks.fails(sub.found):
                         self.found += sub.found
                         if len(branches) > 1:
                             self.add("SUM_TYPE_EXTENDED", path, o_kind, "anyOf/oneOf", aspect="type")
                             if "oneOf" in u:
                                 self._exclusive(branches, {index: (o, o_base)}, set(), path)
                         return
-            o_branches = self._branches(o, o_base) if o_kind == "combined" and u_kind != "combined" else []
+            o_branches = self._branches(self.o, o, o_base) if o_kind == "combined" and u_kind != "combined" else []
             if o_branches and (len(o_branches) == 1 or "allOf" in o):  # what an allOf accepted, each of its branches accepted
                 for branch, branch_base in o_branches:
                     sub = self._sub(branch, branch_base, u, u_base, path)
-                    if all(d.rule in STRICT for d in sub.found):
+                    if not self.walks.fails(sub.found):
                         self.found += sub.found
                         if len(o_branches) > 1:
                             made = id(o) in self.o.made
@@ -162,11 +187,11 @@ class _Diff:
         elif o_kind == "combined":
             self._combined(o, o_base, u, u_base, path)
         elif o_kind == "not":
-            sub = _Diff(self.u, self.o)  # the negated schemas compare the other way round
+            sub = _Diff(self.u, self.o, self.walks, not self.forward)  # the negated schemas compare the other way round
             sub.compare(u["not"], u_base, o["not"], o_base, path)
-            if not all(d.rule in STRICT for d in sub.found):
+            if self.walks.fails(sub.found):
                 self.add("NOT_TYPE_EXTENDED", path, aspect="not")
-            elif sub.found:
+            elif self.walks.shows(sub.found):
                 self.add("NOT_TYPE_NARROWED", path, aspect="not")
         elif o_kind == "object":
             self._object(o, o_base, u, u_base, path)
@@ -176,55 +201,67 @@ class _Diff:
 
     def _sub(self, o: Any, o_base: str, u: Any, u_base: str, path: str) -> _Diff:
         """A walk of its own (to judge a branch or a schema for other properties), inside this one's recursion guard."""
-        sub = _Diff(self.o, self.u)
-        sub.active = set(self.active)
+        sub = _Diff(self.o, self.u, self.walks, self.forward)
         sub.compare(o, o_base, u, u_base, path)
         return sub
 
     def _alike(self, o: Any, o_base: str, u: Any, u_base: str, path: str) -> bool:
         """Whether two schemas accept the same documents as far as the registry's rules tell (a description may differ)."""
-        back = _Diff(self.u, self.o)
-        back.active = {(u_id, o_id) for o_id, u_id in self.active}
+        back = _Diff(self.u, self.o, self.walks, not self.forward)
         back.compare(u, u_base, o, o_base, path)
-        return all(d.rule in STRICT for d in [*self._sub(o, o_base, u, u_base, path).found, *back.found])
+        return not self.walks.fails([*self._sub(o, o_base, u, u_base, path).found, *back.found])
 
     def _covered(self, o: Any, o_base: str, u: Any, u_base: str, path: str, what: str, detail: str = "") -> None:
         """A property or tuple item met on one side only, against the schema the other side holds such members to
         (``patternProperties``, ``additionalProperties``, ``additionalItems``...): its differences, and ``what`` as covered or not."""
         sub = self._sub(o, o_base, u, u_base, path)
         self.found += sub.found
-        covered = all(d.rule in STRICT for d in sub.found)
+        covered = not self.walks.fails(sub.found)
         aspect = "property" if what.startswith("PROPERTY") else "item"
         self.add(f"{what}_{'IS' if covered else 'NOT'}_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL", path, detail=detail, aspect=aspect)
 
-    def _exclusive(self, branches: list[tuple[Any, str]], matched: dict[int, tuple[Any, str]], unchanged: set[int], path: str) -> None:
+    def _exclusive(self, branches: list[tuple[Any, str]], matched: dict[int, tuple[Any, str]], unchanged: set[int], path: str,
+                   exclusive: Sequence[tuple[Any, str]] = ()) -> None:
         """A ``oneOf`` of the update refuses a document that matches two of its branches. A document the original accepted
         matches one of ``matched`` (update branch -> the original's schema it takes over); it must match no other branch
         that is new or changed (one ``unchanged`` did not match it before either): disjoint from the original's schema or
-        from the branch that takes it over, by ``disjoint``'s proof."""
+        from the branch that takes it over, by ``disjoint``'s proof, or, where the original was a ``oneOf`` too
+        (``exclusive``, its branches), accepting nothing that another of its branches did not (which that document did
+        not match)."""
         for other, (branch, base) in enumerate(branches):
             if other in unchanged:
                 continue
             for index, (before, before_base) in matched.items():
                 taking, taking_base = branches[index]
                 if index != other and not (disjoint(self.o, before, before_base, self.u, branch, base)
-                                           or disjoint(self.u, taking, taking_base, self.u, branch, base)):
+                                           or disjoint(self.u, taking, taking_base, self.u, branch, base)
+                                           or any(self._within(branch, base, *o_branch) for o_branch in exclusive
+                                                  if o_branch[0] is not before)):
                     self.add("ONEOF_BRANCHES_MAY_OVERLAP", path, detail=f"{index + 1} and {other + 1}", aspect="oneOf")
                     return
 
-    def _branches(self, node: dict[str, Any], base: str) -> list[tuple[Any, str]]:
+    def _within(self, u: Any, u_base: str, o: Any, o_base: str) -> bool:
+        """Whether every document the update's ``u`` accepts, the original's ``o`` accepted, as far as the rules tell."""
+        back = _Diff(self.u, self.o, self.walks, not self.forward)
+        back.compare(u, u_base, o, o_base, HERE)
+        return not self.walks.fails(back.found)
+
+    @staticmethod
+    def _branches(schema: JsonSchema, node: dict[str, Any], base: str) -> list[tuple[Any, str]]:
         for word in ("anyOf", "oneOf", "allOf"):
             if word in node:
                 return [(branch, base) for branch in node[word]]
         if isinstance(node.get("type"), list):
-            rest = {k: v for k, v in node.items() if k != "type"}
-            return [({**rest, "type": t}, base) for t in node["type"]]
+            if id(node) not in schema.types:  # made once, so each is the same subschema to every walk
+                rest = {k: v for k, v in node.items() if k != "type"}
+                schema.types[id(node)] = [({**rest, "type": t}, base) for t in node["type"]]
+            return schema.types[id(node)]
         return []
 
     def _combined(self, o: dict[str, Any], o_base: str, u: dict[str, Any], u_base: str, path: str) -> None:
         """Two combinations, as the registry compares them: their criteria, their numbers of branches, and a maximum
         matching of the original's branches to the update's compatible ones, which must cover the fewer."""
-        o_branches, u_branches = self._branches(o, o_base), self._branches(u, u_base)
+        o_branches, u_branches = self._branches(self.o, o, o_base), self._branches(self.u, u, u_base)
         before, after = _criterion(o), _criterion(u)
         if before != after:
             single = len(o_branches) == 1, len(u_branches) == 1
@@ -244,10 +281,11 @@ class _Diff:
         for i in range(min(len(o_branches), len(u_branches))):  # a branch left without a match: what differs at its own place says why
             if i not in paired and i not in pairs and (i, i) in walks:
                 self.found += walks[(i, i)].found
-                told += any(d.rule not in STRICT for d in walks[(i, i)].found)
+                told += self.walks.fails(walks[(i, i)].found)
         if after == "oneOf":
             self._exclusive(u_branches, {index: o_branches[i] for index, (i, _) in pairs.items()},
-                            {j for j, (i, _) in pairs.items() if before == "oneOf" and _same(o_branches[i], u_branches[j])}, path)
+                            {j for j, (i, _) in pairs.items() if before == "oneOf" and _same(o_branches[i], u_branches[j])}, path,
+                            o_branches if before == "oneOf" else [])
         made = id(o) in self.o.made or id(u) in self.u.made  # parts of one schema: name them, not count them
         was: Any = self._shown(self.o, o) if made else len(o_branches)
         now: Any = self._shown(self.u, u) if made else len(u_branches)
@@ -270,7 +308,7 @@ class _Diff:
             if (i, j) not in walks:
                 walks[(i, j)] = self._sub(*o_branches[i], *u_branches[j], path)
             sub = walks[(i, j)]
-            return sub if all(d.rule in STRICT for d in sub.found) else None
+            return sub if not self.walks.fails(sub.found) else None
 
         def order(i: int) -> list[int]:
             return [*range(i, len(u_branches)), *range(min(i, len(u_branches)))]
@@ -378,7 +416,7 @@ class _Diff:
         if json_value(o_schema) == json_value(u_schema):
             return
         sub = self._sub(o_schema, o_base, u_schema, u_base, at)
-        self.add(f"{rules}_EXTENDED" if all(d.rule in STRICT for d in sub.found) else f"{rules}_NARROWED", at, aspect=aspect)
+        self.add(f"{rules}_NARROWED" if self.walks.fails(sub.found) else f"{rules}_EXTENDED", at, aspect=aspect)
 
     def _conditional(self, o: dict[str, Any], o_base: str, u: dict[str, Any], u_base: str, path: str) -> None:
         """``if``/``then``/``else``: a value that matches ``if`` must match ``then``, one that does not, ``else``. The

@@ -44,6 +44,7 @@ class JsonSchema:
     modern: dict[str, bool] = field(default_factory=dict)  # a document's base URI -> whether it is draft 2019-09 or later
     joined: dict[int, Any] = field(default_factory=dict)  # a $ref beside constraints (2019-09 on), or a node of several parts, as the allOf it means: one per node
     made: set[int] = field(default_factory=set)  # the ids of those allOf nodes (no one wrote them)
+    types: dict[int, list[tuple[Any, str]]] = field(default_factory=dict)  # a list of types, as one schema a type: one per node
 
     @property
     def label(self) -> str:
