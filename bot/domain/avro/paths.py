@@ -11,31 +11,30 @@ import re
 
 from bot.domain.avro.model import Node, Schema
 from bot.domain.compat.changes import ROOT_PATH
+from bot.domain.lineage.field_paths import field_paths as paths_from
 
 ENTRY = re.compile(r"<[A-Za-z0-9_]*>")
 POSITION = re.compile(r"\[[0-9]*\]")  # an array's items, or one place of a JSON tuple
 
 
 def field_paths(schema: Schema) -> list[str]:
-    """Every field path of a record schema, parents before children, each once."""
-    found: dict[str, None] = {}
+    """Every field path of a record schema, parents before children, each once (see ``bot.domain.lineage.field_paths``)."""
+    return paths_from(schema.root, _steps, _record)
 
-    def walk(node: Node, prefix: str, seen: frozenset[int]) -> None:
-        if node.type == "union":
-            for branch in node.branches:
-                walk(branch, prefix, seen)
-        elif node.type == "array" and node.items is not None:
-            walk(node.items, prefix, seen)
-        elif node.type == "map" and node.values is not None:
-            walk(node.values, prefix, seen)
-        elif node.type == "record" and id(node) not in seen:
-            for field in node.fields:
-                path = f"{prefix}.{field.name}" if prefix else field.name
-                found[path] = None
-                walk(field.type, path, seen | {id(node)})
 
-    walk(schema.root, "", frozenset())
-    return list(found)
+def _steps(node: Node) -> list[tuple[str | None, Node | None]]:
+    if node.type == "union":
+        return [(None, branch) for branch in node.branches]
+    if node.type in ("array", "map"):
+        return [(None, node.items if node.type == "array" else node.values)]
+    if node.type == "record":
+        return [(field.name, field.type) for field in node.fields]
+    return []
+
+
+def _record(node: Node) -> int | None:
+    """What no path passes twice: a record (an anonymous type is the same at each use, and leads only to records)."""
+    return id(node) if node.type == "record" else None
 
 
 def lineage_path(path: str, label: str) -> str:

@@ -19,6 +19,7 @@ from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT7, specification_with
 
 from bot.domain.jsonschema.errors import JsonSchemaError
+from bot.domain.lineage.field_paths import field_paths as paths_from
 
 TYPES = ("object", "array", "string", "number", "integer", "boolean", "null")
 OBJECT_WORDS = ("properties", "required", "additionalProperties", "patternProperties", "minProperties", "maxProperties", "dependencies",
@@ -210,27 +211,21 @@ def _resolve_all(schema: JsonSchema) -> None:
 
 def json_field_paths(schema: JsonSchema) -> list[str]:
     """Every property path of the document, parents before children, each once (``items``, ``items.price``): through
-    ``$ref``, array items (tuples too) and the branches of ``allOf``/``anyOf``/``oneOf``, as lineage names an Avro record's fields."""
-    found: dict[str, None] = {}
+    ``$ref``, array items (tuples too) and the branches of ``allOf``/``anyOf``/``oneOf``, as lineage names an Avro record's
+    fields (see ``bot.domain.lineage.field_paths``)."""
 
-    def walk(node: Any, base: str, prefix: str, seen: frozenset[int]) -> None:
-        node, base = resolve(schema, node, base)
-        if not isinstance(node, dict) or id(node) in seen:
-            return
-        seen = seen | {id(node)}
-        for name, inner in (node.get("properties") or {}).items():
-            path = f"{prefix}.{name}" if prefix else name
-            found[path] = None
-            walk(inner, base, path, seen)
+    def steps(at: tuple[Any, str]) -> list[tuple[str | None, tuple[Any, str]]]:
+        node, base = at
+        if not isinstance(node, dict):
+            return []
         items = node.get("items")
-        for inner in [*(items if isinstance(items, list) else [items] if items is not None else []), *(node.get("prefixItems") or [])]:
-            walk(inner, base, prefix, seen)
-        for word in ("allOf", "anyOf", "oneOf"):
-            for inner in node.get(word) or []:
-                walk(inner, base, prefix, seen)
+        found: list[tuple[str | None, tuple[Any, str]]] = [(name, resolve(schema, inner, base)) for name, inner in (node.get("properties") or {}).items()]
+        found += [(None, resolve(schema, inner, base)) for inner in [
+            *(items if isinstance(items, list) else [items] if items is not None else []), *(node.get("prefixItems") or [])]]
+        found += [(None, resolve(schema, inner, base)) for word in ("allOf", "anyOf", "oneOf") for inner in node.get(word) or []]
+        return found
 
-    walk(schema.root, schema.base, "", frozenset())
-    return list(found)
+    return paths_from(resolve(schema, schema.root, schema.base), steps, lambda at: id(at[0]))
 
 
 def pointer_path(pointer: str) -> str:

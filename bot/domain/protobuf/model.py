@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 
 from google.protobuf import descriptor_pb2
 
+from bot.domain.lineage.field_paths import field_paths as paths_from
 from bot.domain.protobuf.compile import ROOT, compile_proto
 from bot.domain.protobuf.features import delimited, required
 
@@ -234,21 +235,17 @@ def _paths(schema: ProtoSchema) -> dict[str, str]:
 
 def proto_field_paths(schema: ProtoSchema) -> list[str]:
     """Every field path under the first message, parents before children, each once (``items``, ``items.price``): how
-    lineage names a Protobuf message's fields, as it names an Avro record's."""
-    found: dict[str, None] = {}
+    lineage names a Protobuf message's fields, as it names an Avro record's (see ``bot.domain.lineage.field_paths``)."""
     first = next((n for n in schema.own if n in schema.messages), None)
 
-    def walk(message: str, prefix: str, seen: frozenset[str]) -> None:
+    def steps(message: str) -> list[tuple[str | None, str | None]]:
+        found: list[tuple[str | None, str | None]] = []
         for item in schema.messages[message].fields.values():
-            path = f"{prefix}.{item.name}" if prefix else item.name
-            found[path] = None
             target = item.type
             if item.kind == "map":
                 value = schema.map_value(item)
                 target = value.type if value is not None else ""
-            if target in schema.messages and target not in seen:
-                walk(target, path, seen | {target})
+            found.append((item.name, target if target in schema.messages else None))
+        return found
 
-    if first is not None:
-        walk(first, "", frozenset({first}))
-    return list(found)
+    return paths_from(first, steps, lambda message: message) if first is not None else []

@@ -1,0 +1,61 @@
+"""Field paths as lineage names them, in each format: the schema's order, each once, and, where types used at many places
+make more paths than can be listed, the shallowest ones up to the limit (not a walk that never ends)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from bot.domain.compat.formats import SchemaType, field_paths_of, parse_schema
+from bot.domain.lineage.field_paths import FIELD_PATHS
+
+
+def avro_ladder(levels: int) -> dict[str, Any]:
+    """A record whose fields ``a`` and ``b`` are both the next level's record: 2^levels paths to the bottom."""
+    ladder: dict[str, Any] = {"type": "record", "name": f"L{levels}", "fields": [{"name": "v", "type": "int"}]}
+    for level in range(levels - 1, -1, -1):
+        ladder = {"type": "record", "name": f"L{level}", "fields": [{"name": "a", "type": ladder}, {"name": "b", "type": f"L{level + 1}"}]}
+    return ladder
+
+
+def test_paths_are_listed_in_the_schema_order_parents_first_each_once() -> None:
+    schema = {"type": "record", "name": "Order", "fields": [
+        {"name": "id", "type": "string"},
+        {"name": "lines", "type": {"type": "array", "items": {"type": "record", "name": "Line", "fields": [
+            {"name": "sku", "type": "string"}, {"name": "next", "type": ["null", "Line"]}]}}},
+        {"name": "payment", "type": ["null", {"type": "record", "name": "Card", "fields": [{"name": "last4", "type": "string"}]},
+                                     {"type": "record", "name": "Wire", "fields": [{"name": "iban", "type": "string"}, {"name": "last4", "type": "int"}]}]},
+        {"name": "tags", "type": {"type": "map", "values": "Line"}}]}
+    assert field_paths_of(SchemaType.AVRO, parse_schema(SchemaType.AVRO, json.dumps(schema))) == [
+        "id", "lines", "lines.sku", "lines.next", "payment", "payment.last4", "payment.iban", "tags", "tags.sku", "tags.next"]
+    # a path does not pass a record twice: lines.next is a Line, listed, not walked again
+
+
+def test_a_type_used_twice_at_each_of_thirty_levels_lists_the_shallowest_paths() -> None:
+    paths = field_paths_of(SchemaType.AVRO, parse_schema(SchemaType.AVRO, json.dumps(avro_ladder(30))))
+    assert len(paths) == FIELD_PATHS == len(set(paths))
+    depths = [path.count(".") + 1 for path in paths]
+    complete = max(d for d in range(1, 31) if 2 ** (d + 1) - 2 <= FIELD_PATHS)  # every path this deep fits
+    assert sum(1 for d in depths if d <= complete) == 2 ** (complete + 1) - 2
+    assert max(depths) == complete + 1  # then as many of the next level as fit, and nothing deeper
+    listed = set(paths)
+    assert all(path.rpartition(".")[0] in listed for path in paths if "." in path)  # every parent is listed
+    assert paths.index("a") < paths.index("a.a") < paths.index("b")  # in the schema's order
+
+
+def test_definitions_that_refer_to_one_another_list_a_bounded_set_of_paths() -> None:
+    definitions = {f"N{i}": {"type": "object", "properties": {
+        **{f"p{j}": {"anyOf": [{"$ref": f"#/$defs/N{(i + j + 1) % 24}"}, {"type": "null"}]} for j in range(8)}, "v": {"type": "integer"}}}
+        for i in range(24)}
+    schema = parse_schema(SchemaType.JSON, json.dumps({"$schema": "https://json-schema.org/draft/2020-12/schema", "$defs": definitions,
+                                                       "$ref": "#/$defs/N0"}))
+    paths = field_paths_of(SchemaType.JSON, schema)
+    assert len(paths) == FIELD_PATHS and paths[:2] == ["p0", "p0.p0"] and {f"p{j}" for j in range(8)} <= set(paths)
+    assert "v" in paths and "p7.v" in paths
+
+
+def test_protobuf_messages_used_at_many_places_list_the_shallowest_paths() -> None:
+    messages = "\n".join(f"message M{i} {{ M{i + 1} left = 1; M{i + 1} right = 2; }}" for i in range(30))
+    schema = parse_schema(SchemaType.PROTOBUF, f'syntax = "proto3";\n{messages}\nmessage M30 {{ int32 v = 1; }}\n')
+    paths = field_paths_of(SchemaType.PROTOBUF, schema)
+    assert len(paths) == FIELD_PATHS and paths[:3] == ["left", "left.left", "left.left.left"]
