@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from bot.domain.avro.model import Schema
 from bot.domain.avro.normal import normal_form
 from bot.domain.compat.changes import Change, Direction
-from bot.domain.compat.pairs import semantic_changes
+from bot.domain.compat.memo import Walked, crowded
+from bot.domain.compat.pairs import semantic_walk
 from bot.domain.compat.resolve import Resolution
 from bot.domain.compat.rules import RULES, Level, rule_of
 
@@ -92,16 +93,19 @@ def classify(history: Sequence[Schema], new: Schema, mode: Mode = Mode.FULL) -> 
     if not history:
         return Verdict(Level.SAFE, True, True, (), mode, first_version=True)
     latest = history[-1]
-    changes = semantic_changes(latest, new)
-    changes += Resolution(BACKWARD).check(latest, new)
-    changes += Resolution(FORWARD).check(latest, new)
+    changes = _written([semantic_walk(latest, new), Resolution(BACKWARD).walk(latest, new), Resolution(FORWARD).walk(latest, new)])
     if not changes and normal_form(latest) == normal_form(new):  # only when the walks find nothing
         return Verdict(Level.SAFE, True, True, (), mode, identical=True)
     if mode.transitive:
         for number, older in enumerate(history[:-1], start=1):
-            changes += Resolution(BACKWARD).check(older, new, version=number)
-            changes += Resolution(FORWARD).check(older, new, version=number)
+            changes += _written([Resolution(BACKWARD).walk(older, new, version=number), Resolution(FORWARD).walk(older, new, version=number)])
     return verdict_of(changes, mode)
+
+
+def _written(walks: list[Walked]) -> list[Change]:
+    """The walks of one comparison, written alike: each pair at every place, or all at their shallowest (``crowded``)."""
+    alike = crowded(walks)
+    return [change for walk in walks for change in walk.changes(alike)]
 
 
 def verdict_of(changes: list[Change], mode: Mode) -> Verdict:

@@ -12,24 +12,24 @@ from itertools import filterfalse
 from typing import Any
 
 from bot.domain.avro.model import NAMED, Field, Node, Schema
-from bot.domain.compat.changes import Change
 from bot.domain.compat.matching import NAME_OF, counterpart, type_change_rule, unshared
-from bot.domain.compat.memo import PairMemo
-from bot.domain.compat.resolve import Rel, decimal_changes, entering, entry
+from bot.domain.compat.memo import PairMemo, Rel, Walked
+from bot.domain.compat.resolve import decimal_changes, entering, entry
 
 SWAP_DETAIL = {"STRING_BYTES_SWAPPED": {("string", "bytes"): "raw bytes instead of text",
                                         ("bytes", "string"): "text decoded as UTF-8 from what were raw bytes (values that are not UTF-8 fail to read)"}}
 
 
-def semantic_changes(old: Schema, new: Schema) -> list[Change]:
-    """Every semantic difference between two versions, with paths from the new schema's point of view."""
-    label, entered = new.label, entry(new.root)
-    return [Change(rule, label + suffix.removeprefix(entered), o, n, detail) for suffix, rule, o, n, detail in _Walker().pair(old.root, new.root)]
+def semantic_walk(old: Schema, new: Schema) -> Walked:
+    """Every semantic difference between two versions, with paths from the new schema's point of view, not yet written
+    (see ``Walked``)."""
+    walker = _Walker()
+    return Walked(walker._records, walker.pair(old.root, new.root), new.label, entry(new.root))
 
 
 class _Walker:
     def __init__(self) -> None:
-        self._records: PairMemo[Rel] = PairMemo()
+        self._records: PairMemo = PairMemo()
 
     def pair(self, old: Node, new: Node) -> list[Rel]:
         if old is new:

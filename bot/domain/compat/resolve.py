@@ -5,7 +5,7 @@
 so both directions describe the same edit with the same rule and path. Records are memoised by the
 pair of nodes (``PairMemo``), with paths relative to the record, so shared named types cost once and
 recursive types terminate (a pair met again while it is being checked is assumed to resolve: a cycle
-adds no new failure).
+adds no new failure); a named type used at many places is written at each, up to ``memo.PLACES`` findings.
 """
 
 from __future__ import annotations
@@ -22,10 +22,7 @@ from bot.domain.compat.matching import (
     type_change_rule,
     unshared,
 )
-from bot.domain.compat.memo import PairMemo
-
-# (relative path, rule, old description, new description, detail)
-Rel = tuple[str, str, str, str, str]
+from bot.domain.compat.memo import PairMemo, Rel, Walked
 
 
 class Resolution:
@@ -34,14 +31,16 @@ class Resolution:
     def __init__(self, direction: Direction) -> None:
         self.direction = direction
         self.backward = direction is Direction.BACKWARD
-        self._records: PairMemo[Rel] = PairMemo()
+        self._records: PairMemo = PairMemo()
 
     def check(self, old: Schema, new: Schema, version: int | None = None) -> list[Change]:
         """Every failure of this direction, with full paths."""
+        return self.walk(old, new, version).changes()
+
+    def walk(self, old: Schema, new: Schema, version: int | None = None) -> Walked:
+        """Every failure of this direction, not yet written (see ``Walked``)."""
         writer, reader = (old.root, new.root) if self.backward else (new.root, old.root)
-        breaks, label, entered = frozenset({self.direction}), new.label, entry(new.root)
-        return [Change(rule, label + suffix.removeprefix(entered), o, n, detail, breaks, version)
-                for suffix, rule, o, n, detail in self._resolve(writer, reader)]
+        return Walked(self._records, self._resolve(writer, reader), new.label, entry(new.root), frozenset({self.direction}), version)
 
     def _orient(self, writer: Node, reader: Node) -> tuple[Node, Node]:
         return (writer, reader) if self.backward else (reader, writer)
