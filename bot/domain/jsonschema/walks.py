@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.domain.compat.changes import ROOT_PATH, Difference
+from bot.domain.compat.memo import PLACES
 
 HERE = "\x00"  # where a pair's paths start, until they are placed
-PLACES = 2_000  # pairs met at more places than this (over the whole answer) are written at their first place only
 
 Key = tuple[bool, int, str, int, str]  # direction, the two subschemas (by identity) and their base URIs
 
@@ -67,33 +67,63 @@ class Walks:
         return any(entry.again or self.done[entry.key].shows if isinstance(entry, Met) else True for entry in found)
 
     def written(self, found: list[Difference | Met], root: str) -> list[Difference]:
-        """``found`` as the answer: every difference at every path it was met by (a path passes a pair once), the
-        root's paths starting at ``root``. Past ``PLACES`` differences, a pair already written is not written again.
-        A difference's key is the element it is about, the same at each place and whichever way the walk went: the two
-        subschemas compared, the path inside them and what it is about."""
+        """``found`` as the answer, the root's paths starting at ``root``: every difference at every path it was met by,
+        or, where that would be more than ``PLACES`` differences, each pair's once, at its shallowest place (fewest
+        pairs on the way, then the first path in text order). A difference's key is the element it is about, the same
+        at each place and whichever way the walk went: the two subschemas compared, the path inside them and what it
+        is about. (A pair's entries only name pairs compared before it ended, so no path passes a pair twice.)"""
         out: list[Difference] = []
-        expanded: set[Key] = set()
-        on_path: set[Key] = set()
-
-        def write(entries: list[Difference | Met], prefix: str, pair: frozenset[int]) -> None:
-            for entry in entries:
-                if isinstance(entry, Met):
-                    done = self.done.get(entry.key)
-                    if entry.again or done is None or not done.shows or entry.key in on_path:
-                        continue
-                    if entry.key in expanded and len(out) >= PLACES:
-                        continue
-                    expanded.add(entry.key)
-                    on_path.add(entry.key)
-                    write(done.found, placed(entry.path, prefix), frozenset((id(done.original), id(done.update))))
-                    on_path.discard(entry.key)
-                else:
-                    at = placed(entry.path, prefix)
-                    key = (entry.key[0], pair, entry.path)
-                    out.append(Difference(entry.rule, key, at or ROOT_PATH, entry.old, entry.new, entry.detail))
-
-        write(found, root, frozenset())
+        if self._size(found, {}) <= PLACES:
+            self._everywhere(found, root, frozenset(), out)
+            return out
+        written: set[Key] = set()
+        level: list[tuple[str, list[Difference | Met], frozenset[int]]] = [(root, found, frozenset())]
+        while level:
+            shallowest: dict[Key, str] = {}
+            for prefix, entries, pair in level:
+                for entry in entries:
+                    if not isinstance(entry, Met):
+                        out.append(_at(entry, prefix, pair))
+                    elif self._written(entry) and entry.key not in written:
+                        at = placed(entry.path, prefix)
+                        if entry.key not in shallowest or at < shallowest[entry.key]:
+                            shallowest[entry.key] = at
+            written |= shallowest.keys()
+            level = [(at, self.done[key].found, self._pair(key)) for key, at in sorted(shallowest.items(), key=lambda item: item[1])]
         return out
+
+    def _written(self, entry: Met) -> bool:
+        """Whether a pair met is written: not where recursion met it again, nor when it holds no difference."""
+        return not entry.again and self.done[entry.key].shows
+
+    def _pair(self, key: Key) -> frozenset[int]:
+        done = self.done[key]
+        return frozenset((id(done.original), id(done.update)))
+
+    def _size(self, entries: list[Difference | Met], sizes: dict[Key, int]) -> int:
+        """How many differences ``entries`` hold once every pair is written at every place."""
+        total = 0
+        for entry in entries:
+            if not isinstance(entry, Met):
+                total += 1
+            elif self._written(entry):
+                if entry.key not in sizes:
+                    sizes[entry.key] = self._size(self.done[entry.key].found, sizes)
+                total += sizes[entry.key]
+        return total
+
+    def _everywhere(self, entries: list[Difference | Met], prefix: str, pair: frozenset[int], out: list[Difference]) -> None:
+        for entry in entries:
+            if not isinstance(entry, Met):
+                out.append(_at(entry, prefix, pair))
+            elif self._written(entry):
+                self._everywhere(self.done[entry.key].found, placed(entry.path, prefix), self._pair(entry.key), out)
+
+
+def _at(entry: Difference, prefix: str, pair: frozenset[int]) -> Difference:
+    """A pair's difference written at its place, keyed by the element it is about."""
+    at = placed(entry.path, prefix)
+    return Difference(entry.rule, (entry.key[0], pair, entry.path), at or ROOT_PATH, entry.old, entry.new, entry.detail)
 
 
 def placed(path: str, prefix: str) -> str:
