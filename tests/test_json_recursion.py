@@ -64,6 +64,8 @@ def test_definitions_that_refer_to_one_another_are_compared_once_a_pair(monkeypa
     document = at(widened.path, 1.5)  # where the new schema writes what the old one refuses
     assert valid(new, document) and not valid(old, document)
     assert len(verdict.findings) < PLACES
+    said = next(f for f in verdict.findings if f.rule == "CHANGES_LISTED_ONCE")  # and the report says so
+    assert said.path == "(root)" and not said.breaks and "listed once" in said.message
 
 
 def test_a_change_met_at_fewer_places_than_the_limit_is_reported_at_each() -> None:
@@ -71,6 +73,7 @@ def test_a_change_met_at_fewer_places_than_the_limit_is_reported_at_each() -> No
     verdict = classify_schemas(J, [parse_schema(J, json.dumps(old))], parse_schema(J, json.dumps(new)), Mode.FULL)
     widened = [f for f in verdict.findings if f.rule == "TYPE_EXTENDED"]
     assert len(widened) > 1 and all(f.breaks == {Direction.FORWARD} for f in widened)
+    assert "CHANGES_LISTED_ONCE" not in {f.rule for f in verdict.findings}
     for finding in widened:
         document = at(finding.path, 1.5)
         assert valid(new, document) and not valid(old, document), finding.path

@@ -27,15 +27,17 @@ def test_a_type_used_at_a_few_places_is_reported_at_each() -> None:
     verdict = classify([parse(ladder(3, "int"))], parse(ladder(3, "string")), Mode.FULL)
     places = {f.path for f in verdict.findings if f.rule == "TYPE_CHANGED"}
     assert len(places) == 2 ** 3 and "L0.a.b.a.v" in places and "L0.b.b.b.v" in places
+    assert "CHANGES_LISTED_ONCE" not in {f.rule for f in verdict.findings}
     assert all(f.breaks == {Direction.BACKWARD, Direction.FORWARD} for f in verdict.findings)
 
 
 def test_a_type_used_at_a_million_places_is_reported_once_at_its_shallowest_place() -> None:
     assert 2 ** 20 > PLACES
     verdict = classify([parse(ladder(20, "int"))], parse(ladder(20, "string")), Mode.FULL)
-    [finding] = verdict.findings
+    finding, said = verdict.findings  # the worst first
     assert (finding.rule, finding.path) == ("TYPE_CHANGED", "L0" + ".a" * 20 + ".v")
     assert finding.breaks == {Direction.BACKWARD, Direction.FORWARD}  # both directions wrote it at the same place
+    assert (said.rule, said.path) == ("CHANGES_LISTED_ONCE", "L0") and "listed once" in said.message  # and the report says so
 
 
 def test_the_shallowest_place_is_the_same_for_every_walk_when_the_versions_write_fields_in_another_order() -> None:
@@ -44,4 +46,4 @@ def test_the_shallowest_place_is_the_same_for_every_walk_when_the_versions_write
     promoted = [f for f in verdict.findings if f.rule == "TYPE_PROMOTED"]
     assert len(promoted) == 1 and promoted[0].path == "L0" + ".a" * 20 + ".v"
     assert promoted[0].breaks == {Direction.FORWARD}  # old readers cannot read a long: found by the forward walk, at the same place
-    assert {f.rule for f in verdict.findings} == {"TYPE_PROMOTED", "FIELDS_REORDERED"}
+    assert {f.rule for f in verdict.findings} == {"TYPE_PROMOTED", "FIELDS_REORDERED", "CHANGES_LISTED_ONCE"}

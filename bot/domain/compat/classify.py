@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from bot.domain.avro.model import Schema
 from bot.domain.avro.normal import normal_form
 from bot.domain.compat.changes import Change, Direction
-from bot.domain.compat.memo import Walked, crowded
+from bot.domain.compat.memo import PLACES, Walked, crowded
 from bot.domain.compat.pairs import semantic_walk
 from bot.domain.compat.resolve import Resolution
 from bot.domain.compat.rules import RULES, Level, rule_of
@@ -105,7 +105,10 @@ def classify(history: Sequence[Schema], new: Schema, mode: Mode = Mode.FULL) -> 
 def _written(walks: list[Walked]) -> list[Change]:
     """The walks of one comparison, written alike: each pair at every place, or all at their shallowest (``crowded``)."""
     alike = crowded(walks)
-    return [change for walk in walks for change in walk.changes(alike)]
+    changes = [change for walk in walks for change in walk.changes(alike)]
+    if alike:
+        changes.append(Change("CHANGES_LISTED_ONCE", walks[0].label, detail=f"{PLACES:,}"))
+    return changes
 
 
 def verdict_of(changes: list[Change], mode: Mode) -> Verdict:

@@ -425,6 +425,13 @@ CATALOGUE += tuple(
          "When {path} is present, the object need no longer match the schema it brought.", JSON),
 )
 
+# --- what a report leaves out ---------------------------------------------------------------------------------
+CATALOGUE += (
+    Rule("CHANGES_LISTED_ONCE", SAFE, "a type is met at more places than are listed: each change is listed once, at its shallowest place",
+         "{path}: a type in this schema is met at so many places that its changes would be more than {detail} findings: each is "
+         "listed once, at its shallowest place, and ChangeOps counts every consumer of the topic as affected.", ("AVRO", "JSON")),
+)
+
 RULES: dict[str, Rule] = {rule.id: rule for rule in CATALOGUE if "AVRO" in rule.formats}
 BY_FORMAT: dict[tuple[str, str], Rule] = {(kind, rule.id): rule for rule in CATALOGUE for kind in rule.formats}
 

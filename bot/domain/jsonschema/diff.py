@@ -41,6 +41,7 @@ STRICT = frozenset({
     "PATTERN_PROPERTIES_CHANGED",  # ours: nor `patternProperties`, beyond a property added or removed
     "TYPE_NO_LONGER_DECLARED",  # ours: nor a `type` dropped beside a kind's keywords (TYPE_DECLARED fails)
     "PROPERTY_NAMES_EXTENDED", "CONTAINS_REMOVED", "CONTAINS_EXTENDED", "CONDITION_REMOVED", "CONDITION_EXTENDED",  # ours: nor these
+    "CHANGES_LISTED_ONCE",  # ours: a report too long to list every place (it changes nothing of itself)
 })
 KEYWORD_KINDS = ("object", "array", "string", "number")  # kinds a schema's keywords tell without `type` (a type list is a combination)
 LENIENT = STRICT | {

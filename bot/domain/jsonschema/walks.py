@@ -69,13 +69,14 @@ class Walks:
     def written(self, found: list[Difference | Met], root: str) -> list[Difference]:
         """``found`` as the answer, the root's paths starting at ``root``: every difference at every path it was met by,
         or, where that would be more than ``PLACES`` differences, each pair's once, at its shallowest place (fewest
-        pairs on the way, then the first path in text order). A difference's key is the element it is about, the same
+        pairs on the way, then the first path in text order), and ``CHANGES_LISTED_ONCE`` says so. A difference's key is the element it is about, the same
         at each place and whichever way the walk went: the two subschemas compared, the path inside them and what it
         is about. (A pair's entries only name pairs compared before it ended, so no path passes a pair twice.)"""
         out: list[Difference] = []
         if self._size(found, {}) <= PLACES:
             self._everywhere(found, root, frozenset(), out)
             return out
+        out.append(Difference("CHANGES_LISTED_ONCE", ("listed", frozenset(), HERE), root or ROOT_PATH, detail=f"{PLACES:,}"))
         written: set[Key] = set()
         level: list[tuple[str, list[Difference | Met], frozenset[int]]] = [(root, found, frozenset())]
         while level:
