@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from bot.domain.avro.model import Schema
 from bot.domain.avro.normal import normal_form
 from bot.domain.compat.changes import Change, Direction
-from bot.domain.compat.memo import PLACES, Walked, crowded
+from bot.domain.compat.memo import Walked, crowded
 from bot.domain.compat.pairs import semantic_walk
+from bot.domain.compat.places import PLACES
 from bot.domain.compat.resolve import Resolution
 from bot.domain.compat.rules import RULES, Level, rule_of
 

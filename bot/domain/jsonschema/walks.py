@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
+from bot.domain.compat import places
 from bot.domain.compat.changes import ROOT_PATH, Difference
-from bot.domain.compat.memo import PLACES
+from bot.domain.compat.places import PLACES
 
 HERE = "\x00"  # where a pair's paths start, until they are placed
 
@@ -67,64 +68,26 @@ class Walks:
         return any(entry.again or self.done[entry.key].shows if isinstance(entry, Met) else True for entry in found)
 
     def written(self, found: list[Difference | Met], root: str) -> list[Difference]:
-        """``found`` as the answer, the root's paths starting at ``root``: every difference at every path it was met by,
-        or, where that would be more than ``PLACES`` differences, each pair's once, at its shallowest place (fewest
-        pairs on the way, then the first path in text order), and ``CHANGES_LISTED_ONCE`` says so. A difference's key is the element it is about, the same
-        at each place and whichever way the walk went: the two subschemas compared, the path inside them and what it
-        is about. (A pair's entries only name pairs compared before it ended, so no path passes a pair twice.)"""
-        out: list[Difference] = []
-        if self._size(found, {}) <= PLACES:
-            self._everywhere(found, root, frozenset(), out)
-            return out
-        out.append(Difference("CHANGES_LISTED_ONCE", ("listed", frozenset(), HERE), root or ROOT_PATH, detail=f"{PLACES:,}"))
-        written: set[Key] = set()
-        level: list[tuple[str, list[Difference | Met], frozenset[int]]] = [(root, found, frozenset())]
-        while level:
-            shallowest: dict[Key, str] = {}
-            for prefix, entries, pair in level:
-                for entry in entries:
-                    if not isinstance(entry, Met):
-                        out.append(_at(entry, prefix, pair))
-                    elif self._written(entry) and entry.key not in written:
-                        at = placed(entry.path, prefix)
-                        if entry.key not in shallowest or at < shallowest[entry.key]:
-                            shallowest[entry.key] = at
-            written |= shallowest.keys()
-            level = [(at, self.done[key].found, self._pair(key)) for key, at in sorted(shallowest.items(), key=lambda item: item[1])]
+        """``found`` as the answer, the root's paths starting at ``root``, each pair written where ``places`` says (when
+        only at its shallowest place, ``CHANGES_LISTED_ONCE`` says so). A difference's key is the element it is about,
+        the same at each place and whichever way the walk went: the two subschemas compared, the path inside them and
+        what it is about."""
+        crowded = places.size(found, self._step) > PLACES
+        out = [Difference("CHANGES_LISTED_ONCE", ("listed", frozenset(), HERE), root or ROOT_PATH, detail=f"{PLACES:,}")] if crowded else []
+        for entry, place, owner in places.placed(found, root, self._step, placed, crowded):
+            at = placed(entry.path, place)
+            done = self.done.get(cast(Key, owner)) if owner is not None else None
+            pair = frozenset((id(done.original), id(done.update))) if done is not None else frozenset()
+            out.append(Difference(entry.rule, (entry.key[0], pair, entry.path), at or ROOT_PATH, entry.old, entry.new, entry.detail))
         return out
 
-    def _written(self, entry: Met) -> bool:
-        """Whether a pair met is written: not where recursion met it again, nor when it holds no difference."""
-        return not entry.again and self.done[entry.key].shows
-
-    def _pair(self, key: Key) -> frozenset[int]:
-        done = self.done[key]
-        return frozenset((id(done.original), id(done.update)))
-
-    def _size(self, entries: list[Difference | Met], sizes: dict[Key, int]) -> int:
-        """How many differences ``entries`` hold once every pair is written at every place."""
-        total = 0
-        for entry in entries:
-            if not isinstance(entry, Met):
-                total += 1
-            elif self._written(entry):
-                if entry.key not in sizes:
-                    sizes[entry.key] = self._size(self.done[entry.key].found, sizes)
-                total += sizes[entry.key]
-        return total
-
-    def _everywhere(self, entries: list[Difference | Met], prefix: str, pair: frozenset[int], out: list[Difference]) -> None:
-        for entry in entries:
-            if not isinstance(entry, Met):
-                out.append(_at(entry, prefix, pair))
-            elif self._written(entry):
-                self._everywhere(self.done[entry.key].found, placed(entry.path, prefix), self._pair(entry.key), out)
-
-
-def _at(entry: Difference, prefix: str, pair: frozenset[int]) -> Difference:
-    """A pair's difference written at its place, keyed by the element it is about."""
-    at = placed(entry.path, prefix)
-    return Difference(entry.rule, (entry.key[0], pair, entry.path), at or ROOT_PATH, entry.old, entry.new, entry.detail)
+    def _step(self, entry: Difference | Met) -> tuple[Key, str, list[Difference | Met]] | None:
+        """For ``places``: a pair met and its differences (none where recursion met it again: they are written where it
+        began; none to walk when it holds none); None for a difference."""
+        if not isinstance(entry, Met):
+            return None
+        done = None if entry.again else self.done[entry.key]
+        return entry.key, entry.path, done.found if done is not None and done.shows else []
 
 
 def placed(path: str, prefix: str) -> str:
