@@ -59,3 +59,12 @@ def test_protobuf_messages_used_at_many_places_list_the_shallowest_paths() -> No
     schema = parse_schema(SchemaType.PROTOBUF, f'syntax = "proto3";\n{messages}\nmessage M30 {{ int32 v = 1; }}\n')
     paths = field_paths_of(SchemaType.PROTOBUF, schema)
     assert len(paths) == FIELD_PATHS and paths[:3] == ["left", "left.left", "left.left.left"]
+
+
+def test_messages_of_an_imported_file_used_at_many_places_list_the_shallowest_paths() -> None:
+    messages = "\n".join(f"message M{i} {{ M{i + 1} left = 1; M{i + 1} right = 2; }}" for i in range(30))
+    imported = f'syntax = "proto3";\npackage lib;\n{messages}\nmessage M30 {{ int32 v = 1; }}\n'
+    schema = parse_schema(SchemaType.PROTOBUF, 'syntax = "proto3";\nimport "lib/ladder.proto";\nmessage Top { lib.M0 start = 1; string id = 2; }\n',
+                          {"lib/ladder.proto": imported})
+    paths = field_paths_of(SchemaType.PROTOBUF, schema)
+    assert len(paths) == FIELD_PATHS and paths[:3] == ["start", "start.left", "start.left.left"] and "id" in paths

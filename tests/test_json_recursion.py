@@ -129,3 +129,17 @@ def test_a_oneof_branch_that_accepts_no_more_than_another_did_does_not_overlap()
     assert ("ONEOF_BRANCHES_MAY_OVERLAP", "next") in {(f.rule, f.path) for f in verdict.findings}
     witness = {"kind": "book", "next": {"sku": "a1"}}  # a reference: now it matches both branches, and oneOf refuses it
     assert valid(before, witness) and not valid(after, witness)
+
+
+def test_definitions_in_a_referenced_schema_that_refer_to_one_another() -> None:
+    """The mesh in a schema of its own, named by its URI (a reference the registry holds), and used by the subject's."""
+    uri = "https://example.com/mesh.json"
+    subject = {"$schema": D7, "title": "Graph", "type": "object", "properties": {"start": {"$ref": f"{uri}#/definitions/N0"}}}
+
+    def parsed(widened: bool) -> Any:
+        return parse_schema(J, json.dumps(subject), {uri: json.dumps({**mesh(24, 8, widened=widened), "$id": uri})})
+
+    verdict = classify_schemas(J, [parsed(False)], parsed(True), Mode.FULL)
+    [widened] = [f for f in verdict.findings if f.rule == "TYPE_EXTENDED"]
+    assert widened.path == "Graph.start.p6.p7.p7.v" and widened.breaks == {Direction.FORWARD}
+    assert "CHANGES_LISTED_ONCE" in {f.rule for f in verdict.findings}
