@@ -472,7 +472,9 @@ async def test_the_form_starts_a_json_schema_transition_a_rollback_proposes_the_
     assert "no lineage is known" in contract.proposal.impact["note"] and contract.proposal.teams == [UNOWNED], contract.proposal.impact
 
 
-async def test_races_and_a_registry_away_never_double_or_skip_a_step(slack: SlackHarness, migrated_url: str) -> None:
+async def registry_away(slack: SlackHarness, migrated_url: str) -> None:
+    """The bot with no registry answering, the sweeps paused; orders-value (orders-team, BACKWARD) at V1, read by the job
+    report (analytics-team)."""
     await slack.bot.stop()
     slack.bot = Bot(bot_config(slack.emulator, migrated_url, SCHEMA_REGISTRY_URL="http://127.0.0.1:9"), slack.clock)  # nothing listens there
     await slack.bot.start(0)
@@ -489,6 +491,10 @@ async def test_races_and_a_registry_away_never_double_or_skip_a_step(slack: Slac
     await slack.bot.lineage.load_catalog(parsed)
     status, first = await call(slack, "POST", "/api/v1/proposals", {"subject": "orders-value", "schema": V1, "proposer": ALICE})
     assert status == 201 and first["state"] == "approved"
+
+
+async def test_races_and_a_registry_away_never_double_or_skip_a_step(slack: SlackHarness, migrated_url: str) -> None:
+    await registry_away(slack, migrated_url)
 
     # Two starts at once: one transition, the other told why
     answers = await asyncio.gather(*(call(slack, "POST", "/api/v1/transitions", {"subject": "orders-value", "schema": TARGET, "proposer": ALICE})
@@ -526,3 +532,28 @@ async def test_races_and_a_registry_away_never_double_or_skip_a_step(slack: Slac
     assert view.phase.value == "contract" and view.row.contract_proposal_id is not None, results
     contracts = [p for p in await slack.bot.proposals.listing(subject="orders-value") if "Contract step" in p.proposal.notes]
     assert len(contracts) == 1
+
+
+async def test_a_start_that_loses_the_race_is_told_a_transition_is_open_not_what_the_winner_changed(slack: SlackHarness, migrated_url: str,
+                                                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loser passed the first "none open" check, then planned while the winner's expand version became current:
+    it hears that a transition is open (409), not "no change" about the winner's version."""
+    await registry_away(slack, migrated_url)
+    transitions = slack.bot.transitions
+    prepare, inside, winner_done = transitions._prepare, asyncio.Event(), asyncio.Event()
+
+    async def late(*args: Any) -> Any:
+        inside.set()
+        await winner_done.wait()
+        return await prepare(*args)
+
+    monkeypatch.setattr(transitions, "_prepare", late)
+    loser = asyncio.create_task(call(slack, "POST", "/api/v1/transitions", {"subject": "orders-value", "schema": TARGET, "proposer": ALICE}))
+    await asyncio.wait_for(inside.wait(), 30)
+    monkeypatch.setattr(transitions, "_prepare", prepare)
+    status, won = await call(slack, "POST", "/api/v1/transitions", {"subject": "orders-value", "schema": TARGET, "proposer": ALICE})
+    assert status == 201 and won["phase"] == "expand", won
+    winner_done.set()
+    status, lost = await loser
+    assert status == 409 and f"transition #{won['id']} is already open" in lost["error"], lost
+    assert [t.id for t in await transitions.listing(open_only=False)] == [won["id"]]

@@ -34,7 +34,7 @@ from bot.services.audit import record as audit
 from bot.services.calendar import CalendarService
 from bot.services.lineage import LineageService
 from bot.services.outbox import Outbox
-from bot.services.proposals import ProposalError, Proposals, Readers, names_of, topic_of
+from bot.services.proposals import Checked, ProposalError, Proposals, Readers, names_of, topic_of
 from bot.services.references import UnresolvedReference
 from bot.store.database import Database
 from bot.store.models import CalendarEntry, Proposal, Subject, Transition, TransitionMove, aware, utcnow
@@ -185,26 +185,11 @@ class Transitions:
         if not now < deadline <= now + timedelta(days=MAX_DAYS):
             raise ProposalError(f"the deadline must be in the future and within {MAX_DAYS} days", "deadline")
         await self._none_open(subject)
-        versions = await self.proposals.registry.history(subject_name)
-        history = [v.schema_text for v in versions]
-        if not history:
-            raise ProposalError(f"{subject_name} has no version yet: a transition moves readers from the current version; propose the first "
-                                "version as a normal change", "subject")
         try:
-            referenced = await self.proposals.references.resolve(await self.proposals.references.pins(subject_name))
-        except UnresolvedReference as err:
-            raise ProposalError(f"{err}; nothing was stored", "references") from None
-        refs = dict(zip(names_of(referenced), [e["schema"] for e in referenced], strict=True))
-        [printed] = await off_loop(fingerprints, [target], list(refs.values()), subject.format, list(refs))
-        if printed is not None and printed == versions[-1].fingerprint:
-            raise ProposalError(f"no change: the target is identical to the current version of {subject_name}", "schema")
-        try:
-            planned: Plan = await off_loop(plan, subject.format, history[-1], target, mapping, refs)
-        except TransitionError as err:
-            raise ProposalError(str(err), "mapping" if mapping else "schema") from None
-        await self._expand_compatible(subject, history, planned, refs)
-        checked = await self.proposals.check(subject_name, planned.expand)
-        found = await self._find(subject, planned.mapping)
+            history, planned, checked, found = await self._prepare(subject, target, mapping)
+        except ProposalError:
+            await self._none_open(subject)  # one started meanwhile: that is the reason, not what its expand version changed
+            raise
         async with self.db.session() as session:
             row = Transition(subject_id=subject.id or 0, open_subject=subject.id, phase=Phase.EXPAND.value,
                              mapping=[r.as_json() for r in planned.mapping], original_text=history[-1], expand_text=planned.expand,
@@ -247,6 +232,31 @@ class Transitions:
         self.outbox.wake()
         await self.advance(number)
         return await self.view(number)
+
+    async def _prepare(self, subject: Subject, target: str, mapping: Sequence[Rename] | None) -> tuple[list[str], Plan, Checked, list[ReaderRef]]:
+        """The plan to ``target``, its expand version checked, and the readers of the old fields; ProposalError for what is wrong."""
+        subject_name = subject.name
+        versions = await self.proposals.registry.history(subject_name)
+        history = [v.schema_text for v in versions]
+        if not history:
+            raise ProposalError(f"{subject_name} has no version yet: a transition moves readers from the current version; propose the first "
+                                "version as a normal change", "subject")
+        try:
+            referenced = await self.proposals.references.resolve(await self.proposals.references.pins(subject_name))
+        except UnresolvedReference as err:
+            raise ProposalError(f"{err}; nothing was stored", "references") from None
+        refs = dict(zip(names_of(referenced), [e["schema"] for e in referenced], strict=True))
+        [printed] = await off_loop(fingerprints, [target], list(refs.values()), subject.format, list(refs))
+        if printed is not None and printed == versions[-1].fingerprint:
+            raise ProposalError(f"no change: the target is identical to the current version of {subject_name}", "schema")
+        try:
+            planned: Plan = await off_loop(plan, subject.format, history[-1], target, mapping, refs)
+        except TransitionError as err:
+            raise ProposalError(str(err), "mapping" if mapping else "schema") from None
+        await self._expand_compatible(subject, history, planned, refs)
+        checked = await self.proposals.check(subject_name, planned.expand)
+        found = await self._find(subject, planned.mapping)
+        return history, planned, checked, found
 
     async def _none_open(self, subject: Subject) -> None:
         async with self.db.session() as session:
