@@ -52,13 +52,14 @@ def start_playground(folder: Path, *extra: str, kafka: str | None = None) -> Ite
         process = subprocess.Popen([sys.executable, "-m", "bot", "playground", "--no-prompt", "--port", str(bot_port),
                                     "--slack-port", str(page_port), *extra], env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     try:
-        for _ in range(600):
-            try:
-                with urllib.request.urlopen(f"{url}/playground/state", timeout=1):
+        for _ in range(600):  # as a person does: open the page once it says so (it serves before the bot listens)
+            if "What people do in the page is told below" in LOGS[url].read_text(errors="replace"):
+                with urllib.request.urlopen(f"{url}/playground/state", timeout=5):
                     break
-            except OSError:
-                assert process.poll() is None, LOGS[url].read_text(errors="replace")
-                time.sleep(0.1)
+            assert process.poll() is None, LOGS[url].read_text(errors="replace")
+            time.sleep(0.1)
+        else:
+            raise AssertionError(f"the playground did not start in 60 s:\n{LOGS[url].read_text(errors='replace')}")
         yield url
     finally:
         process.terminate()
