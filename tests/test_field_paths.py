@@ -6,8 +6,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from bot.domain.compat.formats import SchemaType, field_paths_of, parse_schema
-from bot.domain.lineage.field_paths import FIELD_PATHS
+import pytest
+
+from bot.domain.compat.formats import SchemaType, field_paths_of, field_walk_of, parse_schema
+from bot.domain.lineage.catalog import read_catalog
+from bot.domain.lineage.field_paths import FIELD_PATHS, FieldWalk
+from bot.domain.transitions.model import Rename, TransitionError
+from bot.domain.transitions.plan import plan
 
 
 def avro_ladder(levels: int) -> dict[str, Any]:
@@ -68,3 +73,63 @@ def test_messages_of_an_imported_file_used_at_many_places_list_the_shallowest_pa
                           {"lib/ladder.proto": imported})
     paths = field_paths_of(SchemaType.PROTOBUF, schema)
     assert len(paths) == FIELD_PATHS and paths[:3] == ["start", "start.left", "start.left.left"] and "id" in paths
+
+
+def walk(kind: SchemaType, schema: Any, refs: dict[str, str] | None = None) -> FieldWalk:
+    found = field_walk_of(kind, parse_schema(kind, schema if isinstance(schema, str) else json.dumps(schema), refs))
+    assert found is not None
+    return found
+
+
+def test_whether_a_path_is_there_agrees_with_the_listing_and_goes_past_its_limit() -> None:
+    schema = {"type": "record", "name": "Order", "fields": [
+        {"name": "lines", "type": {"type": "array", "items": {"type": "record", "name": "Line", "fields": [
+            {"name": "sku", "type": "string"}, {"name": "next", "type": ["null", "Line"]}]}}},
+        {"name": "tags", "type": {"type": "map", "values": "Line"}}]}
+    small = walk(SchemaType.AVRO, schema)
+    assert all(small.has(path) for path in small.paths())
+    assert not any(small.has(path) for path in ("lines.next.sku", "sku", "lines.sk", "lines.sku.x", "tags.lines"))  # next.sku passes Line twice
+
+    ladder = walk(SchemaType.AVRO, avro_ladder(30))
+    bottom = ".".join(["a"] * 15 + ["b"] * 15)
+    assert f"{bottom}.v" not in ladder.paths() and ladder.has(f"{bottom}.v") and ladder.has(bottom)
+    assert not ladder.has(f"{bottom}.a") and not ladder.has(f"{bottom}.v.v") and not ladder.has(f"{bottom}.c")
+
+    messages = "\n".join(f"message M{i} {{ M{i + 1} left = 1; M{i + 1} right = 2; }}" for i in range(30))
+    proto = walk(SchemaType.PROTOBUF, f'syntax = "proto3";\n{messages}\nmessage M30 {{ int32 v = 1; }}\n')
+    assert proto.has(".".join(["right"] * 30) + ".v") and not proto.has(".".join(["right"] * 31))
+
+    dotted = walk(SchemaType.JSON, {"type": "object", "properties": {"a.b": {"type": "object", "properties": {"c": {"type": "string"}}},
+                                                                     "a": {"type": "object", "properties": {"x": {"type": "string"}}}}})
+    assert dotted.has("a.b.c") and dotted.has("a.x") and dotted.has("a.b") and not dotted.has("a.c")
+
+
+def test_a_mapping_deeper_than_the_listing_is_planned_and_a_wrong_one_refused() -> None:
+    ladder = avro_ladder(30)
+    target = json.loads(json.dumps(ladder).replace('[{"name": "v", "type": "int"}]', '[{"name": "w", "type": "int", "aliases": ["v"]}]'))
+    deep = ".".join(["a"] * 15 + ["b"] * 15)
+    planned = plan("AVRO", json.dumps(ladder), json.dumps(target), [Rename(f"{deep}.v", f"{deep}.w")])
+    bottom = json.loads(planned.expand)
+    while bottom["fields"][0]["name"] == "a":
+        bottom = bottom["fields"][0]["type"]
+    assert [f["name"] for f in bottom["fields"]] == ["v", "w"]
+    with pytest.raises(TransitionError, match=f"mapping: {deep}.c is not a field of the current version"):
+        plan("AVRO", json.dumps(ladder), json.dumps(target), [Rename(f"{deep}.c", f"{deep}.w")])
+    # Without a mapping, the alias is looked for at the places lineage lists (not at each of a billion): say it with one
+    with pytest.raises(TransitionError, match="Say it with a mapping"):
+        plan("AVRO", json.dumps(ladder), json.dumps(target), None)
+
+
+def test_a_catalog_job_may_read_a_field_deeper_than_the_listing() -> None:
+    deep = ".".join(["a"] * 15 + ["b"] * 15)
+
+    def catalog(path: str) -> dict[str, Any]:
+        return {"teams": {"t": {"members": ["U0ALICE"]}}, "subjects": {"ladder-value": {"owner": "t", "schema": "ladder.avsc"}},
+                "datasets": [{"name": "out", "namespace": "iceberg://lake", "owner": "t", "fields": ["v"]}],
+                "jobs": [{"name": "j", "owner": "t", "inputs": ["ladder-value"], "outputs": ["out"], "mappings": {"out.v": [f"ladder-value.{path}"]}}]}
+
+    text = json.dumps(avro_ladder(30))
+    parsed, problems = read_catalog(catalog(f"{deep}.v"), lambda _: text)
+    assert problems == [] and len(parsed.datasets[parsed.subjects["ladder-value"].dataset].fields) == FIELD_PATHS
+    _, problems = read_catalog(catalog(f"{deep}.x"), lambda _: text)
+    assert [p.message for p in problems] == [f"ladder has no field '{deep}.x'"]

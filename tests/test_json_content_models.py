@@ -17,7 +17,7 @@ from bot.domain.avro.paths import lineage_path
 from bot.domain.compat.classify import Mode, Verdict
 from bot.domain.compat.formats import SchemaType, classify_schemas, parse_schema
 from bot.domain.jsonschema.errors import JsonSchemaError
-from bot.domain.jsonschema.model import json_field_paths
+from bot.domain.jsonschema.model import json_field_walk
 
 J = SchemaType.JSON
 D7 = "http://json-schema.org/draft-07/schema#"
@@ -176,7 +176,7 @@ def test_unevaluated_properties_and_items_close_and_open_like_additional_ones() 
 
 def test_tuple_places_reach_lineage_as_their_array() -> None:
     schema = parse_schema(J, json.dumps(doc(D2020, point={"type": "array", "prefixItems": [{"type": "object", "properties": {"x": {}}}]})))
-    assert "point.x" in json_field_paths(schema)
+    assert "point.x" in json_field_walk(schema).paths()
     assert lineage_path("Order.point[0].x", "Order") == "point.x" and lineage_path("Order.items[].price", "Order") == "items.price"
 
 

@@ -28,6 +28,7 @@ from bot.runtime import Bot
 from bot.slack import ids
 from tests.conftest import API_TOKEN, SlackHarness, bot_config
 from tests.registry import RealRegistry
+from tests.test_field_paths import avro_ladder
 from tests.test_proposals_slack import ALICE, BOB, CAROL, card_message
 
 V1 = {"type": "record", "name": "Order", "namespace": "shop", "fields": [
@@ -472,9 +473,9 @@ async def test_the_form_starts_a_json_schema_transition_a_rollback_proposes_the_
     assert "no lineage is known" in contract.proposal.impact["note"] and contract.proposal.teams == [UNOWNED], contract.proposal.impact
 
 
-async def registry_away(slack: SlackHarness, migrated_url: str) -> None:
-    """The bot with no registry answering, the sweeps paused; orders-value (orders-team, BACKWARD) at V1, read by the job
-    report (analytics-team)."""
+async def registry_away(slack: SlackHarness, migrated_url: str, first: dict[str, Any] = V1, reads: str = "userid") -> None:
+    """The bot with no registry answering, the sweeps paused; orders-value (orders-team, BACKWARD) at ``first`` (V1), whose
+    field ``reads`` the job report (analytics-team) reads."""
     await slack.bot.stop()
     slack.bot = Bot(bot_config(slack.emulator, migrated_url, SCHEMA_REGISTRY_URL="http://127.0.0.1:9"), slack.clock)  # nothing listens there
     await slack.bot.start(0)
@@ -485,12 +486,12 @@ async def registry_away(slack: SlackHarness, migrated_url: str) -> None:
                                "subjects": {"orders-value": {"owner": "orders-team", "compatibility": "BACKWARD"}},
                                "datasets": [{"name": "dwd", "namespace": "iceberg://lake", "owner": "analytics-team", "fields": ["user"]}],
                                "jobs": [{"name": "report", "owner": "analytics-team", "inputs": ["orders-value"], "outputs": ["dwd"],
-                                         "mappings": {"dwd.user": ["orders-value.userid"]}}]}
+                                         "mappings": {"dwd.user": [f"orders-value.{reads}"]}}]}
     parsed, problems = read_catalog(catalog, lambda _: "")
     assert problems == []
     await slack.bot.lineage.load_catalog(parsed)
-    status, first = await call(slack, "POST", "/api/v1/proposals", {"subject": "orders-value", "schema": V1, "proposer": ALICE})
-    assert status == 201 and first["state"] == "approved"
+    status, proposed = await call(slack, "POST", "/api/v1/proposals", {"subject": "orders-value", "schema": first, "proposer": ALICE})
+    assert status == 201 and proposed["state"] == "approved", proposed
 
 
 async def test_races_and_a_registry_away_never_double_or_skip_a_step(slack: SlackHarness, migrated_url: str) -> None:
@@ -557,3 +558,17 @@ async def test_a_start_that_loses_the_race_is_told_a_transition_is_open_not_what
     status, lost = await loser
     assert status == 409 and f"transition #{won['id']} is already open" in lost["error"], lost
     assert [t.id for t in await transitions.listing(open_only=False)] == [won["id"]]
+
+
+async def test_a_field_deeper_than_lineage_lists_is_mapped_and_its_reader_asked(slack: SlackHarness, migrated_url: str) -> None:
+    """A record used twice at each of 30 levels has a billion paths, lineage lists the shallowest 20,000; a rename at the
+    bottom, named by one of the deep paths, is still a field of both versions, and the job reading it is asked to move."""
+    ladder = avro_ladder(30)
+    deep = ".".join(["a"] * 15 + ["b"] * 15)
+    await registry_away(slack, migrated_url, first=ladder, reads=f"{deep}.v")
+    target = json.loads(json.dumps(ladder).replace('[{"name": "v", "type": "int"}]', '[{"name": "w", "type": "int", "aliases": ["v"]}]'))
+    status, started = await call(slack, "POST", "/api/v1/transitions", {"subject": "orders-value", "schema": target, "proposer": ALICE,
+                                                                         "mapping": [{"old": f"{deep}.v", "new": f"{deep}.w"}]})
+    assert status == 201 and started["mapping"] == [{"old": f"{deep}.v", "new": f"{deep}.w"}], started
+    view = await slack.bot.transitions.view(started["id"])
+    assert [(r.ref.name, r.ref.team, r.moved) for r in view.readers] == [("report", "analytics-team", False)], view.readers

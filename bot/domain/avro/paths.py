@@ -11,15 +11,15 @@ import re
 
 from bot.domain.avro.model import Node, Schema
 from bot.domain.compat.changes import ROOT_PATH
-from bot.domain.lineage.field_paths import field_paths as paths_from
+from bot.domain.lineage.field_paths import FieldWalk
 
 ENTRY = re.compile(r"<[A-Za-z0-9_]*>")
 POSITION = re.compile(r"\[[0-9]*\]")  # an array's items, or one place of a JSON tuple
 
 
-def field_paths(schema: Schema) -> list[str]:
-    """Every field path of a record schema, parents before children, each once (see ``bot.domain.lineage.field_paths``)."""
-    return paths_from(schema.root, _steps, _record)
+def field_walk(schema: Schema) -> FieldWalk:
+    """A record schema's field paths, parents before children, each once (see ``bot.domain.lineage.field_paths``)."""
+    return FieldWalk(schema.root, _steps, _record)
 
 
 def _steps(node: Node) -> list[tuple[str | None, Node | None]]:

@@ -14,6 +14,7 @@ from bot.domain.avro.parse import SchemaError, parse
 from bot.domain.compat.both_ways import classify_both_ways
 from bot.domain.compat.classify import Mode, Verdict, classify
 from bot.domain.jsonschema.errors import JsonSchemaError
+from bot.domain.lineage.field_paths import FieldWalk
 from bot.domain.protobuf.compile import ProtoError
 
 INVALID = (SchemaError, ProtoError, JsonSchemaError)  # what each parser raises for a schema it refuses
@@ -77,19 +78,25 @@ def classify_schemas(schema_type: SchemaType, history: Sequence[Any], new: Any, 
     return classify(history, new, mode)
 
 
-def field_paths_of(schema_type: SchemaType, schema: Any) -> list[str]:
-    """Every field path of a parsed schema, parents first (``items``, ``items.price``): the names lineage uses."""
+def field_walk_of(schema_type: SchemaType, schema: Any) -> FieldWalk | None:
+    """A parsed schema's field paths (``items``, ``items.price``: the names lineage uses); None when it has no fields."""
     if schema_type is SchemaType.PROTOBUF:
-        from bot.domain.protobuf.model import proto_field_paths
+        from bot.domain.protobuf.model import proto_field_walk
 
-        return proto_field_paths(schema)
+        return proto_field_walk(schema)
     if schema_type is SchemaType.JSON:
-        from bot.domain.jsonschema.model import json_field_paths
+        from bot.domain.jsonschema.model import json_field_walk
 
-        return json_field_paths(schema)
-    from bot.domain.avro.paths import field_paths
+        return json_field_walk(schema)
+    from bot.domain.avro.paths import field_walk
 
-    return field_paths(schema)
+    return field_walk(schema)
+
+
+def field_paths_of(schema_type: SchemaType, schema: Any) -> list[str]:
+    """Every field path of a parsed schema, parents first, the shallowest ``FIELD_PATHS`` of them."""
+    walk = field_walk_of(schema_type, schema)
+    return walk.paths() if walk is not None else []
 
 
 def paths_of(schema_type: str, text: str, refs: Mapping[str, str] | None = None) -> list[str]:

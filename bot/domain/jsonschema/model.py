@@ -19,7 +19,7 @@ from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT7, specification_with
 
 from bot.domain.jsonschema.errors import JsonSchemaError
-from bot.domain.lineage.field_paths import field_paths as paths_from
+from bot.domain.lineage.field_paths import FieldWalk
 
 TYPES = ("object", "array", "string", "number", "integer", "boolean", "null")
 OBJECT_WORDS = ("properties", "required", "additionalProperties", "patternProperties", "minProperties", "maxProperties", "dependencies",
@@ -209,8 +209,8 @@ def _resolve_all(schema: JsonSchema) -> None:
             stack.extend((value, base) for value in node if isinstance(value, (dict, list)))
 
 
-def json_field_paths(schema: JsonSchema) -> list[str]:
-    """Every property path of the document, parents before children, each once (``items``, ``items.price``): through
+def json_field_walk(schema: JsonSchema) -> FieldWalk:
+    """The document's property paths, parents before children, each once (``items``, ``items.price``): through
     ``$ref``, array items (tuples too) and the branches of ``allOf``/``anyOf``/``oneOf``, as lineage names an Avro record's
     fields (see ``bot.domain.lineage.field_paths``)."""
 
@@ -225,7 +225,7 @@ def json_field_paths(schema: JsonSchema) -> list[str]:
         found += [(None, resolve(schema, inner, base)) for word in ("allOf", "anyOf", "oneOf") for inner in node.get(word) or []]
         return found
 
-    return paths_from(resolve(schema, schema.root, schema.base), steps, lambda at: id(at[0]))
+    return FieldWalk(resolve(schema, schema.root, schema.base), steps, lambda at: id(at[0]))
 
 
 def pointer_path(pointer: str) -> str:

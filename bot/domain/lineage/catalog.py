@@ -15,8 +15,9 @@ from typing import Any
 
 from bot.domain.approvals import Policy
 from bot.domain.calendar import CalendarError, ChangeHours, Freeze, Scope
-from bot.domain.compat.formats import INVALID, SchemaType, field_paths_of, parse_schema
+from bot.domain.compat.formats import INVALID, SchemaType, field_paths_of, field_walk_of, parse_schema
 from bot.domain.dead_letters import MAX_REPLAYS
+from bot.domain.lineage.field_paths import FIELD_PATHS
 from bot.domain.lineage.model import GROUP, Dataset, DatasetId, FieldRef, Job, JobId, Team
 from bot.domain.ops import TOPIC
 from bot.domain.sli.pipeline import Pipeline, PipelineError, Sli, apply_override, span
@@ -538,14 +539,25 @@ class _Reader:
                     pairs.append((source, target))
         return pairs
 
+    def has_field(self, dataset: Dataset, path: str) -> bool:
+        """Whether ``path`` is a field of ``dataset`` (any, when its fields are unknown); a subject's schema past the
+        listing's limit is asked itself."""
+        known = dataset.fields
+        if not known or any(k == path or k.startswith(path + ".") for k in known):
+            return True
+        subject = self.catalog.subjects.get(dataset.subject or "")
+        if len(known) < FIELD_PATHS or subject is None or subject.schema is None:
+            return False
+        walk = field_walk_of(subject.schema_type, subject.schema)
+        return walk is not None and walk.has(path)
+
     def field_ref(self, text: str, refs: list[tuple[str, DatasetId]], place: str, side: str) -> FieldRef | None:
         """``dataset.field.path`` against the job's declared datasets, longest dataset name first."""
         candidates = sorted([*refs, *((d.name, d) for _, d in refs)], key=lambda c: -len(c[0]))
         for label, dataset in candidates:
             if text.startswith(label + "."):
                 path = text[len(label) + 1:]
-                known = self.catalog.datasets[dataset].fields
-                if known and not any(k == path or k.startswith(path + ".") for k in known):
+                if not self.has_field(self.catalog.datasets[dataset], path):
                     self.problem(place, f"{dataset.name} has no field {path!r}")
                     return None
                 return FieldRef(dataset, path)

@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 from google.protobuf import descriptor_pb2
 
-from bot.domain.lineage.field_paths import field_paths as paths_from
+from bot.domain.lineage.field_paths import FieldWalk
 from bot.domain.protobuf.compile import ROOT, compile_proto
 from bot.domain.protobuf.features import delimited, required
 
@@ -233,8 +233,8 @@ def _paths(schema: ProtoSchema) -> dict[str, str]:
     return found
 
 
-def proto_field_paths(schema: ProtoSchema) -> list[str]:
-    """Every field path under the first message, parents before children, each once (``items``, ``items.price``): how
+def proto_field_walk(schema: ProtoSchema) -> FieldWalk | None:
+    """The field paths under the first message (None: no message), parents before children, each once (``items``, ``items.price``): how
     lineage names a Protobuf message's fields, as it names an Avro record's (see ``bot.domain.lineage.field_paths``)."""
     first = next((n for n in schema.own if n in schema.messages), None)
 
@@ -248,4 +248,4 @@ def proto_field_paths(schema: ProtoSchema) -> list[str]:
             found.append((item.name, target if target in schema.messages else None))
         return found
 
-    return paths_from(first, steps, lambda message: message) if first is not None else []
+    return FieldWalk(first, steps, lambda message: message) if first is not None else None

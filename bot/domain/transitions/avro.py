@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
+from bot.domain.lineage.field_paths import FIELD_PATHS
 from bot.domain.transitions.model import Rename, TransitionError
 
 NAMED = ("record", "error", "enum", "fixed")
@@ -64,48 +65,57 @@ def _alias(field: dict[str, Any], rename: Rename) -> None:
         field["aliases"] = [*aliases, old]
 
 
-def _fields(doc: Any) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Every record field of the schema with the path prefix lineage gives it (``address.`` for ``address.zip``)."""
+def _fields(doc: Any) -> list[tuple[str, dict[str, Any]]]:
+    """Every record field of the schema with the path prefix lineage gives it (``address.`` for ``address.zip``), in the
+    schema's order; where records used at many places make more places than lineage lists, the shallowest
+    ``FIELD_PATHS`` of them (as ``bot.domain.lineage.field_paths`` lists them)."""
+    named = _definitions(doc)
+    found: list[tuple[tuple[int, ...], str, dict[str, Any]]] = []
+    level: list[tuple[Any, str, tuple[int, ...], frozenset[int]]] = [(doc, "", (), frozenset())]
+    while level and len(found) < FIELD_PATHS:
+        below = []
+        for node, prefix, order, seen in level:
+            for r, record in enumerate(_records_in(node, named)):
+                if id(record) in seen:
+                    continue
+                for f, field in enumerate(record.get("fields") or []):
+                    if isinstance(field, dict) and isinstance(field.get("name"), str) and len(found) < FIELD_PATHS:
+                        at = (*order, r, f)
+                        found.append((at, prefix, field))
+                        below.append((field.get("type"), f"{prefix}{field['name']}.", at, seen | {id(record)}))
+        level = below
+    return [(prefix, field) for _, prefix, field in sorted(found, key=lambda entry: entry[0])]
 
-    def walk(node: Any, prefix: str, seen: frozenset[int]) -> Iterator[tuple[str, dict[str, Any]]]:
-        for record in _records_in(node, doc):
-            if id(record) in seen:
-                continue
-            for field in record.get("fields") or []:
-                if isinstance(field, dict) and isinstance(field.get("name"), str):
-                    yield prefix, field
-                    yield from walk(field.get("type"), f"{prefix}{field['name']}.", seen | {id(record)})
 
-    yield from walk(doc, "", frozenset())
-
-
-def _records_in(node: Any, doc: Any) -> list[dict[str, Any]]:
-    """The records a type is or holds (unions, arrays and maps are transparent; a name is looked up in the document)."""
+def _records_in(node: Any, named: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records a type is or holds (unions, arrays and maps are transparent; a name is looked up in ``named``, the
+    document's definitions)."""
     if isinstance(node, list):
-        return [r for branch in node for r in _records_in(branch, doc)]
+        return [r for branch in node for r in _records_in(branch, named)]
     if isinstance(node, str):
-        named = _definitions(doc).get(node) or next((d for full, d in _definitions(doc).items() if full.rpartition(".")[2] == node), None)
-        return [named] if named is not None and named.get("type") in ("record", "error") else []
+        found = named.get(node) or next((d for full, d in named.items() if full.rpartition(".")[2] == node), None)
+        return [found] if found is not None and found.get("type") in ("record", "error") else []
     if not isinstance(node, dict):
         return []
     kind = node.get("type")
     if kind in ("record", "error"):
         return [node]
     if kind == "array":
-        return _records_in(node.get("items"), doc)
+        return _records_in(node.get("items"), named)
     if kind == "map":
-        return _records_in(node.get("values"), doc)
-    return _records_in(kind, doc) if isinstance(kind, dict | list) else []
+        return _records_in(node.get("values"), named)
+    return _records_in(kind, named) if isinstance(kind, dict | list) else []
 
 
 def _record_fields(doc: Any, parent: str) -> list[dict[str, Any]]:
     """The field list of the record at ``parent`` (the top record for ``""``)."""
-    records = _records_in(doc, doc)
+    named = _definitions(doc)
+    records = _records_in(doc, named)
     for name in [p for p in parent.split(".") if p]:
         field = next((f for r in records for f in r.get("fields") or [] if isinstance(f, dict) and f.get("name") == name), None)
         if field is None:
             raise TransitionError(f"no record at {parent}")
-        records = _records_in(field.get("type"), doc)
+        records = _records_in(field.get("type"), named)
     if not records:
         raise TransitionError(f"{parent or 'the schema'} is not a record")
     fields: list[dict[str, Any]] = records[0]["fields"]

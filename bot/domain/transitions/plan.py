@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from bot.domain.compat.formats import SchemaType, field_paths_of, parse_schema
+from bot.domain.compat.formats import SchemaType, field_walk_of, parse_schema
+from bot.domain.lineage.field_paths import FIELD_PATHS, FieldWalk
 from bot.domain.transitions.avro import AvroEditor
 from bot.domain.transitions.jsonschema import JsonEditor
 from bot.domain.transitions.model import Editor, Plan, Rename, TransitionError
@@ -22,22 +23,33 @@ def plan(schema_type: str, current: str, target: str, mapping: Sequence[Rename] 
     kind = SchemaType(schema_type)
     editor = EDITORS[kind](dict(refs or {}))
     try:
-        current_paths = set(field_paths_of(kind, parse_schema(kind, current, refs)))
+        current_walk = field_walk_of(kind, parse_schema(kind, current, refs))
     except Exception as err:  # noqa: BLE001 - the stored version no longer parses alone (a reference gone): say so
         raise TransitionError(f"the current version does not parse: {err}") from None
     try:
-        target_paths = set(field_paths_of(kind, parse_schema(kind, target, refs)))
+        target_walk = field_walk_of(kind, parse_schema(kind, target, refs))
     except Exception as err:  # noqa: BLE001 - each format's own parse error, for the person
         raise TransitionError(f"the target is not a valid schema: {err}") from None
+    current_paths, target_paths = (set(walk.paths()) if walk is not None else set() for walk in (current_walk, target_walk))
     renames = list(mapping) if mapping else editor.renames(current, target, current_paths, target_paths)
     if not renames:
         raise TransitionError("nothing to map: no field of the target replaces a field of the current version. Say it with a mapping "
                               "(old=new)" + (", or write the rename the Avro way: the new name with the old one as an alias" if kind is SchemaType.AVRO else ""))
-    _check(renames, current_paths, target_paths)
+    _check(renames, _Fields(current_paths, current_walk), _Fields(target_paths, target_walk))
     return Plan(tuple(renames), editor.expand(current, target, renames), editor.contract(current, target, renames))
 
 
-def _check(renames: Sequence[Rename], current: set[str], target: set[str]) -> None:
+class _Fields:
+    """A version's field paths: those listed, and any deeper one its walk finds (a schema past the listing's limit)."""
+
+    def __init__(self, listed: set[str], walk: FieldWalk | None) -> None:
+        self.listed, self.walk = listed, walk
+
+    def __contains__(self, path: str) -> bool:
+        return path in self.listed or (self.walk is not None and len(self.listed) >= FIELD_PATHS and self.walk.has(path))
+
+
+def _check(renames: Sequence[Rename], current: _Fields, target: _Fields) -> None:
     olds, news = [r.old for r in renames], [r.new for r in renames]
     for what, names in (("old", olds), ("new", news)):
         if len(set(names)) != len(names):
