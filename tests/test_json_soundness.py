@@ -12,7 +12,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from jsonschema import validators
 
@@ -209,10 +209,25 @@ def assert_sound(old: dict[str, Any], new: dict[str, Any], seed: int) -> None:
         assert not refused, f"FORWARD called compatible ({said}), but the old schema refuses {refused[0]!r}, which the new one wrote"
 
 
+OPEN_PATTERNS = {"type": "object", "additionalProperties": True, "patternProperties": PATTERNS}
+ANY_OF_NAMES = {"type": "object", "anyOf": [{"required": ["a"]}, {"required": ["b"]}]}  # found by this test in a CI run
+
+
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(pairs(), st.integers(0, 2**32))
+@example(({"$schema": DRAFTS[1], **OPEN_PATTERNS}, {"$schema": DRAFTS[1], **ANY_OF_NAMES}), 0)
 def test_a_direction_called_compatible_refuses_no_document_the_writer_accepts(pair: tuple[dict[str, Any], dict[str, Any]], seed: int) -> None:
     assert_sound(*pair, seed)
+
+
+def test_what_only_the_reverse_walk_meets_and_the_registry_does_not_check_is_still_said() -> None:
+    """The update's anyOf makes the root a combination, so the forward walk says TYPE_CHANGED there; only the reverse
+    walk goes into the object and meets the `patternProperties` entry gone (x-1: 5 is now written, which the old
+    schema refuses). The registry does not check it, so its verdict stands, and a finding says so."""
+    verdict = classify_schemas(SchemaType.JSON, [parse_schema(SchemaType.JSON, json.dumps(OPEN_PATTERNS))],
+                               parse_schema(SchemaType.JSON, json.dumps(ANY_OF_NAMES)), Mode.FULL)
+    assert [(f.rule, f.path, sorted(d.value for d in f.breaks)) for f in verdict.findings] == [
+        ("TYPE_CHANGED", "(root)", ["backward"]), ("PATTERN_PROPERTIES_CHANGED", "{}", [])]
 
 
 ranges = st.builds(  # numbers and strings told apart, or not, by their bounds

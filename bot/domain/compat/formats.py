@@ -74,7 +74,8 @@ def classify_schemas(schema_type: SchemaType, history: Sequence[Any], new: Any, 
     if schema_type is SchemaType.JSON:
         from bot.domain.jsonschema import diff as json_diff
 
-        return classify_both_ways(history, new, mode, json_diff.differences, json_diff.LENIENT if lenient else json_diff.STRICT, "JSON")
+        return classify_both_ways(history, new, mode, json_diff.differences, json_diff.LENIENT if lenient else json_diff.STRICT, "JSON",
+                                  noted=json_diff.NOTED)
     return classify(history, new, mode)
 
 

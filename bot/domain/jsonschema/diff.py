@@ -43,6 +43,7 @@ STRICT = frozenset({
     "PROPERTY_NAMES_EXTENDED", "CONTAINS_REMOVED", "CONTAINS_EXTENDED", "CONDITION_REMOVED", "CONDITION_EXTENDED",  # ours: nor these
     "CHANGES_LISTED_ONCE",  # ours: a report too long to list every place (it changes nothing of itself)
 })
+NOTED = frozenset({"PATTERN_PROPERTIES_CHANGED"})  # what the registry does not check: shown from either direction
 KEYWORD_KINDS = ("object", "array", "string", "number")  # kinds a schema's keywords tell without `type` (a type list is a combination)
 LENIENT = STRICT | {
     "ADDITIONAL_PROPERTIES_NARROWED", "ADDITIONAL_PROPERTIES_REMOVED", "REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_OPEN_CONTENT_MODEL",
