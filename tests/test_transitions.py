@@ -572,3 +572,20 @@ async def test_a_field_deeper_than_lineage_lists_is_mapped_and_its_reader_asked(
     assert status == 201 and started["mapping"] == [{"old": f"{deep}.v", "new": f"{deep}.w"}], started
     view = await slack.bot.transitions.view(started["id"])
     assert [(r.ref.name, r.ref.team, r.moved) for r in view.readers] == [("report", "analytics-team", False)], view.readers
+
+
+async def test_a_rename_given_at_one_place_of_a_shared_type_asks_the_readers_of_every_place(slack: SlackHarness, migrated_url: str) -> None:
+    """Address is used by ship and bill: the rename given at ship.zip renames bill.zip too, so the job that reads
+    bill.zip is asked to move, and the card says both places."""
+    address = {"type": "record", "name": "Address", "fields": [{"name": "zip", "type": "string"}]}
+    shared = {**V1, "fields": [*V1["fields"], {"name": "ship", "type": address}, {"name": "bill", "type": "shop.Address"}]}
+    await registry_away(slack, migrated_url, first=shared, reads="bill.zip")
+    target = json.loads(json.dumps(shared).replace('"name": "zip"', '"name": "postcode"'))
+    status, started = await call(slack, "POST", "/api/v1/transitions", {"subject": "orders-value", "schema": target, "proposer": ALICE,
+                                                                         "mapping": [{"old": "ship.zip", "new": "ship.postcode"}]})
+    assert status == 201, started
+    assert started["mapping"] == [{"old": "ship.zip", "new": "ship.postcode"}, {"old": "bill.zip", "new": "bill.postcode"}], started
+    view = await slack.bot.transitions.view(started["id"])
+    assert [(r.ref.name, r.moved, r.evidence) for r in view.readers] == [("report", False, "the catalog still reads bill.zip")], view.readers
+    card = await slack.ws.wait_for(lambda: next((m for m in slack.ws.channel_messages("schema-changes") if f"Transition #{started['id']} " in m.text), None))
+    assert "`ship.zip` → `ship.postcode`, `bill.zip` → `bill.postcode`" in as_text(card.text, card.blocks)

@@ -13,7 +13,7 @@ from bot.domain.compat.analysis import analyse
 from bot.domain.lineage.graph import LineageGraph
 from bot.domain.lineage.model import Dataset, DatasetId, FieldRef, Job, JobId
 from bot.domain.readers import Activity, Census, Declared, Reader, Reading
-from bot.domain.transitions.model import Rename, TransitionError, parse_mapping_text, read_mapping
+from bot.domain.transitions.model import Rename, TransitionError, listed, parse_mapping_text, read_mapping
 from bot.domain.transitions.plan import plan
 from bot.domain.transitions.readers import GROUP, JOB, ReaderRef, Said, find_readers, judge, merged
 
@@ -157,3 +157,52 @@ def test_protobuf_a_schema_with_imports_is_edited_with_them() -> None:
     assert verdict is not None and verdict.backward and verdict.forward
     with pytest.raises(TransitionError, match="price.currency is still in the target"):  # the import is read: its fields are in both
         plan("PROTOBUF", current, current.replace("price = 2;", "price = 2;\n  string note = 4;"), [Rename("price.currency", "price.code")], refs)
+
+
+def test_a_rename_in_a_type_used_at_several_places_is_followed_at_each_in_every_format() -> None:
+    """One edit renames the field wherever its type is used, so each place is in the mapping and its readers are found:
+    given at ship.zip, the rename is at bill.zip too (not at another type's field of the same name)."""
+    other = {"type": "record", "name": "Pickup", "fields": [{"name": "zip", "type": "string"}]}
+    current = {**V1, "fields": [*V1["fields"], {"name": "pickup", "type": other}]}
+    postcode = {"type": "record", "name": "Addr", "fields": [{"name": "postcode", "type": "string"}]}
+    target = {**V1, "fields": [V1["fields"][0], V1["fields"][1], {"name": "ship", "type": ["null", postcode], "default": None}, V1["fields"][3],
+                               {"name": "pickup", "type": other}]}
+    planned = plan("AVRO", json.dumps(current), json.dumps(target), [Rename("ship.zip", "ship.postcode")])
+    assert planned.mapping == (Rename("ship.zip", "ship.postcode"), Rename("bill.zip", "bill.postcode"))
+    assert [f["name"] for f in json.loads(planned.expand)["fields"][2]["type"][1]["fields"]] == ["zip", "postcode"]  # edited once
+    job = reading("bill.zip")
+    assert find_readers(graph(job), "orders-value", planned.mapping, None) == [ReaderRef(JOB, "report", "spark://x", "analytics-team")]
+
+    money = "message Money {\n    int64 units = 1;\n  }"
+    proto = f'syntax = "proto3";\npackage shop;\n\nmessage Order {{\n  Money total = 1;\n  Money tax = 2;\n\n  {money}\n}}\n'
+    renamed = proto.replace("int64 units = 1;", "int64 amount = 2;")
+    planned = plan("PROTOBUF", proto, renamed, [Rename("total.units", "total.amount")])
+    assert planned.mapping == (Rename("total.units", "total.amount"), Rename("tax.units", "tax.amount"))
+    assert planned.expand.count("int64 units = 1;") == 1  # the message is edited once, and still compiles both ways
+    verdict = analyse([proto], planned.expand, "FULL_TRANSITIVE", schema_type="PROTOBUF").verdict
+    assert verdict is not None and verdict.backward and verdict.forward
+
+    address = {"type": "object", "properties": {"zip": {"type": "string"}}}
+    document = {"type": "object", "properties": {"ship": {"$ref": "#/$defs/Address"}, "bill": {"$ref": "#/$defs/Address"},
+                                                 "pickup": {"type": "object", "properties": {"zip": {"type": "string"}}}},
+                "$defs": {"Address": address}}
+    changed = json.loads(json.dumps(document))
+    changed["$defs"]["Address"]["properties"] = {"postcode": {"type": "string"}}
+    planned = plan("JSON", json.dumps(document), json.dumps(changed), [Rename("bill.zip", "bill.postcode")])
+    assert planned.mapping == (Rename("bill.zip", "bill.postcode"), Rename("ship.zip", "ship.postcode"))
+
+
+def test_the_places_jobs_read_count_however_deep_under_a_type_used_everywhere() -> None:
+    """A record used twice at each of 30 levels: the bottom field is at a billion places, none of them listed; a job
+    reading it at one place, or reading a whole struct holding it, is a reader of the rename wherever it was given."""
+    ladder: dict[str, Any] = {"type": "record", "name": "L30", "fields": [{"name": "v", "type": "int"}]}
+    for level in range(29, -1, -1):
+        ladder = {"type": "record", "name": f"L{level}", "fields": [{"name": "a", "type": ladder}, {"name": "b", "type": f"L{level + 1}"}]}
+    target = json.dumps(ladder).replace('[{"name": "v", "type": "int"}]', '[{"name": "w", "type": "int"}]')
+    given, deep, whole = "a." * 30 + "v", "b." * 30 + "v", ".".join(["a", "b"] * 14)
+    planned = plan("AVRO", json.dumps(ladder), target, [Rename(given, given[:-1] + "w")], reading=[deep, whole, "a.a.nothing"])
+    below = whole + ".a.a.v"  # the shallowest place of the field inside the struct that job reads
+    assert planned.mapping == (Rename(given, given[:-1] + "w"), Rename(deep, deep[:-1] + "w"), Rename(below, below[:-1] + "w"))
+    many = plan("AVRO", json.dumps(ladder), target, [Rename(given, given[:-1] + "w")], reading=[f"{'b.' * i}{'a.' * (30 - i)}v" for i in range(30)])
+    assert len(many.mapping) == 30  # the given place is one of them; the cards show five: "a.a.….v → a.a.….w, … and 25 more"
+    assert listed([m.old for m in many.mapping]).endswith(" and 25 more") and listed(["x", "y"]) == "x, y"

@@ -27,9 +27,9 @@ from bot.domain.compat.analysis import analyse, fingerprints
 from bot.domain.compat.classify import Mode
 from bot.domain.readers import Census
 from bot.domain.transitions.gate import Open
-from bot.domain.transitions.model import Plan, Rename, TransitionError
+from bot.domain.transitions.model import Plan, Rename, TransitionError, listed
 from bot.domain.transitions.plan import plan
-from bot.domain.transitions.readers import ReaderRef, ReaderState, Said, find_readers, judge, merged
+from bot.domain.transitions.readers import ReaderRef, ReaderState, Said, find_readers, judge, merged, read_paths
 from bot.services.audit import record as audit
 from bot.services.calendar import CalendarService
 from bot.services.lineage import LineageService
@@ -212,7 +212,7 @@ class Transitions:
                   {"subject": subject_name, "mapping": row.mapping, "deadline": deadline.isoformat(), "api_token": api_token, "replaces": replaces})
             await session.commit()
             number = row.id
-        words = ", ".join(f"{r.old} → {r.new}" for r in planned.mapping)
+        words = listed([f"{r.old} → {r.new}" for r in planned.mapping])
         try:
             view = await self.proposals.propose(subject_name, planned.expand, proposer, surface=surface, checked=checked, api_token=api_token,
                                                 notes=f"Expand step of transition #{number} ({words}): both sides are written and readable "
@@ -250,7 +250,8 @@ class Transitions:
         if printed is not None and printed == versions[-1].fingerprint:
             raise ProposalError(f"no change: the target is identical to the current version of {subject_name}", "schema")
         try:
-            planned: Plan = await off_loop(plan, subject.format, history[-1], target, mapping, refs)
+            reading = read_paths(await self.lineage.graph(), subject_name)  # their places count, however deep
+            planned: Plan = await off_loop(plan, subject.format, history[-1], target, mapping, refs, reading)
         except TransitionError as err:
             raise ProposalError(str(err), "mapping" if mapping else "schema") from None
         await self._expand_compatible(subject, history, planned, refs)
@@ -413,7 +414,7 @@ class Transitions:
         """Propose the contract version: with every known reader moved, nobody to ask; with laggards (the owners chose to
         break them at the deadline), their teams acknowledge it like any break; with no reader ever known, the usual
         impact rules ask (lineage that knows nothing of the topic asks the fallback approvers)."""
-        words = ", ".join(f"{m.old} → {m.new}" for m in view.mapping)
+        words = listed([f"{m.old} → {m.new}" for m in view.mapping])
         impact: dict[str, Any] | None
         if not view.readers:  # no reader was ever known: that is no evidence nobody reads, so the usual impact rules decide who is asked
             impact = None
@@ -424,7 +425,7 @@ class Transitions:
             if any(r.team is None for r in laggards):
                 impact["unowned"] = [_reader_name(r) for r in laggards if r.team is None]
         else:
-            impact = {"owners": [], "note": f"contract of transition #{view.id}: every reader of {', '.join(m.old for m in view.mapping)} "
+            impact = {"owners": [], "note": f"contract of transition #{view.id}: every reader of {listed([m.old for m in view.mapping])} "
                                             "moved (the evidence is on the transition), so nobody reads the removed fields"}
         async with self.db.session() as session:  # claimed first: a second sweep or click proposes nothing
             claimed = await session.exec(update(Transition).where(col(Transition.id) == view.id, col(Transition.phase) == Phase.MIGRATE.value)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from typing import Any
 
 from bot.domain.transitions.model import Rename, TransitionError
@@ -16,7 +16,7 @@ from bot.domain.transitions.model import Rename, TransitionError
 class JsonEditor:
     """JSON Schema's transition versions."""
 
-    def renames(self, current: str, target: str, current_paths: set[str], target_paths: set[str]) -> list[Rename]:
+    def renames(self, current: str, target: str, current_paths: Container[str], target_paths: Container[str]) -> list[Rename]:
         """Nothing: a JSON Schema cannot say that a property replaces another (the mapping must)."""
         return []
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -31,6 +31,13 @@ class Rename:
         return self.old.rpartition(".")[0]
 
 
+def listed(items: Sequence[str], shown: int = 5) -> str:
+    """Renames or paths as a sentence shows them: the first ``shown``, then how many more (a field of a type used at
+    many places is renamed at each)."""
+    more = len(items) - shown
+    return ", ".join(items[:shown]) + (f" and {more} more" if more > 0 else "")
+
+
 @dataclass(frozen=True)
 class Plan:
     """A transition's versions: expand (proposed first) and contract (the target, proposed once nobody reads the old side)."""
@@ -43,7 +50,7 @@ class Plan:
 class Editor(Protocol):
     """How one schema format writes a transition's versions."""
 
-    def renames(self, current: str, target: str, current_paths: set[str], target_paths: set[str]) -> list[Rename]:
+    def renames(self, current: str, target: str, current_paths: Container[str], target_paths: Container[str]) -> list[Rename]:
         """The mapping the target says by itself (Avro: a new field whose alias names a removed one)."""
 
     def expand(self, current: str, target: str, mapping: Sequence[Rename]) -> str:

@@ -4,7 +4,7 @@ by number, so the new field needs a number of its own, and the old one must stay
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from typing import Any
 
 from bot.domain.protobuf.compile import ROOT, ProtoError, compile_tree
@@ -19,7 +19,7 @@ class ProtoEditor:
     def __init__(self, refs: Mapping[str, str] | None = None) -> None:
         self.refs = dict(refs or {})
 
-    def renames(self, current: str, target: str, current_paths: set[str], target_paths: set[str]) -> list[Rename]:
+    def renames(self, current: str, target: str, current_paths: Container[str], target_paths: Container[str]) -> list[Rename]:
         """Nothing: a .proto cannot say that a field replaces another (the mapping must)."""
         return []
 

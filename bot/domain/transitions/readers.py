@@ -12,7 +12,7 @@ from typing import Any
 from bot.domain.lineage.graph import LineageError, LineageGraph
 from bot.domain.lineage.model import DatasetId, Job
 from bot.domain.readers import Activity, Census
-from bot.domain.transitions.model import Rename
+from bot.domain.transitions.model import Rename, listed
 
 JOB, GROUP = "job", "group"
 
@@ -71,6 +71,12 @@ def dataset_of(graph: LineageGraph, subject: str) -> DatasetId | None:
         return graph.find_dataset(subject)
     except LineageError:
         return None
+
+
+def read_paths(graph: LineageGraph, subject: str) -> list[str]:
+    """The paths of the subject's topic that jobs are known to read."""
+    dataset = dataset_of(graph, subject)
+    return sorted({source.path for job in graph.jobs.values() for source, _ in job.mappings if source.dataset == dataset}) if dataset else []
 
 
 def reads(job: Job, dataset: DatasetId, paths: Collection[str]) -> list[str]:
@@ -133,7 +139,7 @@ def judge(refs: Sequence[ReaderRef], graph: LineageGraph, subject: str, mapping:
             old = reads(job, dataset, olds)
             if not old:
                 new = reads(job, dataset, news)
-                what = f"reads {', '.join(new)}" if new else f"reads none of {', '.join(olds)}"
+                what = f"reads {', '.join(new)}" if new else f"reads none of {listed(olds)}"
                 states.append(ReaderState(ref, True, f"{_source(job)} {what}", team))
                 continue
             still = "reads the whole topic (no field lineage)" if old == ["*"] else f"still reads {', '.join(old)}"

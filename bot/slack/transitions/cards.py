@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot.domain.transitions.model import listed
 from bot.services.transitions import Phase, TransitionView
 from bot.slack import ids
 from bot.slack.render import Reply, escape, fold, mention, section
@@ -19,7 +20,7 @@ def transition_card(view: TransitionView) -> Reply:
     row, phase = view.row, view.phase
     title = f"Transition #{view.id} · {view.subject.name} · {phase.value.replace('_', ' ').upper()}"
     blocks: list[dict[str, Any]] = [{"type": "header", "text": {"type": "plain_text", "text": title[:150]}}]
-    facts = ["Mapping: " + ", ".join(f"`{escape(m.old)}` → `{escape(m.new)}`" for m in view.mapping),
+    facts = ["Mapping: " + listed([f"`{escape(m.old)}` → `{escape(m.new)}`" for m in view.mapping]),
              f"{PHASE_MARK[phase]} {_phase_line(view)}",
              f"Deadline: {row.deadline:%Y-%m-%d %H:%M} UTC" + (" · :warning: *overdue*" if view.overdue else "") + " (in the change calendar)",
              f"Started by {mention(row.proposer)}"]

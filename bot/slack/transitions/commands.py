@@ -13,7 +13,7 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.domain.transitions.model import TransitionError, parse_mapping_text
+from bot.domain.transitions.model import TransitionError, listed, parse_mapping_text
 from bot.services.proposals import ProposalError
 from bot.services.transitions import DEFAULT_DAYS, Transitions
 from bot.slack import ids
@@ -46,8 +46,8 @@ class TransitionSlack:
             rows = await self.transitions.listing()
             if not rows:
                 return Reply.text("No transition is open.")
-            return Reply.sections("*Open transitions*", [f"#{r.id} · {r.phase} · " + ", ".join(f"`{escape(m['old'])}` → `{escape(m['new'])}`"
-                                                                                              for m in r.mapping)
+            return Reply.sections("*Open transitions*", [f"#{r.id} · {r.phase} · " + listed([f"`{escape(m['old'])}` → `{escape(m['new'])}`"
+                                                                                                     for m in r.mapping])
                                                          + f" · deadline {r.deadline:%Y-%m-%d %H:%M} UTC" for r in rows])
         number = args[0].lstrip("#")
         if not number.isdecimal() or len(number) > 9:

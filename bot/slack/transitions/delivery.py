@@ -8,6 +8,7 @@ from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.domain.transitions.model import listed
 from bot.services.outbox import Expand, GiveUp, Handler, Item, Retry, failed_in
 from bot.services.transitions import NOTICE, Event, Transitions, TransitionView
 from bot.slack import ids
@@ -70,7 +71,7 @@ class TransitionDelivery:
         view = await self.transitions.view(int(payload["transition"]))
         event, actor, detail = Event(payload["event"]), payload.get("actor"), escape(payload.get("detail") or "")
         rows: list[tuple[str, str, dict[str, Any]]] = [(CARD, card_key(view.id), {"transition": view.id})]
-        name, words = escape(view.subject.name), ", ".join(f"`{escape(m.old)}` → `{escape(m.new)}`" for m in view.mapping)
+        name, words = escape(view.subject.name), listed([f"`{escape(m.old)}` → `{escape(m.new)}`" for m in view.mapping])
         deadline = f"{view.row.deadline:%Y-%m-%d %H:%M} UTC"
 
         def note(text: str) -> None:
