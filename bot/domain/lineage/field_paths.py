@@ -16,6 +16,7 @@ FIELD_PATHS = 20_000  # the most paths listed for one schema (the shallowest)
 ROUTES = 20 * FIELD_PATHS  # the most routes walked to find them (several routes may lead to one path)
 
 Step = tuple[str | None, Any]  # a field's name (None: the same place, as an array's items or a union's branch), what it holds
+Listing = tuple[dict[str, tuple[int, ...]], dict[str, set[tuple[Hashable | None, str]]]]  # paths: their order; the fields they end at
 
 
 class Met(NamedTuple):
@@ -44,7 +45,7 @@ class FieldWalk(NamedTuple):
         order, _ = self.listing()
         return sorted(order, key=order.__getitem__)
 
-    def listing(self) -> tuple[dict[str, tuple[int, ...]], dict[str, set[tuple[Hashable | None, str]]]]:
+    def listing(self) -> Listing:
         """The shallowest ``FIELD_PATHS`` paths, each with its place in the schema's order (the first route to it), and
         the fields each path ends at: (the key of the type holding it, its name), over every route."""
         found: dict[str, tuple[int, ...]] = {}

@@ -7,13 +7,10 @@ from __future__ import annotations
 
 import copy
 import json
-from collections import Counter
 from collections.abc import Container, Sequence
 from typing import Any
 
-from bot.domain.lineage.field_paths import FIELD_PATHS
 from bot.domain.transitions.model import Rename, TransitionError
-from bot.domain.transitions.places import PLACES
 
 NAMED = ("record", "error", "enum", "fixed")
 
@@ -22,14 +19,10 @@ class AvroEditor:
     """Avro's transition versions."""
 
     def renames(self, current: str, target: str, current_paths: Container[str], target_paths: Container[str]) -> list[Rename]:
-        """Each field of the target with an alias naming a field the current version has and the target does not (at
-        its first ``PLACES`` places: a record used at many places is renamed at each by one edit)."""
+        """Each field of the target with an alias naming a field the current version has and the target does not, at its
+        record's shallowest place (the plan names the other places of a record used at several)."""
         found = []
-        places: Counter[int] = Counter()
         for prefix, field in _fields(json.loads(target)):
-            places[id(field)] += 1
-            if places[id(field)] > PLACES:
-                continue
             for alias in field.get("aliases") or []:
                 old = f"{prefix}{alias}"
                 if old in current_paths and old not in target_paths:
@@ -73,48 +66,26 @@ def _alias(field: dict[str, Any], rename: Rename) -> None:
 
 
 def _fields(doc: Any) -> list[tuple[str, dict[str, Any]]]:
-    """Every record field of the schema with the path prefix lineage gives it (``address.`` for ``address.zip``), in the
-    schema's order; where records used at many places make more places than lineage lists, the shallowest
-    ``FIELD_PATHS`` of them (as ``bot.domain.lineage.field_paths`` lists them), then the fields of each record they
-    leave out, at its shallowest place."""
+    """Every record field of the schema with the path prefix lineage gives it (``address.`` for ``address.zip``), each
+    record at its shallowest place (met once, however many places use it), in the schema's order."""
     named = _definitions(doc)
     found: list[tuple[tuple[int, ...], str, dict[str, Any]]] = []
-    level: list[tuple[Any, str, tuple[int, ...], frozenset[int]]] = [(doc, "", (), frozenset())]
-    while level and len(found) < FIELD_PATHS:
-        below = []
-        for node, prefix, order, seen in level:
-            for r, record in enumerate(_records_in(node, named)):
-                if id(record) in seen:
-                    continue
-                for f, field in enumerate(record.get("fields") or []):
-                    if isinstance(field, dict) and isinstance(field.get("name"), str) and len(found) < FIELD_PATHS:
-                        at = (*order, r, f)
-                        found.append((at, prefix, field))
-                        below.append((field.get("type"), f"{prefix}{field['name']}.", at, seen | {id(record)}))
-        level = below
-    listed = [(prefix, field) for _, prefix, field in sorted(found, key=lambda entry: entry[0])]
-    return listed + _beyond(doc, named, {id(field) for _, field in listed})
-
-
-def _beyond(doc: Any, named: dict[str, dict[str, Any]], listed: set[int]) -> list[tuple[str, dict[str, Any]]]:
-    """The fields ``listed`` leaves out, each once, at its record's shallowest place (each record is met once)."""
-    found: list[tuple[str, dict[str, Any]]] = []
     met: set[int] = set()
-    level: list[tuple[Any, str]] = [(doc, "")]
+    level: list[tuple[Any, str, tuple[int, ...]]] = [(doc, "", ())]
     while level:
         below = []
-        for node, prefix in level:
-            for record in _records_in(node, named):
+        for node, prefix, order in level:
+            for r, record in enumerate(_records_in(node, named)):
                 if id(record) in met:
                     continue
                 met.add(id(record))
-                for field in record.get("fields") or []:
+                for f, field in enumerate(record.get("fields") or []):
                     if isinstance(field, dict) and isinstance(field.get("name"), str):
-                        if id(field) not in listed:
-                            found.append((prefix, field))
-                        below.append((field.get("type"), f"{prefix}{field['name']}."))
+                        at = (*order, r, f)
+                        found.append((at, prefix, field))
+                        below.append((field.get("type"), f"{prefix}{field['name']}.", at))
         level = below
-    return found
+    return [(prefix, field) for _, prefix, field in sorted(found, key=lambda entry: entry[0])]
 
 
 def _records_in(node: Any, named: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:

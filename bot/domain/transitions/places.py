@@ -6,19 +6,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from bot.domain.lineage.field_paths import FieldWalk
+from bot.domain.lineage.field_paths import FieldWalk, Listing
 from bot.domain.transitions.model import Rename
 
 PLACES = 200  # the most places listed for one rename from the schema alone (the readers' own places come on top)
 
 
-def every_place(walk: FieldWalk | None, mapping: Sequence[Rename], reading: Iterable[str], limit: int = PLACES) -> list[Rename]:
+def every_place(walk: FieldWalk | None, listing: Listing, mapping: Sequence[Rename], reading: Iterable[str], limit: int = PLACES) -> list[Rename]:
     """``mapping`` (first, as given) and each rename again at every other place of the same field: the places the schema
-    lists (the first ``limit`` of them, in its order), and the places on or under the paths jobs read (``reading``),
-    however deep."""
+    lists (``walk.listing()``: the first ``limit`` of them, in its order), and the places on or under the paths jobs read
+    (``reading``), however deep."""
     if walk is None:
         return list(mapping)
-    order, ends = walk.listing()
+    order, ends = listing
     listed = sorted(order, key=order.__getitem__)
     reading = list(reading)
     out = dict.fromkeys(mapping)

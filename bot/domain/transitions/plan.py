@@ -34,13 +34,14 @@ def plan(schema_type: str, current: str, target: str, mapping: Sequence[Rename] 
         target_walk = field_walk_of(kind, parse_schema(kind, target, refs))
     except Exception as err:  # noqa: BLE001 - each format's own parse error, for the person
         raise TransitionError(f"the target is not a valid schema: {err}") from None
-    current_paths, target_paths = (_Fields(set(walk.paths()) if walk is not None else set(), walk) for walk in (current_walk, target_walk))
+    current_listing, target_listing = (walk.listing() if walk is not None else ({}, {}) for walk in (current_walk, target_walk))
+    current_paths, target_paths = _Fields(set(current_listing[0]), current_walk), _Fields(set(target_listing[0]), target_walk)
     renames = list(mapping) if mapping else editor.renames(current, target, current_paths, target_paths)
     if not renames:
         raise TransitionError("nothing to map: no field of the target replaces a field of the current version. Say it with a mapping "
                               "(old=new)" + (", or write the rename the Avro way: the new name with the old one as an alias" if kind is SchemaType.AVRO else ""))
     _check(renames, current_paths, target_paths)
-    return Plan(tuple(every_place(current_walk, renames, reading)), editor.expand(current, target, renames), editor.contract(current, target, renames))
+    return Plan(tuple(every_place(current_walk, current_listing, renames, reading)), editor.expand(current, target, renames), editor.contract(current, target, renames))
 
 
 class _Fields(Container[str]):
