@@ -567,9 +567,17 @@ async def test_a_field_deeper_than_lineage_lists_is_mapped_and_its_reader_asked(
     deep = ".".join(["a"] * 15 + ["b"] * 15)
     await registry_away(slack, migrated_url, first=ladder, reads=f"{deep}.v")
     target = json.loads(json.dumps(ladder).replace('[{"name": "v", "type": "int"}]', '[{"name": "w", "type": "int", "aliases": ["v"]}]'))
+    status, wrong = await call(slack, "POST", "/api/v1/transitions", {"subject": "orders-value", "schema": target, "proposer": ALICE,
+                                                                       "mapping": [{"old": f"{deep}.c", "new": f"{deep}.w"}]})
+    assert status == 400 and wrong["error"] == f"mapping: {deep}.c is not a field of the current version", wrong
+    assert await slack.bot.transitions.listing(open_only=False) == []  # refused: nothing stored
     status, started = await call(slack, "POST", "/api/v1/transitions", {"subject": "orders-value", "schema": target, "proposer": ALICE,
                                                                          "mapping": [{"old": f"{deep}.v", "new": f"{deep}.w"}]})
     assert status == 201 and started["mapping"] == [{"old": f"{deep}.v", "new": f"{deep}.w"}], started
+    status, again = await call(slack, "POST", "/api/v1/transitions", {"subject": "orders-value", "schema": target, "proposer": ALICE,
+                                                                       "mapping": [{"old": f"{deep}.v", "new": f"{deep}.w"}]})
+    assert status == 409 and f"transition #{started['id']} is already open" in again["error"], again  # a repeat doubles nothing
+    assert len(await slack.bot.transitions.listing(open_only=False)) == 1
     view = await slack.bot.transitions.view(started["id"])
     assert [(r.ref.name, r.ref.team, r.moved) for r in view.readers] == [("report", "analytics-team", False)], view.readers
 

@@ -206,3 +206,18 @@ def test_the_places_jobs_read_count_however_deep_under_a_type_used_everywhere() 
     many = plan("AVRO", json.dumps(ladder), target, [Rename(given, given[:-1] + "w")], reading=[f"{'b.' * i}{'a.' * (30 - i)}v" for i in range(30)])
     assert len(many.mapping) == 30  # the given place is one of them; the cards show five: "a.a.….v → a.a.….w, … and 25 more"
     assert listed([m.old for m in many.mapping]).endswith(" and 25 more") and listed(["x", "y"]) == "x, y"
+
+
+def test_a_shared_message_in_a_file_with_imports_is_followed_at_each_place() -> None:
+    """Line is used at line and extra, beside fields of an imported Money: the rename given at line.sku is at extra.sku
+    too, and the expand still compiles with the import and reads both ways."""
+    money = 'syntax = "proto3";\npackage acme.common;\n\nmessage Money {\n  string currency = 1;\n  int64 units = 2;\n}\n'
+    current = ('syntax = "proto3";\npackage shop;\n\nimport "common/money.proto";\n\nmessage Order {\n  acme.common.Money total = 1;\n'
+               '  Line line = 2;\n  Line extra = 3;\n\n  message Line {\n    string sku = 1;\n    acme.common.Money price = 2;\n  }\n}\n')
+    target = current.replace("string sku = 1;", "string code = 3;")
+    refs = {"common/money.proto": money}
+    planned = plan("PROTOBUF", current, target, [Rename("line.sku", "line.code")], refs)
+    assert planned.mapping == (Rename("line.sku", "line.code"), Rename("extra.sku", "extra.code"))
+    assert planned.expand.count("string sku = 1;") == 1
+    verdict = analyse([current], planned.expand, "FULL_TRANSITIVE", [money], "PROTOBUF", ["common/money.proto"]).verdict
+    assert verdict is not None and verdict.backward and verdict.forward
