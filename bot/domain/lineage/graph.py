@@ -71,7 +71,7 @@ class Impact:
     def __init__(self, graph: LineageGraph, dataset: DatasetId, fields: tuple[str, ...], walk: _Walk) -> None:
         self.graph, self.dataset, self.fields = graph, dataset, fields
         self._parents, self._starts, self._hops = walk.parents, walk.starts, walk.hops
-        self._fields, self._through, self._exact = walk.fields, walk.through, walk.exact
+        self._fields, self._through, self._whence, self._exact = walk.fields, walk.through, walk.whence, walk.exact
 
     @cached_property
     def impacted(self) -> tuple[ImpactedField, ...]:
@@ -93,27 +93,27 @@ class Impact:
         return list(dict.fromkeys(map(_ID, self._hops)))
 
     def _explained(self, count: int) -> tuple[ImpactedField, ...]:
-        """The first ``count`` fields reached, explained. Each is one step past a field already explained (a changed one,
-        or one reached before it) through a job's port or hub: that case is written out here; ``_explain`` walks back
-        further. Steps are kept by the node's ``id`` (the walk's own objects, alive in ``_parents``): an int hashes at
-        once, a node tuple element by element."""
-        parents, fields, through, exact = self._parents, self._fields, self._through, self._exact
+        """The first ``count`` fields reached, explained. Each is one step past a field already explained (a changed one, or
+        one reached before it: the walk goes breadth-first) through a job's port, which leads to that field alone, or a black
+        box's hub, whose steps are kept for the other fields it leads to. Steps are kept by the node's ``id`` (the walk's own
+        objects, alive in the walk's lists): an int hashes at once, a node tuple element by element."""
+        fields, through, whence, exact = self._fields, self._through, self._whence, self._exact
         explained: dict[int, tuple[str, ...]] = {id(node): (f"{node[1].name}.{node[2]}",) for node in self._starts}
-        known = explained.get
+        steps_to, hub_steps = explained.__getitem__, explained.get
         new = tuple.__new__  # ImpactedField's own __new__, without the Python-level call
         found: list[ImpactedField] = []
         add = found.append
         for number in range(count):
-            node, hop = fields[number], through[number]  # a field is reached through a job's port or hub
-            steps = known(id(hop))
-            if steps is None:
-                before = known(id(parents[hop]))
-                if before is None:
-                    steps = _explain(hop, parents, explained)
-                else:
-                    steps = explained[id(hop)] = (*before, f"{hop[1].name} (black box)" if hop[0] == "b" else hop[1].name)
+            node, hop = fields[number], through[number]
             dataset, path = node[1], node[2]
-            steps = explained[id(node)] = (*steps, f"{dataset.name}.{path}")
+            if hop[0] == "j":
+                steps = (*steps_to(id(whence[number])), hop[1].name, f"{dataset.name}.{path}")
+            else:
+                before = hub_steps(id(hop))
+                if before is None:
+                    before = explained[id(hop)] = (*steps_to(id(whence[number])), f"{hop[1].name} (black box)")
+                steps = (*before, f"{dataset.name}.{path}")
+            explained[id(node)] = steps
             add(new(ImpactedField, (dataset, path, hop[1], steps, number >= exact)))  # the walk's second part: through black boxes only
         return tuple(found)
 
@@ -155,10 +155,11 @@ class Impact:
 
 
 class _Walk(NamedTuple):
-    parents: dict[Node, Node | None]
+    parents: dict[Node, Node]  # every node reached, in the order met, with the node it was met from (a changed field: itself)
     starts: list[Node]  # the changed fields
     fields: list[Node]  # reached, the changed ones left out
     through: list[Node]  # the port or hub each of ``fields`` was reached through
+    whence: list[Node]  # the field that port or hub was reached from
     exact: int  # how many of ``fields`` came by exact mappings (the rest only through black boxes)
     hops: list[Node]  # job ports and black-box hubs
 
@@ -170,6 +171,7 @@ class LineageGraph:
         self.datasets: dict[DatasetId, Dataset] = {d.id: d for d in datasets}
         self.jobs: dict[JobId, Job] = {}
         self.graph = nx.DiGraph()
+        self._next: dict[Node, list[Node] | tuple[()]] = {}  # each node's successors in ``graph``, as the walk reads them
         self._fields: dict[DatasetId, dict[str, Node]] = {}
         self._ids: dict[DatasetId, DatasetId] = {d: d for d in self.datasets}  # one id object per dataset, held by its nodes
         self._teams: dict[tuple[str, ...], tuple[str, ...]] = {(): ()}  # one tuple per set of owners: a card reads few, often
@@ -189,6 +191,7 @@ class LineageGraph:
             known[path] = node
             self._indexes.pop(dataset, None)
             self.graph.add_node(node)
+            self._next[node] = ()
             if dataset not in self.datasets:
                 self.datasets[dataset] = Dataset(dataset)
                 self._owners[dataset] = ()
@@ -208,21 +211,33 @@ class LineageGraph:
         declared = self.datasets[dataset].fields
         return [known[p] for p in declared] if declared else list(known.values())
 
+    def _edge(self, start: Node, end: Node) -> None:
+        """An edge in ``graph`` and in ``_next``: a plain list per node is what a walk reads fastest (networkx keeps a
+        dictionary of attributes per edge, whose memory a walk would bring through the CPU's caches)."""
+        if end in self.graph._succ.get(start, ()):
+            return
+        self.graph.add_edge(start, end)
+        after = self._next.get(start)
+        if isinstance(after, list):
+            after.append(end)
+        else:
+            self._next[start] = [end]
+
     def add_job(self, job: Job) -> None:
         """Add one job's nodes and edges."""
         self.jobs[job.id] = job
         self._owners[job.id] = self._shared(job.owners)
         for source, target in job.mappings:
             port = ("j", job.id, self._id(target.dataset), target.path)
-            self.graph.add_edge(self._field(source.dataset, source.path), port)
-            self.graph.add_edge(port, self._field(target.dataset, target.path))
+            self._edge(self._field(source.dataset, source.path), port)
+            self._edge(port, self._field(target.dataset, target.path))
         for output in job.unmapped_outputs:
             hub = ("b", job.id, self._id(output))
             for dataset in job.inputs:
                 for node in self._all_fields(dataset):
-                    self.graph.add_edge(node, hub)
+                    self._edge(node, hub)
             for node in self._all_fields(output):
-                self.graph.add_edge(hub, node)
+                self._edge(hub, node)
 
     # --- queries --------------------------------------------------------------------------------
 
@@ -291,18 +306,19 @@ class LineageGraph:
     def _walk(self, starts: list[Node]) -> _Walk:
         """Breadth-first from ``starts``: first along exact mappings only, then on through black boxes.
 
-        Returns the parent of every reached node, the fields reached in order with the port or hub each came through (those
-        reached by exact mappings first), and the job nodes reached, in the same order. A field reachable by exact mappings
+        Returns the parent of every reached node, the fields reached in order with the port or hub each came through and the
+        field before that (those reached by exact mappings first), and the job nodes reached, in the same order. A field reachable by exact mappings
         is explained by a shortest exact path; any other by a shortest path that goes on from those (explanations nest: no
         field on the way is explained twice, differently). The second part takes the black-box hubs the first met level by
         level, so a hub met late by exact mappings but early through another black box is explained by the early way.
         """
-        succ = self.graph._succ  # networkx's own adjacency dict: no view objects on the hot path
-        parents: dict[Node, Node | None] = dict.fromkeys(starts)
+        succ = self._next
+        parents: dict[Node, Node] = {start: start for start in starts}
         fields: list[Node] = []
         through: list[Node] = []
+        whence: list[Node] = []
         hops: list[Node] = []
-        field, came, hop = fields.append, through.append, hops.append
+        field, came, came_from, hop = fields.append, through.append, whence.append, hops.append
         pending: list[list[tuple[Node, Node]]] = []  # by level k of exact fields: (hub, the field it was met from), depth 2k+1
         queued: set[Node] = set()  # hubs in ``pending``: the first meeting is the one taken, later ones are not queued again
         level = starts
@@ -324,6 +340,7 @@ class LineageGraph:
                                 parents[out] = nxt
                                 field(out)
                                 came(nxt)
+                                came_from(node)
                                 following.append(out)
             pending.append(hubs)
             level = following
@@ -345,31 +362,13 @@ class LineageGraph:
                         if nxt[0] == "f":
                             field(nxt)
                             came(node)
+                            came_from(parents[node])
                         else:
                             hop(nxt)
                         following.append(nxt)
             frontier = following
             depth += 1
-        return _Walk(parents, starts, fields, through, exact, hops)
-
-
-def _explain(node: Node, parents: dict[Node, Node | None], explained: dict[int, tuple[str, ...]]) -> tuple[str, ...]:
-    """``orders.price -> enrich -> dwd.amount``: the steps from a changed field, sharing prefixes between fields
-    (``explained``: the steps to each node met so far, by its ``id``)."""
-    chain: list[Node] = []
-    current: Node | None = node
-    while current is not None and id(current) not in explained:
-        chain.append(current)
-        current = parents[current]
-    steps = explained[id(current)] if current is not None else ()
-    for step in reversed(chain):
-        if step[0] == "f":
-            label = f"{step[1].name}.{step[2]}"
-        else:
-            label = f"{step[1].name} (black box)" if step[0] == "b" else step[1].name
-        steps = (*steps, label)
-        explained[id(step)] = steps
-    return steps
+        return _Walk(parents, starts, fields, through, whence, exact, hops)
 
 
 class _PathIndex:
