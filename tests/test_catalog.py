@@ -116,6 +116,10 @@ def test_cli_validate_load_impact_coverage(migrated_url: str, monkeypatch: pytes
     assert main(["impact", "orders", "--fields", "nope"]) == 1
     assert main(["impact", "nowhere"]) == 1
     assert "orders has no field 'nope'" in capsys.readouterr().err
+    assert main(["impact", "orders", "--fields", "payload.detail.colour"]) == 1  # the schema lists Detail's fields: a typo
+    assert "orders has no field 'payload.detail.colour' (payload.detail has color, price)" in capsys.readouterr().err
+    assert main(["impact", "dwd_orders", "--fields", "buyer.segment.code"]) == 0  # declared without members: it may have this one
+    assert "(buyer.segment.code is not listed for dwd_orders: answered for buyer.segment, which holds it)" in capsys.readouterr().out
     assert main(["lineage", "coverage", "--format", "json"]) == 0
     figures = json.loads(capsys.readouterr().out)
     assert figures["black_box_share"] == round(1 / 3, 4) and figures["subjects_with_field_lineage"] == []

@@ -150,7 +150,8 @@ def ranked_starts(graph: LineageGraph, dataset: DatasetId, wanted: list[str]) ->
 def test_the_start_of_an_impact_is_found_by_prefix_search_as_by_comparing_every_field(
         declared: list[str], mapped: list[str], wanted: list[str]) -> None:
     """Fields become known by declaration and by mappings of undeclared paths; an index sorted for prefix
-    search finds the same starts, in the same order, as comparing every known field."""
+    search finds the same starts, in the same order, as comparing every known field. A path known only through
+    the struct that holds it is named with the nearest such struct."""
     graph = LineageGraph([ds("src", declared), ds("out", ["x"])], [job("j", "t", [(f"src.{p}", "out.x") for p in mapped])])
     source = DatasetId(L, "src")
     try:
@@ -159,7 +160,12 @@ def test_the_start_of_an_impact_is_found_by_prefix_search_as_by_comparing_every_
         with pytest.raises(LineageError):
             graph.impact(source, wanted)
         return
-    assert graph._starts(source, tuple(wanted)) == expected
+    starts, enclosed = graph._starts(source, tuple(wanted))
+    assert starts == expected
+    known = graph._fields[source]
+    assert enclosed == {path: max((k for k in known if path.startswith(k + ".")), key=len) for path in wanted
+                        if path not in known and not any(k.startswith(path + ".") for k in known)
+                        and any(path.startswith(k + ".") for k in known)}
 
 
 @settings(max_examples=200, deadline=None)
@@ -229,3 +235,23 @@ def test_each_explanation_is_a_shortest_path_exact_mappings_first_and_black_box_
         assert len(found.path) == (exact[node] if node in exact else anyhow[node]) + 1, found
         assert all(paths[step] == found.path[:at + 1] for at, step in enumerate(found.path) if at % 2 == 0 and step in paths), found
         assert found.path[0] in {f"{source.name}.{f}" for f in fields} and found.path[-1] == f"{found.dataset.name}.{found.field}"
+
+
+def test_a_path_below_a_struct_whose_members_are_listed_is_refused_and_one_below_a_bare_struct_is_answered_through_it() -> None:
+    """``payload.detail`` lists its members, so ``payload.detail.cost`` is a typo; ``note`` is declared without members,
+    so ``note.text`` may be a field, answered for ``note`` and said so. A listing cut at ``FIELD_PATHS`` rules nothing out."""
+    graph = LineageGraph([ds("orders", ["id", "payload", "payload.detail", "payload.detail.price", "payload.detail.tax", "note"]),
+                          ds("out", ["price", "note"])],
+                         [job("enrich", "t", [("orders.payload.detail.price", "out.price"), ("orders.note", "out.note")])])
+    orders = DatasetId(L, "orders")
+    with pytest.raises(LineageError, match=r"orders has no field 'payload\.detail\.cost' \(payload\.detail has price, tax\)"):
+        graph.check_fields(orders, ["payload.detail.price", "payload.detail.cost"])
+    graph.check_fields(orders, ["payload", "payload.detail.price", "note.text", "id"])
+    impact = graph.impact(orders, ["note.text", "payload.detail.price"])
+    assert impact.enclosed == {"note.text": "note"}
+    assert {i.field for i in impact.impacted} == {"note", "price"}
+    assert impact.as_json()["enclosed"] == {"note.text": "note"} and "enclosed" not in graph.impact(orders, ["id"]).as_json()
+    listed = [f"f{i}" for i in range(20_000)] + ["s", "s.a"]
+    cut = LineageGraph([ds("wide", listed)], [])
+    cut.check_fields(DatasetId(L, "wide"), ["s.b"])  # past the listing's limit: the schema may have it
+    assert cut.impact(DatasetId(L, "wide"), ["s.b"]).enclosed == {"s.b": "s"}

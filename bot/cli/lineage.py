@@ -224,7 +224,9 @@ def run_impact(args: argparse.Namespace) -> int:
     async def query(service: LineageService) -> tuple[Impact, set[str]]:
         graph = await service.graph()
         try:
-            return graph.impact(graph.find_dataset(args.dataset, args.namespace), fields), set(await service.teams())
+            dataset = graph.find_dataset(args.dataset, args.namespace)
+            graph.check_fields(dataset, fields or ())
+            return graph.impact(dataset, fields), set(await service.teams())
         except LineageError as err:
             raise CommandError(str(err)) from None
 
@@ -314,6 +316,8 @@ def impact_text(impact: Impact, teams: set[str]) -> str:
     what = ", ".join(impact.fields) if impact.fields else "the whole dataset"
     lines = [f"Impact of {what} in {impact.dataset.name}: {len(impact.impacted)} field(s) in {len(impact.datasets)} dataset(s), "
              f"{len(impact.jobs)} job(s)"]
+    lines += [f"  ({path} is not listed for {impact.dataset.name}: answered for {outer}, which holds it)"
+              for path, outer in impact.enclosed.items()]
     for item in impact.impacted:
         note = "  [only through a black box]" if item.black_box_only else ""
         lines.append(f"  {item.dataset.name}.{item.field}: {' -> '.join(item.path)}{note}")

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 import networkx as nx
 
+from bot.domain.lineage.field_paths import FIELD_PATHS
 from bot.domain.lineage.model import WHOLE, Dataset, DatasetId, Job, JobId
 
 Node = tuple[Any, ...]
@@ -68,8 +69,10 @@ class Impact:
     does not pay for thousands of explanations.
     """
 
-    def __init__(self, graph: LineageGraph, dataset: DatasetId, fields: tuple[str, ...], walk: _Walk) -> None:
+    def __init__(self, graph: LineageGraph, dataset: DatasetId, fields: tuple[str, ...], walk: _Walk,
+                 enclosed: dict[str, str] | None = None) -> None:
         self.graph, self.dataset, self.fields = graph, dataset, fields
+        self.enclosed = enclosed or {}  # a path deeper than the lineage lists: the struct holding it, whose readers read it
         self._parents, self._starts, self._hops = walk.parents, walk.starts, walk.hops
         self._fields, self._through, self._whence, self._exact = walk.fields, walk.through, walk.whence, walk.exact
 
@@ -148,6 +151,8 @@ class Impact:
         data = {"dataset": self.dataset.name, "namespace": self.dataset.namespace, "fields": list(self.fields),
                 "impacted": [i.as_json() for i in shown], "impacted_total": self.total, "datasets_total": len(self.datasets),
                 "jobs": [j.as_json() for j in self.jobs], "owners": list(self.owners)}
+        if self.enclosed:
+            data["enclosed"] = dict(self.enclosed)
         if teams is not None:
             data["owners"] = [o for o in self.owners if o in teams]
             data["unowned"] = [j.as_json() for j in self.unowned(teams)]
@@ -265,37 +270,54 @@ class LineageGraph:
         if dataset not in self.datasets:
             raise LineageError(f"unknown dataset {dataset.name!r}")
         wanted = tuple(fields) if fields is not None else ()
-        return Impact(self, dataset, wanted, self._walk(self._starts(dataset, wanted)))
+        starts, enclosed = self._starts(dataset, wanted)
+        return Impact(self, dataset, wanted, self._walk(starts), enclosed)
 
-    def _starts(self, dataset: DatasetId, wanted: tuple[str, ...]) -> list[Node]:
-        """The changed fields' nodes: exact matches first, then their members, then enclosing structs (each
-        group in the order the fields became known), the whole dataset's pseudo-field last."""
+    def check_fields(self, dataset: DatasetId, paths: Iterable[str]) -> None:
+        """Refuse (LineageError) a path that ``dataset``'s declared fields rule out: one the lineage knows nothing inside,
+        below a known struct whose members are declared, in a listing that is whole (a subject's listing holds its
+        shallowest ``FIELD_PATHS`` paths). A path below a struct declared without members may be a field: ``impact``
+        answers it through that struct."""
+        declared = self.datasets[dataset].fields
+        if len(declared) >= FIELD_PATHS:
+            return
+        index = self._path_index(dataset)
+        for path in paths:
+            if path in index.position or index.members(path):
+                continue
+            outer = [p for p in _enclosing(path) if p in index.position]
+            if outer and any(d.startswith(outer[-1] + ".") for d in declared):
+                members = sorted({d[len(outer[-1]) + 1:].split(".")[0] for d in declared if d.startswith(outer[-1] + ".")})
+                shown = ", ".join(members[:5]) + (f" and {len(members) - 5} more" if len(members) > 5 else "")
+                raise LineageError(f"{dataset.name} has no field {path!r} ({outer[-1]} has {shown})")
+
+    def _starts(self, dataset: DatasetId, wanted: tuple[str, ...]) -> tuple[list[Node], dict[str, str]]:
+        """The changed fields' nodes: exact matches first, then their members, then enclosing structs (each group in the
+        order the fields became known), the whole dataset's pseudo-field last; and the paths known only through the struct
+        that holds them (deeper than the lineage lists), each with the nearest such struct."""
         known = self._fields.get(dataset, {})
         if not wanted:
-            return list(known.values())
+            return list(known.values()), {}
         index = self._path_index(dataset)
         if index.flat.issuperset(wanted):  # the common case: top-level fields, none a struct with known members
-            return list(dict.fromkeys([known[p] for p in wanted] + ([known[WHOLE]] if WHOLE in known else [])))
+            return list(dict.fromkeys([known[p] for p in wanted] + ([known[WHOLE]] if WHOLE in known else []))), {}
         exact: list[Node] = []
         members: list[Node] = []
         enclosing: list[Node] = []
+        enclosed: dict[str, str] = {}
         for path in wanted:
-            found = False
+            inside = index.members(path)
+            outer = [p for p in _enclosing(path) if p in known]
             if path in known and path != WHOLE:
                 exact.append(known[path])
-                found = True
-            inside = index.members(path)
-            if inside:
-                members += [known[p] for p in inside]
-                found = True
-            outer = [p for p in _enclosing(path) if p in known]
-            if outer:
-                enclosing += [known[p] for p in sorted(outer, key=index.position.__getitem__)]
-                found = True
-            if not found and self.datasets[dataset].fields:
+            elif not inside and outer:
+                enclosed[path] = outer[-1]
+            elif not inside and self.datasets[dataset].fields:
                 raise LineageError(f"{dataset.name} has no field {path!r}")
+            members += [known[p] for p in inside]
+            enclosing += [known[p] for p in sorted(outer, key=index.position.__getitem__)]
         whole = [known[WHOLE]] if WHOLE in known else []
-        return list(dict.fromkeys(exact + members + enclosing + whole))
+        return list(dict.fromkeys(exact + members + enclosing + whole)), enclosed
 
     def _path_index(self, dataset: DatasetId) -> _PathIndex:
         index = self._indexes.get(dataset)
