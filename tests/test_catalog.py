@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -10,10 +11,12 @@ import pytest
 import yaml
 
 from bot.cli import main
+from bot.domain.avro.parse import parse
 from bot.domain.lineage.catalog import read_catalog
 from bot.services.census import CensusService
 from bot.services.lineage import LineageService
 from bot.services.outbox import Outbox
+from bot.services.registry import Registry
 from bot.services.sli import SliService
 from bot.store.database import Database
 
@@ -127,6 +130,32 @@ def test_cli_validate_load_impact_coverage(migrated_url: str, monkeypatch: pytes
     broken.write_text("teams: [unclosed\n")
     assert main(["catalog", "load", str(broken)]) == 1
     assert "not valid YAML at line 2" in capsys.readouterr().err
+
+
+def test_impact_asks_the_subjects_newest_version_for_a_path_past_the_listing(
+        migrated_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The lineage lists a subject's shallowest 20,000 paths: ``deep.a`` is past them, and the newest stored version says
+    it exists (answered for ``deep``) while ``deep.b`` does not."""
+    monkeypatch.setenv("DATABASE_URL", migrated_url)
+    catalog = tmp_path / "catalog.yaml"
+    catalog.write_text(yaml.safe_dump({"teams": {"t": {"members": ["U0000ALICE"]}}, "subjects": {"wide-value": {"owner": "t"}}}))
+    assert main(["catalog", "load", str(catalog)]) == 0
+    deep = {"name": "deep", "type": {"type": "record", "name": "Deep", "fields": [{"name": "a", "type": "int"}]}}
+    wide = {"type": "record", "name": "Wide", "fields": [{"name": f"f{i}", "type": "int"} for i in range(19_999)] + [deep]}
+
+    async def record() -> None:
+        db = Database(migrated_url)
+        try:
+            await Registry(db).record("wide-value", parse(wide))
+        finally:
+            await db.close()
+
+    asyncio.run(record())
+    capsys.readouterr()
+    assert main(["impact", "wide-value", "--fields", "deep.a", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["enclosed"] == {"deep.a": "deep"}
+    assert main(["impact", "wide-value", "--fields", "deep.b"]) == 1
+    assert "wide has no field 'deep.b'\n" in capsys.readouterr().err  # no hint: the listing does not show what deep holds
 
 
 def test_cli_refuses_an_unmigrated_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:

@@ -239,7 +239,8 @@ def test_each_explanation_is_a_shortest_path_exact_mappings_first_and_black_box_
 
 def test_a_path_below_a_struct_whose_members_are_listed_is_refused_and_one_below_a_bare_struct_is_answered_through_it() -> None:
     """``payload.detail`` lists its members, so ``payload.detail.cost`` is a typo; ``note`` is declared without members,
-    so ``note.text`` may be a field, answered for ``note`` and said so. A listing cut at ``FIELD_PATHS`` rules nothing out."""
+    so ``note.text`` may be a field, answered for ``note`` and said so. A subject's topic lists every path of its schema;
+    a listing cut at ``FIELD_PATHS`` rules nothing out."""
     graph = LineageGraph([ds("orders", ["id", "payload", "payload.detail", "payload.detail.price", "payload.detail.tax", "note"]),
                           ds("out", ["price", "note"])],
                          [job("enrich", "t", [("orders.payload.detail.price", "out.price"), ("orders.note", "out.note")])])
@@ -251,6 +252,9 @@ def test_a_path_below_a_struct_whose_members_are_listed_is_refused_and_one_below
     assert impact.enclosed == {"note.text": "note"}
     assert {i.field for i in impact.impacted} == {"note", "price"}
     assert impact.as_json()["enclosed"] == {"note.text": "note"} and "enclosed" not in graph.impact(orders, ["id"]).as_json()
+    topic = LineageGraph([Dataset(DatasetId(K, "orders"), "topic", ["t"], ["id", "price"], "orders-value")], [])
+    with pytest.raises(LineageError, match=r"orders has no field 'price\.x' \(price holds no fields\)"):
+        topic.check_fields(DatasetId(K, "orders"), ["price.x"])  # a subject's topic lists its schema's every path
     listed = [f"f{i}" for i in range(20_000)] + ["s", "s.a"]
     cut = LineageGraph([ds("wide", listed)], [])
     cut.check_fields(DatasetId(L, "wide"), ["s.b"])  # past the listing's limit: the schema may have it

@@ -16,14 +16,18 @@ import yaml
 from bot.cli.errors import USAGE_ERROR, CommandError, command
 from bot.cli.store import NotMigrated, with_database
 from bot.config import Config
+from bot.domain.compat.formats import INVALID, SchemaType, field_walk_of, parse_schema
 from bot.domain.lineage.catalog import Catalog, Problem, read_catalog
 from bot.domain.lineage.coverage import coverage
-from bot.domain.lineage.graph import Impact, LineageError
+from bot.domain.lineage.field_paths import FieldWalk
+from bot.domain.lineage.graph import Impact, LineageError, LineageGraph
+from bot.domain.lineage.model import DatasetId
 from bot.domain.lineage.openlineage import LineageEvent, OpenLineageError, parse_event
 from bot.domain.readers import Activity, Census
 from bot.services.census import CensusError, CensusService
 from bot.services.lineage import LineageService
 from bot.services.outbox import Outbox
+from bot.services.registry import Registry
 from bot.services.sli import SliService
 from bot.store.database import Database
 from bot.store.models import aware
@@ -217,20 +221,26 @@ def run_coverage(args: argparse.Namespace) -> int:
 
 def run_impact(args: argparse.Namespace) -> int:
     """``bot impact DATASET --fields a,b.c``."""
-    fields = [field_path(f.strip()) for f in args.fields.split(",") if f.strip()] if args.fields else None
+    fields = [_field_path(f.strip()) for f in args.fields.split(",") if f.strip()] if args.fields else None
     if args.fields is not None and not fields:
         raise CommandError("--fields is empty: give field paths such as price,payload.detail.price", USAGE_ERROR)
 
-    async def query(service: LineageService) -> tuple[Impact, set[str]]:
+    async def query(service: LineageService) -> tuple[LineageGraph, DatasetId, tuple[str, str] | None, set[str]]:
         graph = await service.graph()
         try:
             dataset = graph.find_dataset(args.dataset, args.namespace)
-            graph.check_fields(dataset, fields or ())
-            return graph.impact(dataset, fields), set(await service.teams())
         except LineageError as err:
             raise CommandError(str(err)) from None
+        subject = graph.datasets[dataset].subject
+        newest = await _newest_schema(service.db, subject) if fields and subject else None
+        return graph, dataset, newest, set(await service.teams())
 
-    impact, teams = _with_service(query)
+    graph, dataset, newest, teams = _with_service(query)
+    try:
+        graph.check_fields(dataset, fields or (), _schema_walk(*newest) if newest else None)
+        impact = graph.impact(dataset, fields)
+    except LineageError as err:
+        raise CommandError(str(err)) from None
     census = census_of(impact.dataset.name) if impact.dataset.namespace.startswith("kafka://") else None
     if args.format == "json":
         answer = impact.as_json(teams)
@@ -251,6 +261,30 @@ def field_path(text: str) -> str:
 
         return pointer_path(text)
     return text.replace("[]", "").replace("{}", "")
+
+
+def _field_path(text: str) -> str:
+    path = field_path(text)
+    if not path or "" in path.split("."):
+        raise CommandError(f"{text!r} names no field: give a path such as payload.detail.price, or a pointer such as "
+                           "#/properties/payload/properties/detail", USAGE_ERROR)
+    return path
+
+
+async def _newest_schema(db: Database, subject: str) -> tuple[str, str] | None:
+    """The schema type and text of ``subject``'s newest stored version, if any."""
+    registry = Registry(db)
+    row, history = await registry.subject(subject), await registry.history(subject)
+    return (row.format, history[-1].schema_text) if row is not None and history else None
+
+
+def _schema_walk(schema_type: str, text: str) -> FieldWalk | None:
+    """The fields of a stored version (None when it does not parse alone: its references are other subjects')."""
+    kind = SchemaType(schema_type)
+    try:
+        return field_walk_of(kind, parse_schema(kind, text))
+    except INVALID:
+        return None
 
 
 def census_of(topic: str, refresh: bool = False, *, ask: bool = False) -> Census:

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 import networkx as nx
 
-from bot.domain.lineage.field_paths import FIELD_PATHS
+from bot.domain.lineage.field_paths import FIELD_PATHS, FieldWalk
 from bot.domain.lineage.model import WHOLE, Dataset, DatasetId, Job, JobId
 
 Node = tuple[Any, ...]
@@ -273,23 +273,25 @@ class LineageGraph:
         starts, enclosed = self._starts(dataset, wanted)
         return Impact(self, dataset, wanted, self._walk(starts), enclosed)
 
-    def check_fields(self, dataset: DatasetId, paths: Iterable[str]) -> None:
-        """Refuse (LineageError) a path that ``dataset``'s declared fields rule out: one the lineage knows nothing inside,
-        below a known struct whose members are declared, in a listing that is whole (a subject's listing holds its
-        shallowest ``FIELD_PATHS`` paths). A path below a struct declared without members may be a field: ``impact``
-        answers it through that struct."""
-        declared = self.datasets[dataset].fields
-        if len(declared) >= FIELD_PATHS:
-            return
+    def check_fields(self, dataset: DatasetId, paths: Iterable[str], schema: FieldWalk | None = None) -> None:
+        """Refuse (LineageError) a path ``dataset`` does not have. A path the lineage knows (itself, or fields inside it)
+        passes; any other must be a path of ``schema``, the walk of the dataset's newest schema, when there is one.
+        Without it the fields listed decide where they are whole (below ``FIELD_PATHS`` paths): a subject's topic lists
+        its schema's every path; a dataset declared by hand, the members of a struct where it lists any. A path below a
+        struct declared without members may be a field (``impact`` answers it through that struct)."""
+        listed = self.datasets[dataset]
+        declared, whole = listed.fields, 0 < len(listed.fields) < FIELD_PATHS
         index = self._path_index(dataset)
         for path in paths:
             if path in index.position or index.members(path):
                 continue
             outer = [p for p in _enclosing(path) if p in index.position]
-            if outer and any(d.startswith(outer[-1] + ".") for d in declared):
-                members = sorted({d[len(outer[-1]) + 1:].split(".")[0] for d in declared if d.startswith(outer[-1] + ".")})
-                shown = ", ".join(members[:5]) + (f" and {len(members) - 5} more" if len(members) > 5 else "")
-                raise LineageError(f"{dataset.name} has no field {path!r} ({outer[-1]} has {shown})")
+            inside = sorted({d[len(outer[-1]) + 1:].split(".")[0] for d in declared if d.startswith(outer[-1] + ".")}) if outer else []
+            if schema.has(path) if schema is not None else not (whole and (inside or listed.subject is not None)):
+                continue
+            shown = ", ".join(inside[:5]) + (f" and {len(inside) - 5} more" if len(inside) > 5 else "")
+            hint = "" if not (outer and whole) else f" ({outer[-1]} has {shown})" if inside else f" ({outer[-1]} holds no fields)"
+            raise LineageError(f"{dataset.name} has no field {path!r}{hint}")
 
     def _starts(self, dataset: DatasetId, wanted: tuple[str, ...]) -> tuple[list[Node], dict[str, str]]:
         """The changed fields' nodes: exact matches first, then their members, then enclosing structs (each group in the
