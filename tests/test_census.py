@@ -23,6 +23,7 @@ import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from bot.cli import main
 from bot.emulator import Workspace
 from bot.kafka import census as kafka_census
 from bot.kafka.census import Snapshot, take
@@ -188,6 +189,16 @@ async def test_an_unknown_topic_is_bad_input_with_the_nearest_names(migrated_url
     far = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "consumers", "zzzz-qqqq"], env=env, capture_output=True,
                                   text=True, timeout=120)
     assert far.returncode == 2 and "no topic zzzz-qqqq on the cluster" in far.stderr
+
+
+def test_a_name_kafka_would_refuse_is_bad_input_before_any_census_is_read(migrated_url: str, capsys: pytest.CaptureFixture[str],
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DATABASE_URL", migrated_url)
+    monkeypatch.delenv("KAFKA_BOOTSTRAP_SERVERS", raising=False)
+    for topic in ("bad topic!", "..", "", "x" * 250):
+        assert main(["consumers", topic]) == 2
+        captured = capsys.readouterr()
+        assert "is not a topic name" in captured.err and captured.out == ""
 
 
 def kafka_script(action: str, run_dir: Path) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 from datetime import UTC, datetime, timedelta
 
@@ -60,6 +61,7 @@ def test_backfill_arguments_read_times_durations_offsets_and_partitions() -> Non
     ("g orders --to-offsets 0:1 --partitions 1", "leaves out"),
     ("g orders --partitions a --by-duration 1h", "not a list of partition numbers"),
     ("g 'bad topic' --by-duration 1h", "is not a topic name"),
+    ("g .. --to-earliest", re.escape("'..' is not a topic name (at most 249 letters, digits, . _ -; not . or ..)")),
     ("g orders --by-duration 1h --by-duration 2h", "given twice"),
     ("g orders --to-time", "needs a value"),
     ("g orders --to-earliest --to-latest", "exactly one of"),

@@ -7,8 +7,9 @@ import argparse
 import json
 from typing import Any
 
-from bot.cli.errors import command
+from bot.cli.errors import USAGE_ERROR, CommandError, command
 from bot.cli.lineage import census_lines, census_of
+from bot.domain.ops import OpsError, name
 
 EVERY_READER_DECLARED, UNDECLARED_READERS, NOT_LIVE = 0, 1, 3
 
@@ -16,8 +17,8 @@ EVERY_READER_DECLARED, UNDECLARED_READERS, NOT_LIVE = 0, 1, 3
 def add_parsers(sub: Any) -> None:
     """Register ``consumers``."""
     consumers = sub.add_parser("consumers", help="the consumer groups Kafka says read a topic, declared or not",
-                               description="Exit codes: 0 every reader is declared; 1 some readers nobody declared; 2 bad input (a topic "
-                                           "the cluster does not have); 3 the cluster did not answer and this is the stored census.")
+                               description="Exit codes: 0 every reader is declared; 1 some readers nobody declared; 2 bad input (not a "
+                                           "topic name, or a topic the cluster does not have); 3 the cluster did not answer and this is the stored census.")
     consumers.add_argument("topic")
     consumers.add_argument("--refresh", action="store_true", help="take a census now (needs KAFKA_BOOTSTRAP_SERVERS)")
     consumers.add_argument("--format", choices=("text", "json"), default="text")
@@ -29,6 +30,10 @@ def run_consumers(args: argparse.Namespace) -> int:
     "readers": [{"group", "state", "live", "seen_at", "members", "declared_by", "team", "lag", ...}]}``. Exit 1 when groups nobody
     declared read the topic; 3 when the answer is not a live census (the cluster did not answer, the newest census failed, or
     none was taken within its interval)."""
+    try:
+        name(args.topic, "topic")
+    except OpsError as err:
+        raise CommandError(str(err), USAGE_ERROR) from None
     census = census_of(args.topic, args.refresh, ask=True)
     if args.format == "json":
         print(json.dumps(census.as_json(), indent=2, ensure_ascii=False))

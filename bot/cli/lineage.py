@@ -265,7 +265,7 @@ def field_path(text: str) -> str:
 
 def _field_path(text: str) -> str:
     path = field_path(text)
-    if not path or "" in path.split("."):
+    if not path or not text.startswith("#") and "" in path.split("."):  # a JSON property's name may hold a dot
         raise CommandError(f"{text!r} names no field: give a path such as payload.detail.price, or a pointer such as "
                            "#/properties/payload/properties/detail", USAGE_ERROR)
     return path

@@ -288,9 +288,9 @@ def _split(args: list[str], valued: set[str], flags: set[str]) -> tuple[list[str
 
 
 def name(text: str, what: str) -> str:
-    """A Kafka topic or group name, or OpsError."""
-    if not TOPIC.fullmatch(text):
-        raise OpsError(f"{text[:80]!r} is not a {what} name (letters, digits, . _ -)")
+    """A Kafka topic or group name, or OpsError (Kafka refuses a topic called ``.`` or ``..``)."""
+    if not TOPIC.fullmatch(text) or what == "topic" and text in (".", ".."):
+        raise OpsError(f"{text[:80]!r} is not a {what} name (at most 249 letters, digits, . _ -{'; not . or ..' if what == 'topic' else ''})")
     return text
 
 
