@@ -331,9 +331,9 @@ class LineageGraph:
         """Breadth-first from ``starts``: first along exact mappings only, then on through black boxes.
 
         Returns the parent of every reached node, the fields reached in order with the port or hub each came through and the
-        field before that (those reached by exact mappings first), and the job nodes reached, in the same order. A field reachable by exact mappings
-        is explained by a shortest exact path; any other by a shortest path that goes on from those (explanations nest: no
-        field on the way is explained twice, differently). The second part takes the black-box hubs the first met level by
+        field before that (those reached by exact mappings first), and the job nodes reached, in the same order. A field
+        reachable by exact mappings is explained by a shortest exact path; any other by a shortest path that goes on from
+        those (explanations nest: no field on the way is explained twice, differently). The second part takes the black-box hubs the first met level by
         level, so a hub met late by exact mappings but early through another black box is explained by the early way.
         """
         succ = self._next
