@@ -275,6 +275,12 @@ def test_a_catalog_reads_schema_files_of_each_type_and_impact_takes_paths_and_po
         assert {(i["dataset"], i["field"]) for i in answer(capsys.readouterr().out)["impacted"]} == {("dwd_pages", "url")}
     assert main(["impact", "orders-proto", "--fields", "items[].quantity", "--format", "json"]) == 0
     assert {(i["dataset"], i["field"]) for i in answer(capsys.readouterr().out)["impacted"]} == {("dwd_units", "quantity")}
+    for fields, refusal in (("items[].qty", "orders has no field 'items.qty' (items has quantity, sku)"),
+                            ("placed_at.seconds.x", "orders has no field 'placed_at.seconds.x' (placed_at.seconds holds no fields)")):
+        assert main(["impact", "orders-proto", "--fields", fields]) == 1  # a subject's topic lists its schema's every path
+        assert refusal in capsys.readouterr().err
+    assert main(["impact", "clicks-value", "--fields", "#/properties/page/properties/uri"]) == 1
+    assert "has no field 'page.uri' (page has ref, url)" in capsys.readouterr().err
 
 
 def answer(out: str) -> dict[str, Any]:
