@@ -284,7 +284,8 @@ def test_an_alert_pages_is_acknowledged_by_the_oncall_refused_to_an_outsider_and
     samples(playground, 0.0, minutes_ahead=2)
     samples(playground, 0.0, minutes_ahead=3.5)  # healthy for its clear_for (a minute of sample time): resolved
     wait(browser).until(lambda b: "Resolved" in alert_text(b))
-    assert "Acknowledge" not in [x.text for x in browser.find_elements(By.CSS_SELECTOR, "#messages article button")]
+    # read within the wait: the page re-renders a message as it changes, so a button found a moment before can be gone
+    wait(browser).until(lambda b: "Acknowledge" not in [x.text for x in b.find_elements(By.CSS_SELECTOR, "#messages article button")])
 
 
 def test_mrkdwn_is_rendered_and_user_text_stays_text(playground: str, browser: WebDriver) -> None:
