@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -167,10 +167,27 @@ def card_text(browser: WebDriver, number: int) -> str:
                                                    if f"Schema change #{number} " in t), None)))
 
 
+def text_of(browser: WebDriver, css: str, wanted: Callable[[str], bool] = lambda _text: True) -> str:
+    """The text of the first element ``css`` finds whose text is ``wanted``, read within the wait: the page re-renders its
+    messages on every change, so an element found a moment before can be gone by the time it is read."""
+    return str(wait(browser).until(lambda b: next((t for t in (a.text for a in b.find_elements(By.CSS_SELECTOR, css)) if wanted(t)), None)))
+
+
+def click_in(browser: WebDriver, find: Callable[[WebDriver], WebElement | None], label: str) -> None:
+    """Find the message and click its button ``label``, both within the wait (a re-rendered message is found again)."""
+    def clicked(b: WebDriver) -> bool:
+        message = find(b)
+        button = next((x for x in message.find_elements(By.CSS_SELECTOR, "button") if x.text == label), None) if message else None
+        if button is None:
+            return False
+        button.click()
+        return True
+
+    wait(browser).until(clicked)
+
+
 def press(browser: WebDriver, number: int, label: str) -> None:
-    button = wait(browser).until(lambda b: next((x for x in card(b, number).find_elements(By.CSS_SELECTOR, "button")
-                                                 if x.text == label), None))
-    button.click()
+    click_in(browser, lambda b: card(b, number), label)
 
 
 def new_schema(field: int, kind: Any) -> str:
@@ -229,8 +246,8 @@ def test_an_outsiders_click_gets_the_ephemeral_refusal_and_changes_nothing(playg
     act_as(browser, "dave")
     open_channel(browser, "orders-pipeline")
     press(browser, number, "Approve")
-    refusal = wait(browser).until(lambda b: next((a for a in b.find_elements(By.CSS_SELECTOR, "#messages article.ephemeral")), None))
-    assert "Only visible to you" in refusal.text and "not" in refusal.text.lower()
+    refusal = text_of(browser, "#messages article.ephemeral")
+    assert "Only visible to you" in refusal and "not" in refusal.lower()
     act_as(browser, "you")
     open_channel(browser, "orders-pipeline")
     assert card_text(browser, number) == before  # nothing changed
@@ -273,9 +290,8 @@ def test_an_alert_pages_is_acknowledged_by_the_oncall_refused_to_an_outsider_and
         wait(browser).until(pressed)
 
     press_on_alert("Acknowledge")  # dave is in no team
-    refusal = wait(browser).until(lambda b: next((a for a in b.find_elements(By.CSS_SELECTOR, "#messages article.ephemeral")
-                                                  if "enrich-orders" in a.text), None))
-    assert "Only members or oncall of orders-team (or the global oncall) can act on the alerts of enrich-orders" in refusal.text
+    refusal = text_of(browser, "#messages article.ephemeral", lambda text: "enrich-orders" in text)
+    assert "Only members or oncall of orders-team (or the global oncall) can act on the alerts of enrich-orders" in refusal
     assert "Acknowledged by" not in alert_text(browser)
     act_as(browser, "alice")  # orders-team's oncall
     open_channel(browser, "orders-pipeline")
@@ -313,18 +329,17 @@ def test_a_replay_is_planned_confirmed_and_copied_by_the_oncall_and_refused_to_a
     open_channel(browser, "orders-pipeline")
     assert "the lag and DLQ of enrich-orders are polled" in browser.find_element(By.ID, "kafka").text
     run_command(browser, "/replay orders.dlq --to orders --filter error=timeout")
-    plan = wait(browser).until(lambda b: next((a for a in b.find_elements(By.CSS_SELECTOR, "#messages article")
-                                               if "Replay #1" in a.text and "Confirm" in a.text), None))
-    assert "100 messages to copy" in plan.text and "200 left out by the filter" in plan.text
-    next(x for x in plan.find_elements(By.CSS_SELECTOR, "button") if x.text == "Confirm").click()
+    plan = text_of(browser, "#messages article", lambda text: "Replay #1" in text and "Confirm" in text)
+    assert "100 messages to copy" in plan and "200 left out by the filter" in plan
+    click_in(browser, lambda b: next((a for a in b.find_elements(By.CSS_SELECTOR, "#messages article") if "Replay #1" in a.text), None), "Confirm")
     dialog = wait(browser).until(ec.element_to_be_clickable((By.CSS_SELECTOR, "[data-testid=confirm-yes]")))
     dialog.click()
     wait(browser, 60).until(lambda b: any("Copied 100 of 100 to orders" in a.text for a in b.find_elements(By.CSS_SELECTOR, "#messages article")))
     act_as(browser, "dave")
     open_channel(browser, "orders-pipeline")
     run_command(browser, "/replay orders.dlq --to orders")
-    refusal = wait(browser).until(lambda b: next((a for a in b.find_elements(By.CSS_SELECTOR, "#messages article.ephemeral")), None))
-    assert "oncall" in refusal.text.lower() and "Replay #2" not in browser.find_element(By.ID, "messages").text
+    refusal = text_of(browser, "#messages article.ephemeral")
+    assert "oncall" in refusal.lower() and "Replay #2" not in browser.find_element(By.ID, "messages").text
 
 
 def welcome_button(browser: WebDriver, label: str) -> None:
