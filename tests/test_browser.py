@@ -173,11 +173,13 @@ def text_of(browser: WebDriver, css: str, wanted: Callable[[str], bool] = lambda
     return str(wait(browser).until(lambda b: next((t for t in (a.text for a in b.find_elements(By.CSS_SELECTOR, css)) if wanted(t)), None)))
 
 
-def click_in(browser: WebDriver, find: Callable[[WebDriver], WebElement | None], label: str) -> None:
-    """Find the message and click its button ``label``, both within the wait (a re-rendered message is found again)."""
+def click_in(browser: WebDriver, label: str, wanted: Callable[[str], bool], css: str = "#messages article", newest: bool = False) -> None:
+    """Click the button ``label`` of the first message ``css`` finds (the newest first, with ``newest``) whose text is
+    ``wanted`` and that has it, found and clicked within the wait (a re-rendered message is found again)."""
     def clicked(b: WebDriver) -> bool:
-        message = find(b)
-        button = next((x for x in message.find_elements(By.CSS_SELECTOR, "button") if x.text == label), None) if message else None
+        messages = b.find_elements(By.CSS_SELECTOR, css)
+        button = next((x for a in (reversed(messages) if newest else messages) if wanted(a.text)
+                       for x in a.find_elements(By.CSS_SELECTOR, "button") if x.text == label), None)
         if button is None:
             return False
         button.click()
@@ -187,7 +189,7 @@ def click_in(browser: WebDriver, find: Callable[[WebDriver], WebElement | None],
 
 
 def press(browser: WebDriver, number: int, label: str) -> None:
-    click_in(browser, lambda b: card(b, number), label)
+    click_in(browser, label, lambda text: f"Schema change #{number} " in text, newest=True)
 
 
 def new_schema(field: int, kind: Any) -> str:
@@ -279,15 +281,7 @@ def test_an_alert_pages_is_acknowledged_by_the_oncall_refused_to_an_outsider_and
     wait(browser).until(lambda b: "PAGE" in alert_text(b))
 
     def press_on_alert(label: str) -> None:
-        def pressed(b: WebDriver) -> bool:  # found and clicked within the wait: the alert is re-rendered as it changes
-            button = next((x for a in b.find_elements(By.CSS_SELECTOR, "#messages article") if "enrich-orders" in a.text
-                           and "Schema error rate" in a.text for x in a.find_elements(By.CSS_SELECTOR, "button") if x.text == label), None)
-            if button is None:
-                return False
-            button.click()
-            return True
-
-        wait(browser).until(pressed)
+        click_in(browser, label, lambda text: "enrich-orders" in text and "Schema error rate" in text)
 
     press_on_alert("Acknowledge")  # dave is in no team
     refusal = text_of(browser, "#messages article.ephemeral", lambda text: "enrich-orders" in text)
@@ -331,7 +325,7 @@ def test_a_replay_is_planned_confirmed_and_copied_by_the_oncall_and_refused_to_a
     run_command(browser, "/replay orders.dlq --to orders --filter error=timeout")
     plan = text_of(browser, "#messages article", lambda text: "Replay #1" in text and "Confirm" in text)
     assert "100 messages to copy" in plan and "200 left out by the filter" in plan
-    click_in(browser, lambda b: next((a for a in b.find_elements(By.CSS_SELECTOR, "#messages article") if "Replay #1" in a.text), None), "Confirm")
+    click_in(browser, "Confirm", lambda text: "Replay #1" in text)
     dialog = wait(browser).until(ec.element_to_be_clickable((By.CSS_SELECTOR, "[data-testid=confirm-yes]")))
     dialog.click()
     wait(browser, 60).until(lambda b: any("Copied 100 of 100 to orders" in a.text for a in b.find_elements(By.CSS_SELECTOR, "#messages article")))
@@ -345,16 +339,7 @@ def test_a_replay_is_planned_confirmed_and_copied_by_the_oncall_and_refused_to_a
 def welcome_button(browser: WebDriver, label: str) -> None:
     """Press a button of the playground's welcome (the first message of #schema-changes)."""
     open_channel(browser, "schema-changes")
-
-    def pressed(b: WebDriver) -> bool:
-        welcome = next((a for a in b.find_elements(By.CSS_SELECTOR, "#messages article") if "Welcome to the ChangeOps playground" in a.text), None)
-        button = next((x for x in welcome.find_elements(By.CSS_SELECTOR, "button") if x.text == label), None) if welcome else None
-        if button is None:
-            return False
-        button.click()
-        return True
-
-    wait(browser).until(pressed)
+    click_in(browser, label, lambda text: "Welcome to the ChangeOps playground" in text)
 
 
 def acting_as(browser: WebDriver) -> str:
@@ -402,17 +387,9 @@ def test_the_first_page_welcomes_and_each_button_starts_its_journey(kafka_playgr
                                                if "Source lag" in t), None))
     assert "enrich-orders" in page
 
-    def on_page(label: str) -> bool:
-        button = next((x for a in browser.find_elements(By.CSS_SELECTOR, "#messages article.focus") for x in a.find_elements(By.CSS_SELECTOR, "button")
-                       if x.text == label), None)
-        if button is None:
-            return False
-        button.click()
-        return True
-
-    wait(browser).until(lambda b: on_page("Acknowledge"))
+    click_in(browser, "Acknowledge", lambda _text: True, "#messages article.focus")
     wait(browser).until(lambda b: any("Acknowledged by @bob" in a.text for a in b.find_elements(By.CSS_SELECTOR, "#messages article.focus")))
-    wait(browser).until(lambda b: on_page("Plan a backfill"))  # the form, filled from the alert: the group, its topic, an hour back
+    click_in(browser, "Plan a backfill", lambda _text: True, "#messages article.focus")  # the form, filled from the alert: the group, its topic, an hour back
     wait(browser).until(ec.visibility_of_element_located((By.CSS_SELECTOR, "#modal-layer .modal")))
     browser.find_element(By.CSS_SELECTOR, "#modal-layer [data-testid=modal-submit]").click()
     wait(browser).until(ec.invisibility_of_element_located((By.CSS_SELECTOR, "#modal-layer .modal")))

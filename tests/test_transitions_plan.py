@@ -145,16 +145,23 @@ def test_readers_move_only_on_evidence_and_the_evidence_is_said() -> None:
     assert [r.name for r in merged(found[:1], [ReaderRef(JOB, "new", "spark://x"), found[0]])] == ["enrich", "new"]
 
 
+MONEY = 'syntax = "proto3";\npackage acme.common;\n\nmessage Money {\n  string currency = 1;\n  int64 units = 2;\n}\n'
+
+
+def reads_both_ways(current: str, expand: str) -> bool:
+    """Whether the expand version of a Protobuf schema importing ``MONEY`` reads both ways with the current one."""
+    verdict = analyse([current], expand, "FULL_TRANSITIVE", [MONEY], "PROTOBUF", ["common/money.proto"]).verdict
+    return verdict is not None and verdict.backward and verdict.forward
+
+
 def test_protobuf_a_schema_with_imports_is_edited_with_them() -> None:
-    money = 'syntax = "proto3";\npackage acme.common;\n\nmessage Money {\n  string currency = 1;\n  int64 units = 2;\n}\n'
     current = ('syntax = "proto3";\npackage shop;\n\nimport "common/money.proto";\n\nmessage Order {\n  string id = 1;\n'
                '  acme.common.Money price = 2;\n}\n')
     target = current.replace("acme.common.Money price = 2;", "acme.common.Money amount = 3;")
-    refs = {"common/money.proto": money}
+    refs = {"common/money.proto": MONEY}
     planned = plan("PROTOBUF", current, target, [Rename("price", "amount")], refs)
     assert "  acme.common.Money price = 2;\n  acme.common.Money amount = 3;" in planned.expand
-    verdict = analyse([current], planned.expand, "FULL_TRANSITIVE", [money], "PROTOBUF", ["common/money.proto"]).verdict
-    assert verdict is not None and verdict.backward and verdict.forward
+    assert reads_both_ways(current, planned.expand)
     with pytest.raises(TransitionError, match="price.currency is still in the target"):  # the import is read: its fields are in both
         plan("PROTOBUF", current, current.replace("price = 2;", "price = 2;\n  string note = 4;"), [Rename("price.currency", "price.code")], refs)
 
@@ -211,13 +218,11 @@ def test_the_places_jobs_read_count_however_deep_under_a_type_used_everywhere() 
 def test_a_shared_message_in_a_file_with_imports_is_followed_at_each_place() -> None:
     """Line is used at line and extra, beside fields of an imported Money: the rename given at line.sku is at extra.sku
     too, and the expand still compiles with the import and reads both ways."""
-    money = 'syntax = "proto3";\npackage acme.common;\n\nmessage Money {\n  string currency = 1;\n  int64 units = 2;\n}\n'
     current = ('syntax = "proto3";\npackage shop;\n\nimport "common/money.proto";\n\nmessage Order {\n  acme.common.Money total = 1;\n'
                '  Line line = 2;\n  Line extra = 3;\n\n  message Line {\n    string sku = 1;\n    acme.common.Money price = 2;\n  }\n}\n')
     target = current.replace("string sku = 1;", "string code = 3;")
-    refs = {"common/money.proto": money}
+    refs = {"common/money.proto": MONEY}
     planned = plan("PROTOBUF", current, target, [Rename("line.sku", "line.code")], refs)
     assert planned.mapping == (Rename("line.sku", "line.code"), Rename("extra.sku", "extra.code"))
     assert planned.expand.count("string sku = 1;") == 1
-    verdict = analyse([current], planned.expand, "FULL_TRANSITIVE", [money], "PROTOBUF", ["common/money.proto"]).verdict
-    assert verdict is not None and verdict.backward and verdict.forward
+    assert reads_both_ways(current, planned.expand)
