@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
+from sqlmodel import select
 
 from bot.cli import main
 from bot.domain.avro.parse import parse
@@ -19,6 +20,7 @@ from bot.services.outbox import Outbox
 from bot.services.registry import Registry
 from bot.services.sli import SliService
 from bot.store.database import Database
+from bot.store.models import SchemaVersion, Subject
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "catalog.yaml"
 
@@ -156,6 +158,36 @@ def test_impact_asks_the_subjects_newest_version_for_a_path_past_the_listing(
     assert json.loads(capsys.readouterr().out)["enclosed"] == {"deep.a": "deep"}
     assert main(["impact", "wide-value", "--fields", "deep.b"]) == 1
     assert "wide has no field 'deep.b'\n" in capsys.readouterr().err  # no hint: the listing does not show what deep holds
+
+
+def test_impact_on_a_subject_whose_newest_version_imports_another_subjects_file(
+        migrated_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The newest Protobuf version imports a file the bot does not hold: it does not parse alone, so its fields are not
+    known. Nothing is refused for it and nothing breaks: the answer is every reader of the whole topic (`orders.*`)."""
+    monkeypatch.setenv("DATABASE_URL", migrated_url)
+    catalog = tmp_path / "catalog.yaml"
+    catalog.write_text(yaml.safe_dump({
+        "teams": {"t": {"members": ["U0000ALICE"]}}, "subjects": {"orders-proto": {"owner": "t", "schema_type": "PROTOBUF", "topic": "orders"}},
+        "datasets": [{"name": "sink", "namespace": "jdbc://warehouse", "owner": "t", "fields": ["total"]}],
+        "jobs": [{"name": "load", "owner": "t", "inputs": ["orders-proto"], "outputs": ["sink"]}]}))
+    assert main(["catalog", "load", str(catalog)]) == 0
+    text = 'syntax = "proto3";\npackage shop;\nimport "common/money.proto";\nmessage Order {\n  acme.common.Money total = 1;\n}\n'
+
+    async def record() -> None:
+        db = Database(migrated_url)
+        try:
+            async with db.session() as session:
+                subject = (await session.exec(select(Subject).where(Subject.name == "orders-proto"))).one()
+                session.add(SchemaVersion(subject_id=subject.id, version=1, schema_text=text, fingerprint="imports-money"))
+                await session.commit()
+        finally:
+            await db.close()
+
+    asyncio.run(record())
+    capsys.readouterr()
+    assert main(["impact", "orders-proto", "--fields", "total.units"]) == 0
+    out = capsys.readouterr().out
+    assert "sink.total: orders.* -> load (black box) -> sink.total" in out, out
 
 
 def test_cli_refuses_an_unmigrated_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
