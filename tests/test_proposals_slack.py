@@ -210,6 +210,35 @@ async def test_safe_change_is_approved_at_once_and_announced(slack: SlackHarness
     assert [v.number for v in await slack.bot.registry.history("orders-value")] == [1, 2]
 
 
+async def test_a_change_inside_a_struct_mapped_whole_says_it_is_answered_for_that_struct(slack: SlackHarness) -> None:
+    nested = {"type": "record", "name": "Order", "namespace": "shop", "fields": [
+        {"name": "id", "type": "string"},
+        {"name": "detail", "type": {"type": "record", "name": "Detail", "fields": [{"name": "price", "type": "double"}]}}]}
+    groups = {g["handle"]: g["id"] for g in slack.ws.usergroups.values()}
+    catalog: dict[str, Any] = {
+        "teams": {"orders-team": {"usergroup": groups["orders-team"], "members": [ALICE], "oncall": [ALICE]},
+                  "analytics-team": {"usergroup": groups["analytics-team"], "members": [BOB], "oncall": [BOB]}},
+        "subjects": {"orders-value": {"owner": "orders-team", "channel": "#orders-pipeline"}},
+        "datasets": [{"name": "dwd", "namespace": "iceberg://lake", "owner": "analytics-team", "fields": ["detail_json"]}],
+        "jobs": [{"name": "flatten", "owner": "analytics-team", "inputs": ["orders-value"], "outputs": ["dwd"],
+                  "mappings": {"dwd.detail_json": ["orders-value.detail"]}}]}
+    parsed, problems = read_catalog(catalog, lambda _: None)  # type: ignore[arg-type, return-value]
+    assert problems == []
+    await slack.bot.lineage.load_catalog(parsed)
+    from bot.domain.avro.parse import parse
+
+    await slack.bot.registry.record("orders-value", parse(nested))
+    added = [{"name": f"colour{i}", "type": "string", "default": ""} for i in range(7)]
+    await propose(slack, {**nested, "fields": [nested["fields"][0], {"name": "detail", "type": {
+        "type": "record", "name": "Detail", "fields": [{"name": "price", "type": "double"}, *added]}}]})
+    impact = next(b["text"]["text"] for b in (await card_message(slack)).blocks if b.get("text", {}).get("text", "").startswith("*Impact*"))
+    lines = impact.splitlines()
+    assert lines[1] == "1 field(s) in 1 dataset(s) through 1 job(s)"
+    assert lines[2:8] == [f"_`detail.colour{i}` is not listed for `orders`: answered for `detail`, which holds it_" for i in range(5)] + [
+        "_… and 2 more, each answered for the struct that holds it_"]
+    assert lines[8].startswith("• `dwd.detail_json` ← orders.detail")
+
+
 async def test_reminders_then_expiry_with_escalation_to_oncall(slack: SlackHarness) -> None:
     await setup_catalog(slack)
     await propose(slack, retyped(V1, "price", "string"))

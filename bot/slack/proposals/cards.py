@@ -24,6 +24,7 @@ STATE_TEXT = {
 }
 MAX_SECTIONS_PER_PART = 3
 MAX_ITEMS = 40
+ENCLOSED_SHOWN = 5  # changed paths answered for their struct, named one by one
 MAX_UNDECLARED = 5  # undeclared groups shown with a menu each (the rest counted)
 
 
@@ -224,6 +225,11 @@ def _impact_lines(impact: dict[str, Any]) -> list[str]:
     total = impact.get("impacted_total", len(items))  # a proposal keeps the first fields and the totals
     datasets = impact.get("datasets_total", len({i["dataset"] for i in items}))
     lines.append(f"{total} field(s) in {datasets} dataset(s) through {len(impact.get('jobs', []))} job(s)")
+    enclosed = list(impact.get("enclosed", {}).items())  # changed paths the lineage lists only as the struct holding them
+    lines += [f"_`{escape(path)}` is not listed for `{escape(impact['dataset'])}`: answered for `{escape(outer)}`, which holds it_"
+              for path, outer in enclosed[:ENCLOSED_SHOWN]]
+    if len(enclosed) > ENCLOSED_SHOWN:
+        lines.append(f"_… and {len(enclosed) - ENCLOSED_SHOWN} more, each answered for the struct that holds it_")
     black = [j["name"] for j in impact.get("jobs", []) if j.get("black_box")]
     if black:
         lines.append(f":warning: black box{'es' if len(black) > 1 else ''} (no field mappings; assumed to read every field): "
