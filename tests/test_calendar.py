@@ -395,12 +395,18 @@ async def test_oncall_adds_and_lifts_freezes_and_teams_move_or_cancel_their_entr
     await say(f"/calendar cancel {number}", "U0000CAROL", "cancelled")  # carol is in analytics-team's user group
     await say(f"/calendar cancel {number}", BOB, "already cancelled")
     other = await slack.bot.calendar.add(kind="maintenance", title="compaction", start=at(3, 2), end=at(3, 4), owner="analytics-team",
-                                         booked_by=BOB, scope=Scope(), surface="test")
+                                         booked_by=BOB, scope=Scope(jobs=frozenset({"export"})), surface="test")
+    upgrade = await slack.bot.calendar.add(kind="job_upgrade", title="export v2", start=at(5, 6), end=at(5, 8), owner="analytics-team",
+                                           booked_by=BOB, scope=Scope(jobs=frozenset({"export"})), surface="test")
     slack.ws.usergroups[next(g for g, v in slack.ws.usergroups.items() if v["handle"] == "orders-team")]["users"].append("U0000CAROL")
     await say(f"/calendar move {other} 2026-12-03T05:00:00Z 2026-12-03T04:00:00Z", BOB, "before it starts")
-    await say(f"/calendar move {other} 2026-12-04T05:00:00Z 2026-12-04T07:00:00Z", BOB, "now runs 05:00–07:00 UTC")
+    await say(f"/calendar move {other} 2026-12-04T05:00:00Z 2026-12-04T07:00:00Z", BOB, "now runs 2026-12-04 05:00–07:00 UTC.\nNo conflict.")
     moved = await slack.bot.calendar.entry(other)
     assert moved is not None and moved.sequence == 1 and moved.start.replace(tzinfo=UTC) == at(4, 5)
+    clash = await say(f"/calendar move {other} 2026-12-05T07:00:00Z 2027-12-05T09:00:00Z", BOB, "now runs 2026-12-05 07:00 → 2027-12-05 09:00 UTC.")
+    assert f":warning: conflicts with #{upgrade}" in clash and "already ended" not in clash
+    await say(f"/calendar move {other} 2025-12-04T05:00:00Z 2025-12-04T07:00:00Z", BOB,
+              "now runs 2025-12-04 05:00–07:00 UTC. It has already ended: it stays on the calendar as a record.\nNo conflict.")
     await say("/calendar move 999 2026-12-04T05:00:00Z 2026-12-04T07:00:00Z", BOB, "no calendar entry #999")
     await say("/calendar freeze lift weekly", ALICE, "Lifted the freeze *weekly*")
     from sqlmodel import select
@@ -409,8 +415,8 @@ async def test_oncall_adds_and_lifts_freezes_and_teams_move_or_cancel_their_entr
 
     async with slack.bot.db.session() as session:
         trail = [(e.action, e.target_kind) for e in (await session.exec(select(AuditEntry).where(AuditEntry.target_kind != "proposal"))).all()]
-    assert trail == [("booked", "calendar"), ("froze", "freeze"), ("cancelled", "calendar"), ("booked", "calendar"), ("moved", "calendar"),
-                     ("lifted", "freeze")]
+    assert trail == [("booked", "calendar"), ("froze", "freeze"), ("cancelled", "calendar"), ("booked", "calendar"), ("booked", "calendar"),
+                     ("moved", "calendar"), ("moved", "calendar"), ("moved", "calendar"), ("lifted", "freeze")]
     await slack.bot.idle()
 
 

@@ -101,7 +101,10 @@ class CalendarCommands:
             await self.calendar.change(number, request.user, window=window)
         except CalendarError as err:
             return Reply.text(f"{escape(err)}; nothing changed.")
-        return Reply.text(f"#{number} {'now runs ' + _span(window.start, window.end, ZoneInfo('UTC')) + ' UTC' if window else 'is cancelled'}.")
+        if window is None:
+            return Reply.text(f"#{number} is cancelled.")
+        over = " It has already ended: it stays on the calendar as a record." if window.end < self.calendar.clock() else ""
+        return Reply.text(f"#{number} now runs {_utc_window(window.start, window.end)}.{over}{_clashes(await self.calendar.listed(number))}")
 
     async def add(self, request: CommandRequest) -> Reply | None:
         """Open the booking form."""
@@ -148,12 +151,11 @@ class CalendarCommands:
             await ack(response_action="errors", errors={block: str(err)[:150]})
             return
         booked = await self.calendar.listed(number)
-        clashes = "".join(f"\n:warning: conflicts with {escape(c['with'])}: {escape(c['reason'])}" for c in booked["conflicts"]) or "\nNo conflict."
         await ack(response_action="update", view={"type": "modal", "callback_id": ids.CALENDAR_RESULT_VIEW,
                                                   "title": {"type": "plain_text", "text": f"Booked #{number}"},
                                                   "close": {"type": "plain_text", "text": "Close"},
                                                   "blocks": [section(f"*{escape(booked['title'])}* ({escape(kind)}, {escape(owner)}) "
-                                                                     f"{start:%Y-%m-%d %H:%M} → {end:%Y-%m-%d %H:%M} UTC{clashes}")]})
+                                                                     f"{_utc_window(start, end)}{_clashes(booked)}")]})
 
     async def _oncall(self, user: str) -> bool:
         return any(user in team.oncall for team in (await self.calendar.lineage.teams()).values())
@@ -259,7 +261,7 @@ def agenda_lines(entries: list[dict[str, Any]], freezes: list[tuple[Freeze, Wind
             begins, ends = moment(entry["start"]), moment(entry["end"])
             if not Window(begins, ends).overlaps(today) and not (begins == ends and today.contains(begins)):
                 continue
-            clashes = "".join(f"\n      :warning: conflicts with {escape(c['with'])}: {escape(c['reason'])}" for c in entry["conflicts"])
+            clashes = "".join(f"\n      :warning: {_conflict(c)}" for c in entry["conflicts"])
             items.append((begins, f"{STATUS_MARK.get(entry['status'], '')} {_span(begins, ends, zone)} `#{entry['id']}` "
                                   f"{escape(entry['kind'])} · *{escape(entry['title'])}* ({escape(entry['owner'])}, {entry['status']}){clashes}"))
         if items:
@@ -269,7 +271,25 @@ def agenda_lines(entries: list[dict[str, Any]], freezes: list[tuple[Freeze, Wind
 
 
 def _span(start: datetime, end: datetime, zone: ZoneInfo) -> str:
+    """A window under its day's heading: the end's day (and year, when it is another) only when it ends on another day."""
     local_start, local_end = start.astimezone(zone), end.astimezone(zone)
     if local_start.date() == local_end.date():
         return f"{local_start:%H:%M}–{local_end:%H:%M}"
-    return f"{local_start:%a %H:%M} → {local_end:%a %-d %b %H:%M}"
+    return f"{local_start:%a %H:%M} → {local_end:%a %-d %b{' %Y' if local_end.year != local_start.year else ''} %H:%M}"
+
+
+def _utc_window(start: datetime, end: datetime) -> str:
+    """A window on its own, dates in full: ``2026-12-08 08:00–09:00 UTC``, ``2026-12-08 08:00 → 2026-12-09 09:00 UTC``."""
+    start, end = start.astimezone(UTC), end.astimezone(UTC)
+    return f"{start:%Y-%m-%d %H:%M}{f'–{end:%H:%M}' if start.date() == end.date() else f' → {end:%Y-%m-%d %H:%M}'} UTC"
+
+
+def _clashes(entry: dict[str, Any]) -> str:
+    """An entry's conflicts, one line each, or that it has none."""
+    return "".join(f"\n:warning: {_conflict(c)}" for c in entry["conflicts"]) or "\nNo conflict."
+
+
+def _conflict(conflict: dict[str, Any]) -> str:
+    """``conflicts with #3: …`` (another entry) or ``conflicts with freeze:NAME: …``."""
+    other = conflict["with"]
+    return f"conflicts with {f'#{other}' if isinstance(other, int) else escape(other)}: {escape(conflict['reason'])}"
