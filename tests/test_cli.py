@@ -92,3 +92,15 @@ async def test_migrate_then_serve_and_never_log_secrets(tmp_path: Path) -> None:
 def test_python_dash_m_works(args: list[str]) -> None:
     result = run_bot(*args, env={})
     assert result.returncode == 0
+
+
+def test_a_reader_that_goes_away_stops_the_command_quietly(tmp_path: Path) -> None:
+    """`bot ... | head`: once the pipe's reader has closed it, the command ends as one killed by SIGPIPE, with no traceback."""
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text('{"id": 1, "old": "long", "new": "int", "mode": "FULL"}\n' * 20_000)  # far more answers than a pipe holds
+    with subprocess.Popen([sys.executable, "-m", "bot", "classify", "--pairs", str(pairs)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True) as bot:
+        assert bot.stdout is not None and bot.stderr is not None
+        assert bot.stdout.readline().startswith('{"id":1,')
+        bot.stdout.close()
+        assert bot.wait(timeout=60) == 141 and bot.stderr.read() == ""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import csv
 import io
+import json
 import os
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from bot.domain.avro.parse import parse
 from bot.domain.health import Facts, SubjectFacts, describe, first_working_day, month_of, report
 from bot.domain.lineage.catalog import read_catalog
 from bot.emulator.render import as_text
+from bot.services.health import STATE_FIGURES
 from bot.store.models import Acknowledgement, HealthReport, ObservedSchema, Proposal, SchemaVersion, SliEpisode, Subject
 from tests.conftest import SlackHarness
 from tests.test_proposals_slack import ALICE, BOB, V1
@@ -95,6 +97,9 @@ async def test_the_report_of_a_seeded_month_matches_figures_computed_by_hand(sla
     assert analytics["proposals"] == 0 and analytics["through_proposals_share"] is None
     assert overall["registered_share"] is None and any("no Schema Registry is configured" in u for u in report["unmeasured"])
     assert any("Kafka is not configured" in u for u in report["unmeasured"])
+    assert report["as_of"] == slack.clock().isoformat()  # computed after November ended: its state figures are today's, and it says so
+    assert [u for u in report["unmeasured"] if u.startswith("the state at the month's end: retire candidates")] == [
+        f"the state at the month's end: {STATE_FIGURES} are as of {slack.clock():%Y-%m-%d %H:%M} UTC"]
     assert overall["schema_types"] == {"AVRO": {"subjects": 2, "registered_share": None, "proposals": 3}}
 
     assert first_working_day(date(2026, 11, 1)) == date(2026, 11, 2)  # November 1st, 2026 is a Sunday
@@ -127,6 +132,17 @@ async def test_the_report_of_a_seeded_month_matches_figures_computed_by_hand(sla
     bad = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "health", "report", "--month", "November"],
                                   env={**os.environ, "DATABASE_URL": migrated_url}, capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "is not a month such as 2026-11" in bad.stderr
+
+    async def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "health", "report", *args],
+                                       env={**os.environ, "DATABASE_URL": migrated_url}, capture_output=True, text=True, timeout=60)
+
+    kept = await cli("--month", "2026-11")  # the report posted on December 1st, as it was kept
+    assert kept.returncode == 0 and kept.stdout.startswith(f"Overall — 2026-11 (as of {slack.clock():%Y-%m-%d %H:%M} UTC)\n"), kept.stdout
+    again = await cli("--month", "2026-11", "--recompute", "--format", "json")
+    assert again.returncode == 0 and json.loads(again.stdout)["as_of"] != slack.clock().isoformat()  # computed now, from the store
+    later = await cli("--month", "2099-01")
+    assert later.returncode == 2 and later.stdout == "" and "2099-01 has not begun" in later.stderr
     assert month_of("2026-11") == date(2026, 11, 1)
 
 

@@ -41,6 +41,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # the reader went away (`bot ... | head`): stop quietly, as a program killed by SIGPIPE does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the interpreter's last flush has somewhere to go
+        return 128 + signal.SIGPIPE
 
 
 def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:

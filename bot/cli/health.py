@@ -9,6 +9,7 @@ import csv
 import json
 import os
 import sys
+from datetime import datetime
 from typing import Any
 
 from bot.cli.errors import USAGE_ERROR, CommandError, command
@@ -34,15 +35,21 @@ def add_parsers(sub: Any) -> None:
     report = health.add_parser("report", help="a month's report (default: this month so far)")
     report.add_argument("--month", help="YYYY-MM")
     report.add_argument("--format", choices=("text", "json", "csv"), default="text")
+    report.add_argument("--recompute", action="store_true",
+                        help="a past month computed now from the store, not the report kept when it was posted")
     report.set_defaults(run=command(run_report))
 
 
 def run_report(args: argparse.Namespace) -> int:
     """Print the report."""
+    this_month = month_of(utcnow().strftime("%Y-%m"))
     try:
-        month = month_of(args.month) if args.month else month_of(utcnow().strftime("%Y-%m"))
+        month = month_of(args.month) if args.month else this_month
     except ValueError as err:
         raise CommandError(str(err), USAGE_ERROR) from None
+    if month > this_month:
+        raise CommandError(f"{month:%Y-%m} has not begun: a report covers this month so far ({this_month:%Y-%m}) or one before it",
+                           USAGE_ERROR)
     config = Config.from_env(os.environ, require_slack=False)
 
     async def work(db: Database) -> dict[str, Any]:
@@ -50,8 +57,10 @@ def run_report(args: argparse.Namespace) -> int:
         sli = SliService(db, lineage, Outbox())
         census = CensusService(db, lineage, sli, config.kafka_bootstrap_servers, "cli")
         try:
-            return await HealthService(db, lineage, sli, census, Outbox(), bool(config.schema_registry_url), bool(config.kafka_bootstrap_servers),
-                                       config.changes_channel, utcnow).compute(month)
+            health = HealthService(db, lineage, sli, census, Outbox(), bool(config.schema_registry_url), bool(config.kafka_bootstrap_servers),
+                                   config.changes_channel, utcnow)
+            kept = await health.stored(f"{month:%Y-%m}") if month < this_month and not args.recompute else None
+            return kept or await health.compute(month)
         finally:
             await asyncio.to_thread(census.close)
 
@@ -72,8 +81,10 @@ def run_report(args: argparse.Namespace) -> int:
             for kind, row in (values.get("schema_types") or {}).items():
                 writer.writerows([figures["month"], team, f"{kind.lower()}_{name}", "" if value is None else value] for name, value in row.items())
     else:
+        computed = figures.get("as_of")  # reports kept before it was recorded have none
+        as_of = f" (as of {datetime.fromisoformat(computed):%Y-%m-%d %H:%M} UTC)" if computed else ""
         for team, values in [("Overall", figures[OVERALL]), *figures["teams"].items()]:
-            print(f"{team} — {figures['month']}")
+            print(f"{team} — {figures['month']}{as_of}")
             print("\n".join("  " + text.replace("`", "") for _, text in describe(values)))
         for missing in figures["unmeasured"]:
             print(f"not measured: {missing}")

@@ -101,9 +101,11 @@ def first_working_day(month: date) -> date:
 
 
 def report(facts: Facts) -> dict[str, Any]:
-    """The report: ``{"month", "teams": {team: figures}, "overall": figures, "unmeasured": [...]}``."""
+    """The report: ``{"month", "as_of", "teams": {team: figures}, "overall": figures, "unmeasured": [...]}`` (``as_of``: when it
+    was computed, ISO 8601 UTC)."""
     teams = {team: _figures(facts, team) for team in sorted(set(facts.teams))}
-    return {"month": facts.month.strftime("%Y-%m"), "teams": teams, "overall": _figures(facts, None), "unmeasured": list(facts.unmeasured)}
+    return {"month": facts.month.strftime("%Y-%m"), "as_of": facts.as_of.astimezone(UTC).isoformat() if facts.as_of else None,
+            "teams": teams, "overall": _figures(facts, None), "unmeasured": list(facts.unmeasured)}
 
 
 def _figures(facts: Facts, team: str | None) -> dict[str, Any]:

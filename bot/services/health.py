@@ -37,6 +37,8 @@ from bot.store.models import (
 )
 
 HEALTH_REPORT = "health.report"
+STATE_FIGURES = ("retire candidates, readers nobody declared, the share of topics with a registered schema, the black-box share, "
+                 "pipelines missing an SLI and subjects per format")  # what is read from the store as it is now, not as it was
 
 
 def bounds(month: date) -> tuple[datetime, datetime]:
@@ -129,6 +131,8 @@ class HealthService:
                                                                   else "no census has been taken")
                                     + "; readers are from the last census that answered, if any")
         facts.unmeasured += [f"changes made out of band may be missing: {problem}" for problem in blind]
+        if end <= facts.as_of:
+            facts.unmeasured.append(f"the state at the month's end: {STATE_FIGURES} are as of {facts.as_of.astimezone(UTC):%Y-%m-%d %H:%M} UTC")
         return facts
 
     async def monthly(self) -> bool:
