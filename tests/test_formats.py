@@ -52,6 +52,14 @@ def test_protobuf_fields_by_number_with_the_registrys_verdict_each_way() -> None
     assert found(wider) == {("FIELD_JSON_CHANGED", "Order.quantity"): "compatible"} and wider.backward and wider.forward
     same_wire = verdict(P, proto(ORDER), proto(ORDER.replace("int32 quantity", "uint32 quantity")))
     assert found(same_wire) == {("FIELD_TYPE_CHANGED_SAME_WIRE", "Order.quantity"): "compatible"} and same_wire.backward  # beyond the registry
+    for before, after, forms in (("int32", "bool", "int32 as a number and bool as true or false"),
+                                 ("string", "bytes", "string as text and bytes as base64 text"),
+                                 ("bytes", "string", "bytes as base64 text and string as text (and a reader of string refuses bytes that "
+                                                     "are not valid UTF-8)")):
+        old_side = ORDER.replace("int32 quantity", f"{before} quantity")
+        json_form = verdict(P, proto(old_side), proto(old_side.replace(f"{before} quantity", f"{after} quantity")))
+        assert found(json_form) == {("FIELD_JSON_CHANGED", "Order.quantity"): "compatible"} and json_form.backward and json_form.forward
+        assert f"Protobuf's JSON writes {forms}, so JSON consumers see another type" in json_form.findings[0].message
     commented = verdict(P, proto(ORDER), proto("// orders\n" + ORDER))
     assert commented.identical and found(commented) == {}
     renamed = verdict(P, proto(ORDER), proto(ORDER.replace("quantity = 2", "count = 2")))
@@ -101,7 +109,13 @@ def test_protobuf_proto2_required_oneofs_and_enums() -> None:
     renamed = verdict(P, proto(status), proto(status.replace("PAID = 1", "SETTLED = 1")))
     assert found(renamed) == {("ENUM_CONST_CHANGED", "Status.SETTLED"): "compatible"}
     as_number = verdict(P, proto(status), proto(status.replace("Status status = 1", "int32 status = 1")))
-    assert found(as_number) == {} and as_number.backward  # an enum is a number on the wire, as the registry reads it
+    # an enum is a number on the wire, as the registry reads it; Protobuf's JSON writes its value's name
+    assert found(as_number) == {("FIELD_JSON_CHANGED", "Order.status"): "compatible"} and as_number.backward and as_number.forward
+    assert "enum Status as its value's name and int32 as a number" in as_number.findings[0].message
+    other = verdict(P, proto(status + "\nenum Stage {\n  OPEN = 0;\n}"),
+                    proto(status.replace("Status status = 1", "Stage status = 1") + "\nenum Stage {\n  OPEN = 0;\n}"))
+    assert found(other) == {("FIELD_ENUM_CHANGED", "Order.status"): "compatible"} and other.backward and other.forward
+    assert other.findings[0].message.startswith("Order.status changed from enum Status to enum Stage: the wire keeps each value's number")
 
 
 def test_protobuf_imports_count_and_the_registrys_own_imports_need_no_text() -> None:

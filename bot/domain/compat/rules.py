@@ -208,8 +208,11 @@ CATALOGUE += (
          "{path} changed from {old} to {new}: the wire reads it, but values outside the new type's range are truncated or change sign "
          "(the language guide's compatible groups). The registry does not check this.", PROTOBUF),
     Rule("FIELD_JSON_CHANGED", COMPATIBLE, "a wire-compatible type change that changes the JSON encoding",
-         "{path} changed from {old} to {new}: the wire reads it, but Protobuf's JSON writes 64-bit integers as strings "
-         "and others as numbers, so JSON consumers see another type. The registry does not check this.", PROTOBUF),
+         "{path} changed from {old} to {new}: the wire reads it, but Protobuf's JSON writes {detail}, so JSON consumers "
+         "see another type. The registry does not check this.", PROTOBUF),
+    Rule("FIELD_ENUM_CHANGED", COMPATIBLE, "an enum field now has another enum type",
+         "{path} changed from enum {old} to enum {new}: the wire keeps each value's number, which now means {new}'s value "
+         "of that number (or none: an unknown value), and JSON writes {new}'s names. The registry does not check this.", PROTOBUF),
 )
 
 # --- JSON Schema: the registry's difference names (its strict and lenient sets decide), and ours for `format` ---

@@ -16,12 +16,15 @@ COMPATIBLE = frozenset({
     "FIELD_ADDED", "FIELD_REMOVED", "FIELD_NAME_CHANGED", "FIELD_STRING_OR_BYTES_LABEL_CHANGED", "ONEOF_ADDED", "ONEOF_REMOVED",
     "ONEOF_FIELD_ADDED", "ONEOF_FIELD_MOVED_TO_TOP_LEVEL",
     "FIELD_NUMBER_NOT_RESERVED", "FIELD_JSON_CHANGED", "FIELD_TYPE_CHANGED_SAME_WIRE", "FIELD_NO_LONGER_REQUIRED",  # ours: the
-    # registry does not see these
+    "FIELD_ENUM_CHANGED",  # registry does not see these
 })
 SCALAR_KINDS = {"int32": "number", "int64": "number", "uint32": "number", "uint64": "number", "bool": "number", "sint32": "signed",
                 "sint64": "signed", "string": "text", "bytes": "text", "fixed32": "fixed32", "sfixed32": "fixed32", "fixed64": "fixed64",
                 "sfixed64": "fixed64", "float": "float", "double": "double"}
-JSON_STRINGS = frozenset({"int64", "uint64", "sint64", "fixed64", "sfixed64"})  # 64-bit integers are strings in Protobuf's JSON
+JSON_FORMS = {  # how Protobuf's JSON mapping writes a value of each scalar type (an enum's: its value's name)
+    **dict.fromkeys(("int32", "uint32", "sint32", "fixed32", "sfixed32", "float", "double"), "a number"),
+    **dict.fromkeys(("int64", "uint64", "sint64", "fixed64", "sfixed64"), "a string of digits"),
+    "bool": "true or false", "string": "text", "bytes": "base64 text"}
 
 
 def differences(original: ProtoSchema, update: ProtoSchema) -> list[Difference]:
@@ -170,6 +173,20 @@ class _Diff:
             self.add(rule, ("required", *key[1:]), path, old.label, new.label, str(new.number))
         self.kinds(old, new, key, path, old.label, new.label)
 
+    def scalar_type(self, old: ProtoField, new: ProtoField, key: tuple[str, ...], path: str) -> None:
+        """Two types of one wire group (the registry's scalar kind), beyond the registry: another enum, another JSON form
+        (an enum's is its value's name), or another range."""
+        o_type, u_type = _type_name(old, self.o), _type_name(new, self.u)
+        if o_type == u_type:
+            return
+        if old.kind == new.kind == "enum":
+            self.add("FIELD_ENUM_CHANGED", ("enum", *key[1:]), path, o_type.removeprefix("enum "), u_type.removeprefix("enum "))
+        elif (o_json := _json_form(old)) != (u_json := _json_form(new)):
+            utf8 = " (and a reader of string refuses bytes that are not valid UTF-8)" if (old.type, new.type) == ("bytes", "string") else ""
+            self.add("FIELD_JSON_CHANGED", ("json", *key[1:]), path, o_type, u_type, f"{o_type} as {o_json} and {u_type} as {u_json}{utf8}")
+        else:
+            self.add("FIELD_TYPE_CHANGED_SAME_WIRE", ("json", *key[1:]), path, o_type, u_type)
+
     def kinds(self, old: ProtoField, new: ProtoField, key: tuple[str, ...], path: str, old_label: str | None, new_label: str | None) -> None:
         o_kind, u_kind = _kind(old), _kind(new)
         if o_kind != u_kind:
@@ -182,10 +199,7 @@ class _Diff:
                 if old_label and new_label and old_label != new_label:
                     rule = "FIELD_STRING_OR_BYTES_LABEL_CHANGED" if o_scalar == "text" else "FIELD_NUMERIC_LABEL_CHANGED"
                     self.add(rule, ("label", *key[1:]), path, old_label, new_label)
-                if old.type != new.type and old.kind == new.kind == "scalar":
-                    json_changed = (old.type in JSON_STRINGS) != (new.type in JSON_STRINGS)
-                    rule = "FIELD_JSON_CHANGED" if json_changed else "FIELD_TYPE_CHANGED_SAME_WIRE"
-                    self.add(rule, ("json", *key[1:]), path, old.type, new.type)
+                self.scalar_type(old, new, key, path)
         elif o_kind == "message":
             if old.delimited != new.delimited:
                 self.add("FIELD_ENCODING_CHANGED", ("encoding", *key[1:]), path, _encoding(old), _encoding(new))
@@ -200,6 +214,14 @@ class _Diff:
                 o_part, u_part = o_entry.fields.get(number), u_entry.fields.get(number)
                 if o_part is not None and u_part is not None:
                     self.kinds(o_part, u_part, (*key, part), f"{path}{{}}" if part == "value" else f"{path}<key>", None, None)
+
+
+def _type_name(item: ProtoField, schema: ProtoSchema) -> str:
+    return f"enum {schema.local(item.type)}" if item.kind == "enum" else item.type
+
+
+def _json_form(item: ProtoField) -> str:
+    return "its value's name" if item.kind == "enum" else JSON_FORMS[item.type]
 
 
 def _kind(item: ProtoField) -> str:
