@@ -44,12 +44,17 @@ async def setup_catalog(slack: SlackHarness, *, second_team_job: bool = False, j
         catalog["datasets"].append({"name": "fraud_scores", "namespace": "redis://r", "owner": "orders-team", "fields": ["score"]})
         catalog["jobs"].append({"name": "fraud", "owner": "orders-team", "inputs": ["orders-value"], "outputs": ["fraud_scores"],
                                 "mappings": {"fraud_scores.score": ["orders-value.price"]}})
+    await load(slack, catalog, V1)
+
+
+async def load(slack: SlackHarness, catalog: dict[str, Any], schema: dict[str, Any]) -> None:
+    """Load ``catalog`` (it must be valid) and store ``schema`` as orders-value's first version."""
     parsed, problems = read_catalog(catalog, lambda _: None)  # type: ignore[arg-type, return-value]
     assert problems == []
     await slack.bot.lineage.load_catalog(parsed)
     from bot.domain.avro.parse import parse
 
-    await slack.bot.registry.record("orders-value", parse(V1))
+    await slack.bot.registry.record("orders-value", parse(schema))
 
 
 async def propose(slack: SlackHarness, schema: dict[str, Any] | str, *, user: str = ALICE, notes: str = "") -> Any:
@@ -222,12 +227,7 @@ async def test_a_change_inside_a_struct_mapped_whole_says_it_is_answered_for_tha
         "datasets": [{"name": "dwd", "namespace": "iceberg://lake", "owner": "analytics-team", "fields": ["detail_json"]}],
         "jobs": [{"name": "flatten", "owner": "analytics-team", "inputs": ["orders-value"], "outputs": ["dwd"],
                   "mappings": {"dwd.detail_json": ["orders-value.detail"]}}]}
-    parsed, problems = read_catalog(catalog, lambda _: None)  # type: ignore[arg-type, return-value]
-    assert problems == []
-    await slack.bot.lineage.load_catalog(parsed)
-    from bot.domain.avro.parse import parse
-
-    await slack.bot.registry.record("orders-value", parse(nested))
+    await load(slack, catalog, nested)
     added = [{"name": f"colour{i}", "type": "string", "default": ""} for i in range(7)]
     await propose(slack, {**nested, "fields": [nested["fields"][0], {"name": "detail", "type": {
         "type": "record", "name": "Detail", "fields": [{"name": "price", "type": "double"}, *added]}}]})
