@@ -43,6 +43,53 @@ def assigned_commit(bootstrap: str, topic: str, group: str, upto: dict[int, int]
     consumer.close()
 
 
+def flink_event(job: str, topic: str, group: str, run_facets: dict[str, Any], job_facets: dict[str, Any]) -> dict[str, Any]:
+    """An OpenLineage event as Flink's integration sends one: the job reading ``topic`` with ``group``."""
+    return {"eventType": "RUNNING", "eventTime": "2026-12-01T10:00:00Z", "producer": "https://github.com/OpenLineage/OpenLineage/tree/1.30.0/integration/flink",
+            "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
+            "run": {"runId": str(uuid.uuid4()), "facets": run_facets}, "job": {"namespace": "flink-jobs", "name": job, "facets": job_facets},
+            "inputs": [{"namespace": "kafka://127.0.0.1:9092", "name": topic, "facets": {"kafka": {"consumerGroup": group}}}],
+            "outputs": [{"namespace": "jdbc:postgresql://db/shop", "name": "daily_totals"}]}
+
+
+async def test_a_job_openlineage_says_runs_on_flink_is_never_reset(migrated_url: str, kafka_bootstrap: str, tmp_path: Path) -> None:
+    """Flink's OpenLineage integration says what the job runs on (the jobType facet's integration, the processing_engine run
+    facet): a job known only from those events, or one the catalog declares without `flink:`, keeps its group untouched."""
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    topic, group = new_topic(admin, "orders"), f"totals-{uuid.uuid4().hex[:8]}"
+    await asyncio.to_thread(produce, kafka_bootstrap, topic, 30, NOW - timedelta(hours=1), timedelta(seconds=1))
+    await asyncio.to_thread(assigned_commit, kafka_bootstrap, topic, group, {0: 10, 1: 10, 2: 10})
+    env = {**os.environ, "DATABASE_URL": migrated_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap}
+    env.pop("FLINK_REST_URL", None)
+
+    def bot(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "bot", *args], env=env, capture_output=True, text=True, timeout=120)
+
+    streaming = {"jobType": {"_producer": "x", "_schemaURL": "x", "processingType": "STREAMING", "integration": "FLINK", "jobType": "JOB"}}
+    (tmp_path / "events.jsonl").write_text(json.dumps(flink_event("daily-totals", topic, group, {}, streaming)) + "\n")
+    assert (await asyncio.to_thread(bot, "lineage", "import", str(tmp_path / "events.jsonl"))).returncode == 0
+    refused = await asyncio.to_thread(bot, "backfill", group, topic, "--to-earliest", "--yes")
+    assert refused.returncode == 1 and "read by the Flink job daily-totals" in refused.stderr and "Nothing moved" in refused.stderr
+    assert "FLINK_REST_URL is not set" in refused.stderr  # it would go the Flink way, with Flink's version of the bot
+    assert committed(kafka_bootstrap, group, topic) == {0: 10, 1: 10, 2: 10}
+
+    other = f"totals-{uuid.uuid4().hex[:8]}"  # another job's group, declared in the catalog without `flink:`
+    await asyncio.to_thread(assigned_commit, kafka_bootstrap, topic, other, {0: 20, 1: 20, 2: 20})
+    (tmp_path / "catalog.yaml").write_text(json.dumps({"teams": {"orders-team": {"members": ["U0000ALICE"], "oncall": ["U0000ALICE"]}},
+                                                       "jobs": [{"name": "totals", "namespace": "flink-jobs", "owner": "orders-team",
+                                                                 "consumer_groups": [other]}]}))
+    assert (await asyncio.to_thread(bot, "catalog", "load", str(tmp_path / "catalog.yaml"))).returncode == 0
+    engine = {"processing_engine": {"_producer": "x", "_schemaURL": "x", "name": "flink", "version": "1.20.1"}}
+    (tmp_path / "events.jsonl").write_text(json.dumps(flink_event("totals", topic, other, engine, {})) + "\n")
+    assert (await asyncio.to_thread(bot, "lineage", "import", str(tmp_path / "events.jsonl"))).returncode == 0
+    refused = await asyncio.to_thread(bot, "backfill", other, topic, "--to-earliest", "--yes")
+    assert refused.returncode == 1 and "read by the Flink job totals" in refused.stderr, refused.stderr
+    assert "OpenLineage says so (its event of 2026-12-01 10:00 UTC), though the catalog does not say `flink:`" in refused.stderr
+    assert committed(kafka_bootstrap, other, topic) == {0: 20, 1: 20, 2: 20}
+    coverage = await asyncio.to_thread(bot, "lineage", "coverage")
+    assert "runs on Flink 1.20.1 (the catalog does not say `flink:`)" in coverage.stdout, coverage.stdout
+
+
 def catalog(topic: str, group: str, flink: bool) -> str:
     job = {"name": "count-orders", "owner": "orders-team", "consumer_groups": [group], **({"flink": "2.3.0"} if flink else {})}
     return json.dumps({"teams": {"orders-team": {"members": ["U0000ALICE"], "oncall": ["U0000ALICE"]}},

@@ -55,6 +55,27 @@ def test_parse_reads_identities_facets_and_owners() -> None:
     assert parse_event(event(mappings={})).job.black_box
 
 
+def test_the_engine_an_event_names_makes_a_flink_job() -> None:
+    """The jobType job facet's integration and the processing_engine run facet say what runs the job (the spec's job-type and
+    processing-engine facets): Flink's with its version when it is one, another engine's not at all."""
+    def engine(name: str, version: Any) -> dict[str, Any]:
+        raw = event()
+        raw["run"]["facets"] = {"processing_engine": {"_producer": "x", "_schemaURL": "x", "name": name, "version": version}}
+        return raw
+
+    def job_type(integration: str) -> dict[str, Any]:
+        raw = event()
+        raw["job"]["facets"]["jobType"] = {"_producer": "x", "_schemaURL": "x", "processingType": "STREAMING", "integration": integration,
+                                           "jobType": "JOB"}
+        return raw
+
+    assert parse_event(event()).job.flink is None  # nothing says: not a Flink job, whatever its namespace
+    assert parse_event(engine("flink", "1.20.1")).job.flink == "1.20.1"
+    assert parse_event(engine("Flink", "2.1-SNAPSHOT")).job.flink == ""  # Flink, in a version the planner cannot be picked by
+    assert parse_event(engine("spark", "3.5.1")).job.flink is None
+    assert parse_event(job_type("FLINK")).job.flink == "" and parse_event(job_type("SPARK")).job.flink is None
+
+
 def filtered(when: str = "2026-12-01T10:00:00Z") -> dict[str, Any]:
     """The job of ``event`` keeping only paid orders: ``status`` is read for the whole output (the spec's ``dataset``)."""
     raw = event(when)

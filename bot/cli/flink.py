@@ -63,7 +63,8 @@ def _flink(work: Any) -> Any:
 
     async def run(db: Database) -> Any:
         try:
-            return await work(FlinkService(db, LineageService(db), config.flink_rest_url, config.flink_savepoint_dir, config.flink_root))
+            return await work(FlinkService(db, LineageService(db), config.flink_rest_url, config.flink_savepoint_dir, config.flink_root,
+                                             version=config.flink_version))
         except FlinkUnavailable as err:
             raise CommandError(str(err), FLINK_AWAY) from None
         except FlinkJobMissing as err:

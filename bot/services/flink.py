@@ -41,19 +41,21 @@ class FlinkService:
     """Status of the catalog's Flink jobs, and the steps of operations on them, through Flink's REST API."""
 
     def __init__(self, db: Database, lineage: LineageService, rest_url: str | None, savepoint_dir: str | None = None,
-                 root: str = "", planner: Planner | None = None) -> None:
+                 root: str = "", planner: Planner | None = None, version: str = "2.3.0") -> None:
         self.db, self.lineage, self.savepoint_dir, self.root, self.planner = db, lineage, savepoint_dir, root, planner
+        self.version = version  # the Flink a job runs on when nothing says which (OpenLineage that names no version)
         self.rest = FlinkRest(rest_url) if rest_url else None
         self._checkpoints: dict[str, int] = {}  # pipeline -> the newest checkpoint whose duration was sampled
         self._failing = False
 
     async def job(self, name: str) -> Job:
-        """The catalog job ``name``, which must run on Flink; FlinkError naming the Flink jobs the catalog has otherwise."""
-        jobs = [job for job in (await self.lineage.graph()).jobs.values() if job.flink]
+        """The job ``name``, which must run on Flink (``flink:`` in the catalog, or OpenLineage says so); FlinkError naming
+        the Flink jobs the lineage has otherwise."""
+        jobs = [job for job in (await self.lineage.graph()).jobs.values() if job.flink is not None]
         found = next((job for job in jobs if job.id.name == name), None)
         if found is None:
             known = sorted(job.id.name for job in jobs)
-            raise FlinkError(f"no catalog job {name!r} runs on Flink (jobs with `flink:` in the catalog: "
+            raise FlinkError(f"no catalog job {name!r} runs on Flink (jobs with `flink:` in the catalog, or that OpenLineage says run on Flink: "
                              f"{', '.join(known[:20]) if known else 'none'})")
         return found
 
@@ -102,7 +104,7 @@ class FlinkService:
         if (why := self.unready()) is not None:
             raise FlinkError(why)
         assert self.planner is not None and self.savepoint_dir
-        version = job.flink or ""
+        version = job.flink or self.version
         if version not in self.planner.versions():
             raise FlinkError(f"{job.id.name} runs on Flink {version}, and no Flink {version} runtime is installed for the bot "
                              f"(scripts/flink.sh install {version})")
@@ -177,7 +179,7 @@ class FlinkService:
         statements = await off_loop(split, sql)
         name = f"{job.id.name} (changeops restore check {savepoint.rstrip('/').rsplit('/', 1)[-1]})"
         try:
-            check = await submit(self.root, job.flink or "", rest.url, name, statements,
+            check = await submit(self.root, job.flink or self.version, rest.url, name, statements,
                                  {"execution.state-recovery.path": savepoint, "execution.state-recovery.claim-mode": "NO_CLAIM"},
                                  overrides={"parallelism.default": str(slots + 1)})
         except FlinkError as err:  # a job Flink could not even create says why in its exceptions ("Cannot map ... state ...")
@@ -219,7 +221,7 @@ class FlinkService:
         running = await self.rest.find(job.id.name)
         if running.get("state") != "RUNNING":
             raise FlinkError(f"{job.id.name} is {running.get('state')} on Flink (job {running.get('jid')}), not running: there is nothing to pause")
-        return {"job": job.id.name, "job_id": running["jid"], "version": job.flink or "", "savepoint_dir": self.savepoint_dir}
+        return {"job": job.id.name, "job_id": running["jid"], "version": job.flink or self.version, "savepoint_dir": self.savepoint_dir}
 
     async def plan_resume(self, job: Job, sql: str | None, savepoint: str | None, paused: str | None) -> dict[str, Any]:
         """What resuming ``job`` will do: start it from ``savepoint`` (default: ``paused``, the savepoint of its last pause when
@@ -227,7 +229,7 @@ class FlinkService:
         if (why := self.unready()) is not None:
             raise FlinkError(why)
         assert self.planner is not None
-        version = job.flink or ""
+        version = job.flink or self.version
         if version not in self.planner.versions():
             raise FlinkError(f"{job.id.name} runs on Flink {version}, and no Flink {version} runtime is installed for the bot")
         live = [j for j in (await self._rest().get("/jobs/overview")).get("jobs", [])

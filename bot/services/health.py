@@ -121,7 +121,7 @@ class HealthService:
         last: dict[str, datetime] = {}
         for drill in drills:
             last[drill.job] = max(last.get(drill.job, aware(drill.created_at)), aware(drill.created_at))
-        facts.drills = [(job.owners[0] if job.owners else None, job.id.name, last.get(job.id.name)) for job in graph.jobs.values() if job.flink]
+        facts.drills = [(job.owners[0] if job.owners else None, job.id.name, last.get(job.id.name)) for job in graph.jobs.values() if job.flink is not None]
         if not self.registry_configured:
             facts.unmeasured.append("the share of topics with a registered schema: no Schema Registry is configured (SCHEMA_REGISTRY_URL)")
         if not self.kafka_configured:

@@ -38,6 +38,7 @@ from bot.store.models import (
 )
 
 CATALOG, OPENLINEAGE = "catalog", "openlineage"
+FLINK = "flink"  # an observation's key: the Flink (version, or '') an event said a catalog job runs on
 CLAIMED = "claimed_by"  # an observation that records a claim of ownership from Slack
 
 
@@ -172,6 +173,8 @@ class LineageService:
                     conflicts.append(f"{what} {', '.join(d.name for d in seen) or 'none'} (the catalog says {', '.join(d.name for d in known) or 'none'})")
             if observed.mappings and {(s.path, t.path) for s, t in observed.mappings} != {(s.path, t.path) for s, t in catalog.mappings}:
                 conflicts.append(f"{len(observed.mappings)} field mapping(s) that differ from the catalog's {len(catalog.mappings)}")
+        if observed.flink is not None and catalog.flink is None:
+            conflicts.append(f"runs on Flink{' ' + observed.flink if observed.flink else ''} (the catalog does not say `flink:`)")
         if not conflicts:
             return
         text = "; ".join(conflicts)
@@ -183,11 +186,19 @@ class LineageService:
             session.add(latest)
             return
         session.add(LineageObservation(namespace=declared.namespace, name=declared.name, event_time=event.event_time, conflict=text,
-                                       observed={"owners": observed.owners, "digest": _digest(observed)}))
+                                       observed={"owners": observed.owners, "digest": _digest(observed),
+                                                 **({FLINK: observed.flink} if observed.flink is not None else {})}))
 
     async def observations(self) -> list[LineageObservation]:
         """What OpenLineage said that disagrees with the catalog, newest first."""
         return [o for o in await self._observed() if CLAIMED not in o.observed]
+
+    async def seen_on_flink(self) -> dict[tuple[str, str], LineageObservation]:
+        """Catalog jobs without ``flink:`` whose newest disagreeing OpenLineage event said they run on Flink, by (namespace, name)."""
+        newest: dict[tuple[str, str], LineageObservation] = {}
+        for row in await self.observations():
+            newest.setdefault((row.namespace, row.name), row)
+        return {key: row for key, row in newest.items() if FLINK in row.observed}
 
     async def claims(self) -> list[LineageObservation]:
         """Jobs nobody owned that a team claimed from Slack, newest first."""
@@ -319,7 +330,7 @@ def _fill(row: LineageJob, job: Job) -> None:
     row.mappings = [[s.dataset.namespace, s.dataset.name, s.path, t.dataset.namespace, t.dataset.name, t.path] for s, t in job.mappings]
     row.unmapped_outputs = [[d.namespace, d.name] for d in job.unmapped_outputs]
     row.consumer_groups = list(job.consumer_groups)
-    row.flink = job.flink or row.flink
+    row.flink = row.flink if job.flink is None else job.flink or row.flink or ""  # a version stays known once it was said
     row.digest = _digest(job)
 
 

@@ -25,7 +25,7 @@ from bot.domain.calendar import Scope, Status, Window
 from bot.domain.dead_letters import MAX_REPLAYS, ORIGINAL_TOPIC, ErrorGroup, Letter, PeekRequest, Route, group_by_error
 from bot.domain.flink.backfill import step_text
 from bot.domain.flink.status import FlinkError
-from bot.domain.lineage.model import Team
+from bot.domain.lineage.model import Job, Team
 from bot.domain.ops import (
     FLINK_WAY,
     BackfillRequest,
@@ -192,6 +192,12 @@ class Operations:
             unready = self.flink.unready() if self.flink else "Flink is not configured for this bot"
             refuse_flink(request.group, readers, f"The bot backfills it the Flink way once it can reach Flink: {unready}. {FLINK_WAY}"
                          if unready else None)
+        elif seen := await self.lineage.seen_on_flink():
+            if said := await self.flink_readers(request.group, lambda job: job.flink is None and (job.id.namespace, job.id.name) in seen):
+                when = max(aware(row.event_time) for (_, name), row in seen.items() if name in said)
+                refuse_flink(request.group, said, f"OpenLineage says so (its event of {when:%Y-%m-%d %H:%M} UTC), though the catalog does "
+                             "not say `flink:` for it: declare the Flink version it runs on there (`flink: 2.3.0`), and the bot backfills it "
+                             f"the Flink way. {FLINK_WAY}")
         moves, state = await self._ask(lambda cluster: cluster.plan_backfill(request))
         plan: dict[str, Any] = {"moves": [m.as_json() for m in moves], "group_state": state, "freeze": await self._freeze_now(request)}
         plan["skipped"] = skipped_json(plan["moves"])
@@ -207,12 +213,12 @@ class Operations:
         plan["booked"] = await self._booked_now(OpKind.BACKFILL, request.as_json(), plan)
         return await self._create(OpKind.BACKFILL, DRY_RUN if dry_run else OpState.PLANNED, team, actor, request.as_json(), plan, channel)
 
-    async def flink_readers(self, group: str) -> list[str]:
-        """The Flink jobs that read with ``group``: catalog or OpenLineage jobs with ``flink:`` naming it among their consumer
-        groups, and the Flink jobs of the pipelines that read with it."""
+    async def flink_readers(self, group: str, on_flink: Callable[[Job], bool] = lambda job: job.flink is not None) -> list[str]:
+        """The Flink jobs that read with ``group``: jobs that run on Flink (``flink:`` in the catalog, or OpenLineage says so)
+        naming it among their consumer groups, and the Flink jobs of the pipelines that read with it."""
         jobs = (await self.lineage.graph()).jobs.values()
-        flink = {job.id.name for job in jobs if job.flink}
-        found = {job.id.name for job in jobs if job.flink and group in job.consumer_groups}
+        flink = {job.id.name for job in jobs if on_flink(job)}
+        found = {job.id.name for job in jobs if on_flink(job) and group in job.consumer_groups}
         for pipeline in (await self.sli.catalog(fresh=True)).pipelines.values():  # as stored now: this refusal guards data
             if pipeline.group == group:
                 found |= flink & set(pipeline.jobs)

@@ -539,7 +539,7 @@ class SliService:
         if jobs is None or not jobs.jobs:
             return None
         graph = await self.lineage.graph()
-        flink = {job.id.name for job in graph.jobs.values() if job.flink}
+        flink = {job.id.name for job in graph.jobs.values() if job.flink is not None}
         return next((name for name in jobs.jobs if name in flink), None)
 
     async def episode(self, fingerprint: str) -> SliEpisode:

@@ -18,7 +18,7 @@ from bot.domain.calendar import CalendarError, ChangeHours, Freeze, Scope
 from bot.domain.compat.formats import INVALID, SchemaType, field_paths_of, field_walk_of, parse_schema
 from bot.domain.dead_letters import MAX_REPLAYS
 from bot.domain.lineage.field_paths import FIELD_PATHS
-from bot.domain.lineage.model import GROUP, Dataset, DatasetId, FieldRef, Job, JobId, Team
+from bot.domain.lineage.model import FLINK_VERSION, GROUP, Dataset, DatasetId, FieldRef, Job, JobId, Team
 from bot.domain.ops import TOPIC
 from bot.domain.sli.pipeline import Pipeline, PipelineError, Sli, apply_override, span
 
@@ -466,7 +466,7 @@ class _Reader:
             job.unmapped_outputs = [d for d in job.outputs if d not in targets]
             job.consumer_groups = self.groups(raw, "consumer_groups", f"{place}.consumer_groups")
             flink = raw.get("flink")
-            if flink is not None and not (isinstance(flink, str) and re.fullmatch(r"\d+\.\d+(\.\d+)?", flink)):
+            if flink is not None and not (isinstance(flink, str) and FLINK_VERSION.fullmatch(flink)):
                 self.problem(f"{place}.flink", "expected the Flink version the job runs on, such as \"2.3.0\"")
             elif flink is not None:
                 job.flink = flink

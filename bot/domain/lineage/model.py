@@ -20,6 +20,7 @@ class DatasetId(NamedTuple):
 
 
 GROUP = re.compile(r"[A-Za-z0-9._-]{1,249}")  # a Kafka consumer group name
+FLINK_VERSION = re.compile(r"\d+\.\d+(\.\d+)?")  # the Flink version a job runs on, such as 2.3.0
 
 
 class JobId(NamedTuple):
@@ -85,7 +86,7 @@ class Job:
     unmapped_outputs: list[DatasetId] = field(default_factory=list)
     learned: str = "catalog"  # how the bot knows of it: "catalog", or "OpenLineage event of <time>"
     consumer_groups: list[str] = field(default_factory=list)  # the Kafka consumer groups it reads with
-    flink: str | None = None  # the Flink version a Flink job runs on (its release gate checks with that planner)
+    flink: str | None = None  # a Flink job's Flink version (its release gate checks with that planner; '' not known: the bot's)
 
     @property
     def black_box(self) -> bool:

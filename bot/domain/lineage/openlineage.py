@@ -4,8 +4,9 @@ Reads RunEvents, JobEvents (which carry no run) and DatasetEvents (a dataset's o
 dataset identities, the ``schema`` dataset facet (nested fields become dotted paths), the ``columnLineage`` facet
 (output field <- input fields, and the input fields that bear on the whole output, such as a filter's or a join's,
 which every field of that output depends on) and the ``ownership`` facets. An output without a columnLineage facet
-makes the job a black box for that output. Anything malformed raises ``OpenLineageError`` with the place and the
-reason.
+makes the job a black box for that output. A job the event says runs on Flink (the ``jobType`` job facet's integration,
+the ``processing_engine`` run facet) is a Flink job, as one with ``flink:`` in the catalog. Anything malformed raises
+``OpenLineageError`` with the place and the reason.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from bot.domain.lineage.model import GROUP, WHOLE, Dataset, DatasetId, FieldRef, Job, JobId
+from bot.domain.lineage.model import FLINK_VERSION, GROUP, WHOLE, Dataset, DatasetId, FieldRef, Job, JobId
 
 EVENT_TYPES = {"START", "RUNNING", "COMPLETE", "ABORT", "FAIL", "OTHER"}
 
@@ -50,12 +51,12 @@ def parse_event(value: Any) -> LineageEvent:
     event_type = value.get("eventType")
     if event_type is not None and event_type not in EVENT_TYPES:
         raise OpenLineageError(f"eventType: {event_type!r} is not one of {', '.join(sorted(EVENT_TYPES))}")
-    run_id = None
+    run_id, run_facets = None, {}
     if "run" in value:
         run = value["run"]
         if not isinstance(run, dict) or not isinstance(run.get("runId"), str):
             raise OpenLineageError("run.runId: required string is missing")
-        run_id = run["runId"]
+        run_id, run_facets = run["runId"], _facets(run, "run")
     if "dataset" in value and "job" not in value and "run" not in value:  # a DatasetEvent: one dataset's metadata
         raw = value["dataset"]
         if not isinstance(raw, dict):
@@ -65,7 +66,8 @@ def parse_event(value: Any) -> LineageEvent:
     if not isinstance(raw_job, dict):
         raise OpenLineageError("job: required object is missing (a DatasetEvent has a dataset and neither job nor run)")
     job_id = JobId(_string(raw_job, "namespace", "job"), _string(raw_job, "name", "job"))
-    job = Job(job_id, owners=_owners(_facets(raw_job, "job"), "job"), consumer_groups=_groups(_facets(raw_job, "job")))
+    job_facets = _facets(raw_job, "job")
+    job = Job(job_id, owners=_owners(job_facets, "job"), consumer_groups=_groups(job_facets), flink=_flink(job_facets, run_facets))
     datasets: dict[DatasetId, Dataset] = {}
     mapped: set[DatasetId] = set()
     for side in ("inputs", "outputs"):
@@ -153,6 +155,17 @@ def _groups(facets: dict[str, Any]) -> list[str]:
             if isinstance(value, str) and GROUP.fullmatch(value) and value not in found:
                 found.append(value)
     return found
+
+
+def _flink(job_facets: dict[str, Any], run_facets: dict[str, Any]) -> str | None:
+    """The Flink version when the event says the job runs on Flink ('' when it does not say which one): the
+    ``processing_engine`` run facet named flink, or the ``jobType`` job facet whose integration is FLINK."""
+    engine = run_facets.get("processing_engine")
+    if isinstance(engine, dict) and str(engine.get("name", "")).lower() == "flink":
+        version = engine.get("version")
+        return version if isinstance(version, str) and FLINK_VERSION.fullmatch(version) else ""
+    kind = job_facets.get("jobType")
+    return "" if isinstance(kind, dict) and str(kind.get("integration", "")).upper() == "FLINK" else None
 
 
 def owner_name(name: str) -> str:
