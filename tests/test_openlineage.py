@@ -12,7 +12,7 @@ import aiohttp
 import pytest
 
 from bot.cli import main
-from bot.domain.lineage.model import DatasetId
+from bot.domain.lineage.model import DatasetId, JobId
 from bot.domain.lineage.openlineage import OpenLineageError, parse_event
 from bot.emulator import Workspace
 from bot.runtime import Bot
@@ -185,6 +185,26 @@ async def test_resending_changes_nothing_and_a_later_event_replaces_edges(api: t
     heartbeat["inputs"], heartbeat["outputs"] = [], []
     await post(http, bot, heartbeat)
     assert len((await bot.lineage.graph()).impact(DatasetId(KAFKA, "orders"), ["quantity"]).impacted) == 1
+
+
+async def test_an_event_that_says_flink_makes_the_job_a_flink_job_for_good(api: tuple[Bot, aiohttp.ClientSession]) -> None:
+    """What runs a job is a fact about it, not an edge: an event that says Flink marks the job whatever lineage it carries
+    (the same as before, or none), a later one names the version, and none that says nothing unmarks it."""
+    bot, http = api
+    await post(http, bot, event())
+    assert (await bot.lineage.graph()).jobs[JobId("flink://prod", "enrich-orders")].flink is None
+    same = event("2026-12-01T11:00:00Z")
+    same["job"]["facets"]["jobType"] = {"_producer": "x", "_schemaURL": "x", "processingType": "STREAMING", "integration": "FLINK", "jobType": "JOB"}
+    assert (await post(http, bot, same))[1]["changed"] == 1
+    assert (await bot.lineage.graph()).jobs[JobId("flink://prod", "enrich-orders")].flink == ""
+    heartbeat = event("2026-12-01T12:00:00Z", eventType="RUNNING")
+    heartbeat["inputs"], heartbeat["outputs"] = [], []
+    heartbeat["run"]["facets"] = {"processing_engine": {"_producer": "x", "_schemaURL": "x", "name": "flink", "version": "1.20.1"}}
+    assert (await post(http, bot, heartbeat))[1]["changed"] == 1
+    assert (await post(http, bot, heartbeat))[1]["changed"] == 0  # said again: nothing changes
+    assert (await post(http, bot, event("2026-12-01T13:00:00Z")))[1]["changed"] == 0  # an event that says nothing of it
+    graph = await bot.lineage.graph()
+    assert graph.jobs[JobId("flink://prod", "enrich-orders")].flink == "1.20.1" and len(graph.impact(DatasetId(KAFKA, "orders"), ["price"]).impacted) == 1
 
 
 async def test_malformed_or_unauthorised_requests_store_nothing(api: tuple[Bot, aiohttp.ClientSession]) -> None:

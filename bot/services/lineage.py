@@ -154,6 +154,9 @@ class LineageService:
         if event.job.owners and job.owners != event.job.owners:
             job.owners, moved = event.job.owners, True
         newer = job.event_time is None or event.event_time >= aware(job.event_time)
+        said = event.job.flink  # what runs the job, said by any event, with lineage or without: once Flink, always Flink
+        if said is not None and (job.flink is None or (said and said != job.flink and newer)):
+            job.flink, moved = said or job.flink or "", True
         if event.carries_lineage and newer and job.digest != _digest(event.job):
             _fill(job, event.job)
             job.event_time, job.source, moved = event.event_time, OPENLINEAGE, True
@@ -330,7 +333,6 @@ def _fill(row: LineageJob, job: Job) -> None:
     row.mappings = [[s.dataset.namespace, s.dataset.name, s.path, t.dataset.namespace, t.dataset.name, t.path] for s, t in job.mappings]
     row.unmapped_outputs = [[d.namespace, d.name] for d in job.unmapped_outputs]
     row.consumer_groups = list(job.consumer_groups)
-    row.flink = row.flink if job.flink is None else job.flink or row.flink or ""  # a version stays known once it was said
     row.digest = _digest(job)
 
 
