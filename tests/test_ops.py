@@ -213,11 +213,25 @@ async def test_backfill_by_time_confirm_undo_then_by_offsets_verified_by_consumi
         else:
             ended.add(int(message.partition() or 0))
     consumer.commit(asynchronous=False)
-    consumer.close()
     assert sorted(read) == [(0, o) for o in range(90, 100)] + [(2, o) for o in range(95, 100)]
-    assert await slack.bot.ops.follow() == 1
+    assert await slack.bot.ops.follow() == 1  # the consumer is still in the group: it read them again
+    consumer.close()
     caught = await op_message(slack, int(second.id or 0), lambda t: "Caught up" in t)
     await slack.ws.wait_for(lambda: "has caught up" in thread(slack, caught) or None)
+
+    # A client that keeps its own offsets and only commits them, as a Flink source does, writes its position back unread:
+    # the offsets are at the end again, and the bot does not call that caught up
+    assert "is posted" in await answer(slack, f"/backfill {names['group']} {names['source']} --to-offsets 0:80", ALICE)
+    third = await latest(slack)
+    plan = await op_message(slack, int(third.id or 0), lambda t: "20 messages will be read again" in t)
+    assert "is applied" in await clicked(slack, plan, ids.OPS_CONFIRM, ALICE)
+    keeper = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": names["group"], "enable.auto.commit": False})
+    keeper.commit(offsets=[TopicPartition(names["source"], 0, 100)], asynchronous=False)  # assigned, never a member
+    keeper.close()
+    assert await slack.bot.ops.follow() == 1
+    unseen = await op_message(slack, int(third.id or 0), lambda t: "not shown to have read them again" in t)
+    said = await slack.ws.wait_for(lambda: "no client was in the group" in thread(slack, unseen) and thread(slack, unseen))
+    assert ":checkered_flag:" not in said and "writes its old position back without reading" in said
 
 
 async def test_earliest_latest_and_shifts_each_checked_by_the_committed_offsets_and_undone(ops: tuple[SlackHarness, dict[str, str]],

@@ -61,6 +61,8 @@ log = logging.getLogger(__name__)
 OPS_MESSAGE, OPS_NOTE = "ops.message", "ops.note"
 PROGRESS_SECONDS = 5.0  # how often a running replay's message is edited and its lease renewed
 FOLLOW_FOR = timedelta(hours=24)  # how long a backfill's catch-up is followed
+UNSEEN_READER = ("a client that keeps its own offsets (a Flink job restored from its savepoint, a consumer that assigns its "
+                 "partitions) writes its old position back without reading. Check what the job wrote.")
 CAUGHT_UP = 0  # lag (messages) at which a backfill counts as caught up
 DRY_RUN = "dry-run"
 
@@ -860,20 +862,26 @@ class Operations:
             request = BackfillRequest.from_json(row.request)
             partitions = [(m["topic"], m["partition"]) for m in row.plan["moves"]]
             try:
-                lag = await self._ask(_lag_of(request, partitions))
+                lag, members = await self._ask(_lag_of(request, partitions))
             except OpsError as err:
                 log.warning("cannot follow backfill #%s: %s", row.id, err)
                 continue
             measured += 1
             applied = datetime.fromisoformat(row.progress["applied_at"])
             caught_up, expired = lag <= CAUGHT_UP, self.clock() - applied > FOLLOW_FOR
-            if lag == row.progress.get("lag") and not (caught_up or expired):
+            # a reset holds for a client that reads from the group's offsets (a member); one that keeps its own, as a Flink
+            # source does, writes its old position back without reading: with no member ever seen, a lag of 0 proves nothing
+            seen = bool(row.progress.get("members_seen") or members or "flink" in row.plan)
+            if lag == row.progress.get("lag") and seen == bool(row.progress.get("members_seen")) and not (caught_up or expired):
                 continue
-            note = (f":checkered_flag: {request.group} has caught up on {_plain(', '.join(sorted({t for t, _ in partitions})))} (lag {lag:,})." if caught_up else
+            topics = _plain(", ".join(sorted({t for t, _ in partitions})))
+            note = (f":checkered_flag: {request.group} has caught up on {topics} (lag {lag:,})." if caught_up and seen else
+                    f":grey_question: {request.group}'s committed offsets on {topics} are at the end again (lag {lag:,}), but no client was in the "
+                    f"group whenever I looked, so nothing shows that it read them again: {UNSEEN_READER}" if caught_up else
                     f":hourglass: Stopped following after {FOLLOW_FOR.total_seconds() / 3600:g} h; the lag is still {lag:,}." if expired else None)
             try:
                 await self._move(row, (OpState.APPLIED.value,), None, "", None, note, self._finish_entry if caught_up else None,
-                                 progress={**row.progress, "lag": lag, "following": not (caught_up or expired),
+                                 progress={**row.progress, "lag": lag, "following": not (caught_up or expired), "members_seen": seen,
                                            **({"caught_up_at": self.clock().isoformat()} if caught_up else {})})
             except OpsError:
                 continue  # undone meanwhile
@@ -922,8 +930,9 @@ def _committed_of(group: str, dlq: str, partitions: list[int]) -> Callable[[Clus
     return lambda cluster: cluster.committed(group, dlq, partitions)
 
 
-def _lag_of(request: BackfillRequest, partitions: list[tuple[str, int]]) -> Callable[[Cluster], int]:
-    return lambda cluster: cluster.lag(request.group, partitions)
+def _lag_of(request: BackfillRequest, partitions: list[tuple[str, int]]) -> Callable[[Cluster], tuple[int, int]]:
+    """The group's lag on the partitions, and how many members it has now."""
+    return lambda cluster: (cluster.lag(request.group, partitions), len(cluster.group(request.group)[1]))
 
 
 def _nested(offsets: dict[tuple[str, int], int]) -> dict[str, dict[int, int]]:

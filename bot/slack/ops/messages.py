@@ -82,8 +82,11 @@ def backfill_lines(row: Operation) -> list[str]:
         lines.append("Nothing moves until Confirm, which checks the offsets again. The job must stay stopped until then.")
     progress = row.progress
     if row.state == OpState.APPLIED.value and "lag" in progress:
-        if progress.get("caught_up_at"):
+        if progress.get("caught_up_at") and progress.get("members_seen", True):
             lines.append(f":checkered_flag: Caught up at {_when(progress['caught_up_at'])}.")
+        elif progress.get("caught_up_at"):
+            lines.append(f":grey_question: Offsets at the end again at {_when(progress['caught_up_at'])}, with no client seen in the group: "
+                         "not shown to have read them again (see the thread).")
         else:
             lines.append(f"Lag now: {progress['lag']:,} of {total:,} to re-read" + (" (followed here until it has caught up)" if progress.get("following") else ""))
     return lines
