@@ -106,7 +106,7 @@ class Bot:
         self.avro_registry = Registry(config.schema_registry_url) if config.schema_registry_url else None
         self.planner = Planner(config.flink_root)
         self.flink = FlinkService(self.db, self.lineage, config.flink_rest_url, config.flink_savepoint_dir, config.flink_root, self.planner,
-                                  config.flink_version)
+                                  version=config.flink_version)
         self.ops = Operations(self.db, self.lineage, self.sli, self.outbox, self.calendar, membership, config.kafka_bootstrap_servers,
                               self.avro_registry, self.owner, timedelta(seconds=config.ops_lease_seconds), clock, self.flink)
         operations = OpsDelivery(self.connections.client(retries=False), self.ops)

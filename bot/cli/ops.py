@@ -124,7 +124,7 @@ def with_ops(work: Any) -> Any:
         lineage = LineageService(db)
         registry = Registry(config.schema_registry_url) if config.schema_registry_url else None
         planner = Planner(config.flink_root)
-        flink = FlinkService(db, lineage, config.flink_rest_url, config.flink_savepoint_dir, config.flink_root, planner, config.flink_version)
+        flink = FlinkService(db, lineage, config.flink_rest_url, config.flink_savepoint_dir, config.flink_root, planner, version=config.flink_version)
         ops = Operations(db, lineage, SliService(db, lineage, Outbox()), Outbox(), CalendarService(db, lineage), None,
                          config.kafka_bootstrap_servers, registry, leases.process_owner("cli"),
                          lease=timedelta(seconds=config.ops_lease_seconds), flink=flink)

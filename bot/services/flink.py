@@ -41,7 +41,7 @@ class FlinkService:
     """Status of the catalog's Flink jobs, and the steps of operations on them, through Flink's REST API."""
 
     def __init__(self, db: Database, lineage: LineageService, rest_url: str | None, savepoint_dir: str | None = None,
-                 root: str = "", planner: Planner | None = None, version: str = "2.3.0") -> None:
+                 root: str = "", planner: Planner | None = None, *, version: str) -> None:
         self.db, self.lineage, self.savepoint_dir, self.root, self.planner = db, lineage, savepoint_dir, root, planner
         self.version = version  # the Flink a job runs on when nothing says which (OpenLineage that names no version)
         self.rest = FlinkRest(rest_url) if rest_url else None
