@@ -120,6 +120,7 @@ def test_a_field_read_for_the_whole_output_and_a_dataset_event_are_read_as_the_s
     (lambda e: e.update(inputs={"name": "orders"}), "inputs: expected an array"),
     (lambda e: e["inputs"][0].pop("namespace"), "inputs[0].namespace: required string is missing"),
     (lambda e: e["run"].pop("runId"), "run.runId"),
+    (lambda e: e["run"].update(facets=[]), "run.facets: expected an object"),
     (lambda e: e["outputs"][0]["facets"]["columnLineage"].update(fields=[]), "columnLineage.fields: expected an object"),
     (lambda e: e["outputs"][0]["facets"]["columnLineage"]["fields"]["amount"]["inputFields"][0].pop("field"), "inputFields[0].field"),
     (lambda e: e["inputs"][0]["facets"]["schema"].update(fields=[{"type": "int"}]), "a field needs a name"),
