@@ -36,6 +36,17 @@ async def test_unknown_subcommand_is_explained_and_changes_nothing(slack: SlackH
     assert not [c for c in slack.ws.calls if c.method.startswith("chat.")]
 
 
+async def test_a_misspelt_or_extra_argument_to_propose_opens_no_form(slack: SlackHarness) -> None:
+    """`--transitio` must not open the plain form: the person meant the other one."""
+    for text, wrong in (("/schema propose orders-value --transitio", "--transitio"), ("/schema propose orders-value payments-value", "payments-value"),
+                        ("/schema propose --transition orders-value -x", "-x")):
+        before = len(slack.ws.ephemerals_for("U0000ALICE"))
+        await slack.driver.command(text, user="U0000ALICE", channel="changes")
+        said = await slack.ws.wait_for(lambda b=before: slack.ws.ephemerals_for("U0000ALICE")[b:] or None)
+        assert f"`{wrong}` is not understood here; nothing was opened" in said[0].text and "--transition" in said[0].text
+    assert not slack.ws.calls_to("views.open")
+
+
 async def test_unbalanced_quotes_get_a_human_message(slack: SlackHarness) -> None:
     await slack.driver.command('/schema help "unclosed', user="U0000ALICE", channel="changes")
     assert "I could not read that command" in slack.ws.ephemerals_for("U0000ALICE")[0].text

@@ -17,7 +17,7 @@ from bot.slack.governance.health import HealthSlack
 from bot.slack.ops.commands import OpsCommands
 from bot.slack.proposals.commands import Services
 from bot.slack.readers.actions import Readers
-from bot.slack.render import Reply
+from bot.slack.render import Reply, escape
 from bot.slack.request import CommandRequest
 from bot.slack.sli.commands import SliCommands
 from bot.slack.transitions.commands import TransitionSlack
@@ -109,6 +109,11 @@ def _proposing(services: Services, transitions: TransitionSlack) -> Handler:
     """``propose``: the proposal form, or with ``--transition`` the transition form."""
 
     async def handler(request: CommandRequest) -> Reply | None:
+        named = [a for a in request.args if a != "--transition"]
+        if len(named) > 1 or any(a.startswith("-") for a in named):  # a misspelt flag must not open the other form
+            wrong = next((a for a in named if a.startswith("-")), named[-1])
+            return Reply.text(f"`{escape(wrong)}` is not understood here; nothing was opened. "
+                              "Usage: `/schema propose [SUBJECT]` (the form), `/schema propose [SUBJECT] --transition` (a transition's form)")
         if "--transition" in request.args:
             return await transitions.open_form(request, await services.registry.names())
         return await services.propose(request)
