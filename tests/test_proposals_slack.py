@@ -301,6 +301,9 @@ async def test_status_list_audit_and_home(slack: SlackHarness) -> None:
     await setup_catalog(slack)
     await propose(slack, retyped(V1, "price", "string"))
     card = await card_message(slack)
+    await slack.driver.command("/schema withdraw 1 2", user=ALICE, channel="changes")  # one at a time: nothing is withdrawn
+    refused = await slack.ws.wait_for(lambda: [e for e in slack.ws.ephemerals_for(ALICE) if "Usage: `/schema withdraw ID`" in e.text])
+    assert "one at a time); nothing changed" in refused[0].text and await state_of(slack) == "pending"
     await slack.driver.click(card, ids.APPROVE, user=BOB)
     await slack.ws.wait_for(lambda: any("approved for" in t for t in thread(slack, card)))
     await slack.driver.command("/schema status 1", user=CAROL, channel="changes")

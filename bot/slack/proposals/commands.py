@@ -128,9 +128,13 @@ def summary_line(view: ProposalView) -> str:
 
 
 def _number(request: CommandRequest, usage: str) -> int:
-    if not request.args or not request.args[0].lstrip("#").isdecimal() or len(request.args[0].lstrip("#")) > 9:
-        raise ProposalError(f"Usage: `/schema {usage}` (ID is the proposal number, e.g. 12)")
-    return int(request.args[0].lstrip("#"))
+    """The proposal number the command names first; the command takes nothing more unless its usage has more (one ID at a
+    time: `withdraw 1 2` withdraws nothing rather than only #1)."""
+    args = request.args
+    if (not args or not args[0].lstrip("#").isdecimal() or len(args[0].lstrip("#")) > 9
+            or (len(args) > 1 and usage.endswith(" ID"))):
+        raise ProposalError(f"Usage: `/schema {usage}` (ID is the proposal number, e.g. 12; one at a time); nothing changed")
+    return int(args[0].lstrip("#"))
 
 
 def actor_text(entry: AuditEntry) -> str:
