@@ -438,6 +438,8 @@ async def test_the_form_starts_a_json_schema_transition_a_rollback_proposes_the_
     await approve(slack, pending.id, BOB)
     assert await slack.bot.transitions.sweep() == 1
     assert "only a member of orders-team" in await command(slack, BOB, "/schema transition 1 rollback")
+    assert "`2` is more than `rollback` takes; nothing changed" in await command(slack, ALICE, "/schema transition 1 rollback 2")
+    assert (await slack.bot.transitions.view(1)).phase.value != "rolled_back"
     said = await command(slack, ALICE, "/schema transition 1 rollback")
     view = await slack.bot.transitions.view(1)
     assert view.phase.value == "rolled_back" and view.row.return_proposal_id is not None and "the return to the original is proposal" in said

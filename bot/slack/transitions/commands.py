@@ -29,6 +29,7 @@ USAGE = ("Usage: `/schema transition ID` (its card), `/schema transition list`, 
 EXTEND_DAYS = 7
 BUTTONS = {ids.TRANSITION_MOVED: "moved", ids.TRANSITION_EXTEND: "extend", ids.TRANSITION_CONTRACT: "contract", ids.TRANSITION_ROLLBACK: "rollback"}
 MAX_EXTEND_DAYS = 90
+TAKES = {"status": 1, "moved": 2, "extend": 2, "contract": 1, "rollback": 1}  # words each action takes, itself included
 
 
 class TransitionSlack:
@@ -61,6 +62,8 @@ class TransitionSlack:
         """``status`` (the card), ``moved [READER]``, ``extend [DAYS]``, ``contract`` or ``rollback`` on transition ``number`` as
         ``user``; ProposalError says why not."""
         verb = rest[0].lower() if rest else "status"
+        if len(rest) > TAKES.get(verb, len(rest)):
+            return Reply.text(f"`{escape(' '.join(rest[TAKES[verb]:]))}` is more than `{verb}` takes; nothing changed. {USAGE}")
         if verb == "status":
             return transition_card(await self.transitions.view(number))
         if verb == "moved":
