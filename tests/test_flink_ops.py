@@ -88,6 +88,8 @@ async def test_a_job_openlineage_says_runs_on_flink_is_never_reset(migrated_url:
     assert committed(kafka_bootstrap, other, topic) == {0: 20, 1: 20, 2: 20}
     coverage = await asyncio.to_thread(bot, "lineage", "coverage")
     assert "runs on Flink 1.20.1 (the catalog does not say `flink:`)" in coverage.stdout, coverage.stdout
+    status = await asyncio.to_thread(bot, "flink", "status", "totals")
+    assert status.returncode != 0 and "OpenLineage says totals runs on Flink, but the catalog declares it without `flink:`" in status.stderr
 
 
 def catalog(topic: str, group: str, flink: bool) -> str:

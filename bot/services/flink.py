@@ -54,6 +54,9 @@ class FlinkService:
         jobs = [job for job in (await self.lineage.graph()).jobs.values() if job.flink is not None]
         found = next((job for job in jobs if job.id.name == name), None)
         if found is None:
+            if any(job_name == name for _, job_name in await self.lineage.seen_on_flink()):
+                raise FlinkError(f"OpenLineage says {name} runs on Flink, but the catalog declares it without `flink:`: declare the Flink "
+                                 "version it runs on there (`flink: 2.3.0`) for the bot to treat it as a Flink job")
             known = sorted(job.id.name for job in jobs)
             raise FlinkError(f"no catalog job {name!r} runs on Flink (jobs with `flink:` in the catalog, or that OpenLineage says run on Flink: "
                              f"{', '.join(known[:20]) if known else 'none'})")
