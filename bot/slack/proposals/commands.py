@@ -84,7 +84,7 @@ class Services:
     async def extend(self, request: CommandRequest) -> Reply:
         """Move a proposal's deadline once, with a reason."""
         try:
-            number = _number(request, "extend ID REASON")
+            number = _number(request, "extend ID REASON", alone=False)
             view = await self.proposals.extend(number, request.user, " ".join(request.args[1:]))
         except ProposalError as err:
             return Reply.text(str(err))
@@ -127,12 +127,11 @@ def summary_line(view: ProposalView) -> str:
     return f"#{view.id} {escape(view.subject.name)} · {view.proposal.level} · {STATE_TEXT[view.state]}{waiting} · by {mention(view.proposal.proposer)}"
 
 
-def _number(request: CommandRequest, usage: str) -> int:
-    """The proposal number the command names first; the command takes nothing more unless its usage has more (one ID at a
-    time: `withdraw 1 2` withdraws nothing rather than only #1)."""
+def _number(request: CommandRequest, usage: str, *, alone: bool = True) -> int:
+    """The proposal number the command names first; ``alone``: nothing may follow it (one ID at a time: `withdraw 1 2`
+    withdraws nothing rather than only #1)."""
     args = request.args
-    if (not args or not args[0].lstrip("#").isdecimal() or len(args[0].lstrip("#")) > 9
-            or (len(args) > 1 and usage.endswith(" ID"))):
+    if not args or not args[0].lstrip("#").isdecimal() or len(args[0].lstrip("#")) > 9 or (alone and len(args) > 1):
         raise ProposalError(f"Usage: `/schema {usage}` (ID is the proposal number, e.g. 12; one at a time); nothing changed")
     return int(args[0].lstrip("#"))
 
