@@ -27,6 +27,7 @@ from bot.domain.lineage.catalog import read_catalog
 from bot.domain.ops import OpsError
 from bot.emulator.render import as_text
 from bot.emulator.workspace import Message
+from bot.kafka.operations import Cluster
 from bot.runtime import Bot
 from bot.services.operations import Actor
 from bot.slack import ids
@@ -185,7 +186,7 @@ async def test_backfill_by_time_confirm_undo_then_by_offsets_verified_by_consumi
     after = committed(kafka_bootstrap, names["group"], names["source"])
     assert sum(100 - o for o in after.values()) == 100 and after == {p: m["target"] for p, m in
                                                                      ((m["partition"], m) for m in row.plan["moves"])}
-    applied = await op_message(slack, int(row.id or 0), lambda t: "applied" in t and "Lag now: 100" in t)
+    applied = await op_message(slack, int(row.id or 0), lambda t: "applied" in t and "Lag: 100 of 100 to re-read, as of" in t)
     assert "Start the job" in await slack.ws.wait_for(lambda: thread(slack, applied) or None)
     with pytest.raises(OpsError, match="is applied, not waiting for a confirmation"):  # a second Confirm (a stale message) changes nothing
         await slack.bot.ops.confirm(int(row.id or 0), Actor(ALICE, "slack"))
@@ -225,10 +226,19 @@ async def test_backfill_by_time_confirm_undo_then_by_offsets_verified_by_consumi
     third = await latest(slack)
     plan = await op_message(slack, int(third.id or 0), lambda t: "20 messages will be read again" in t)
     assert "is applied" in await clicked(slack, plan, ids.OPS_CONFIRM, ALICE)
+    # The broker away while the bot follows: the message keeps the last lag, says from when, and that Kafka is not answering
+    slack.bot.ops._cluster = Cluster("127.0.0.1:1")  # a real client on an address no broker answers
+    assert await slack.bot.ops.follow() == 0
+    noted = await slack.bot.ops.get(int(third.id or 0))
+    assert await slack.bot.ops.follow() == 0 and (await slack.bot.ops.get(int(third.id or 0))).version == noted.version  # said once
+    away = await op_message(slack, int(third.id or 0), lambda t: "Kafka has not answered since" in t)
+    assert "Lag: 20 of 20 to re-read, as of" in as_text(away.text, away.blocks) and "Caught up" not in away.text
+    slack.bot.ops._cluster = None  # the broker back
     keeper = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": names["group"], "enable.auto.commit": False})
     keeper.commit(offsets=[TopicPartition(names["source"], 0, 100)], asynchronous=False)  # assigned, never a member
     keeper.close()
     assert await slack.bot.ops.follow() == 1
+    unseen = await op_message(slack, int(third.id or 0), lambda t: "Kafka has not answered" not in t and "not shown to have read them again" in t)
     unseen = await op_message(slack, int(third.id or 0), lambda t: "not shown to have read them again" in t)
     said = await slack.ws.wait_for(lambda: "no client was in the group" in thread(slack, unseen) and thread(slack, unseen))
     assert ":checkered_flag:" not in said and "writes its old position back without reading" in said

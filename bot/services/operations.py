@@ -9,6 +9,7 @@ threads."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -865,6 +866,10 @@ class Operations:
                 lag, members = await self._ask(_lag_of(request, partitions))
             except OpsError as err:
                 log.warning("cannot follow backfill #%s: %s", row.id, err)
+                if not row.progress.get("unanswered_since"):  # the message says from when its lag is old, once
+                    with contextlib.suppress(OpsError):  # undone meanwhile
+                        await self._move(row, (OpState.APPLIED.value,), None, "", progress={
+                            **row.progress, "unanswered_since": self.clock().isoformat(), "unanswered": str(err)[:200]})
                 continue
             measured += 1
             applied = datetime.fromisoformat(row.progress["applied_at"])
@@ -872,7 +877,8 @@ class Operations:
             # a reset holds for a client that reads from the group's offsets (a member); one that keeps its own, as a Flink
             # source does, writes its old position back without reading: with no member ever seen, a lag of 0 proves nothing
             seen = bool(row.progress.get("members_seen") or members or "flink" in row.plan)
-            if lag == row.progress.get("lag") and seen == bool(row.progress.get("members_seen")) and not (caught_up or expired):
+            if (lag == row.progress.get("lag") and seen == bool(row.progress.get("members_seen")) and not (caught_up or expired)
+                    and not row.progress.get("unanswered_since")):
                 continue
             topics = _plain(", ".join(sorted({t for t, _ in partitions})))
             note = (f":checkered_flag: {request.group} has caught up on {topics} (lag {lag:,})." if caught_up and seen else
@@ -881,8 +887,9 @@ class Operations:
                     f":hourglass: Stopped following after {FOLLOW_FOR.total_seconds() / 3600:g} h; the lag is still {lag:,}." if expired else None)
             try:
                 await self._move(row, (OpState.APPLIED.value,), None, "", None, note, self._finish_entry if caught_up else None,
-                                 progress={**row.progress, "lag": lag, "following": not (caught_up or expired), "members_seen": seen,
-                                           **({"caught_up_at": self.clock().isoformat()} if caught_up else {})})
+                                 progress={**{k: v for k, v in row.progress.items() if k not in ("unanswered_since", "unanswered")},
+                                           "lag": lag, "lag_at": self.clock().isoformat(), "following": not (caught_up or expired),
+                                           "members_seen": seen, **({"caught_up_at": self.clock().isoformat()} if caught_up else {})})
             except OpsError:
                 continue  # undone meanwhile
         return measured

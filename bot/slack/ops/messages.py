@@ -88,7 +88,12 @@ def backfill_lines(row: Operation) -> list[str]:
             lines.append(f":grey_question: Offsets at the end again at {_when(progress['caught_up_at'])}, with no client seen in the group: "
                          "not shown to have read them again (see the thread).")
         else:
-            lines.append(f"Lag now: {progress['lag']:,} of {total:,} to re-read" + (" (followed here until it has caught up)" if progress.get("following") else ""))
+            measured = progress.get("lag_at") or progress.get("applied_at")
+            lines.append(f"Lag: {progress['lag']:,} of {total:,} to re-read" + (f", as of {_when(measured)}" if measured else "")
+                         + (" (followed here until it has caught up)" if progress.get("following") else ""))
+            if progress.get("unanswered_since"):
+                lines.append(f":warning: Kafka has not answered since {_when(progress['unanswered_since'])} "
+                             f"({escape(progress.get('unanswered', ''))}): the lag above is from before")
     return lines
 
 
