@@ -204,6 +204,9 @@ async def test_an_event_that_says_flink_makes_the_job_a_flink_job_for_good(api: 
     assert (await post(http, bot, heartbeat))[1]["changed"] == 1
     assert (await post(http, bot, heartbeat))[1]["changed"] == 0  # said again: nothing changes
     assert (await post(http, bot, event("2026-12-01T13:00:00Z")))[1]["changed"] == 0  # an event that says nothing of it
+    late = event("2026-12-01T10:30:00Z")
+    late["run"]["facets"] = {"processing_engine": {"_producer": "x", "_schemaURL": "x", "name": "flink", "version": "1.19.0"}}
+    assert (await post(http, bot, late))[1]["changed"] == 0  # older than what the bot knows: its version does not win
     graph = await bot.lineage.graph()
     assert graph.jobs[JobId("flink://prod", "enrich-orders")].flink == "1.20.1" and len(graph.impact(DatasetId(KAFKA, "orders"), ["price"]).impacted) == 1
 

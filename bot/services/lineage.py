@@ -155,8 +155,11 @@ class LineageService:
             job.owners, moved = event.job.owners, True
         newer = job.event_time is None or event.event_time >= aware(job.event_time)
         said = event.job.flink  # what runs the job, said by any event, with lineage or without: once Flink, always Flink
-        if said is not None and (job.flink is None or (said and said != job.flink and newer)):
-            job.flink, moved = said or job.flink or "", True
+        if said is not None:
+            later = job.flink_at is None or event.event_time >= aware(job.flink_at)
+            if job.flink is None or (said and (not job.flink or (said != job.flink and later))):  # a version fills an unknown one
+                job.flink, moved = said or job.flink or "", True
+            job.flink_at = event.event_time if later else job.flink_at
         if event.carries_lineage and newer and job.digest != _digest(event.job):
             _fill(job, event.job)
             job.event_time, job.source, moved = event.event_time, OPENLINEAGE, True

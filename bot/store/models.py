@@ -215,6 +215,7 @@ class LineageJob(SQLModel, table=True):
     event_time: datetime | None = _when(nullable=True)
     digest: str = Field(default="", max_length=64)
     flink: str | None = Field(default=None, max_length=32)
+    flink_at: datetime | None = _when(nullable=True)  # the newest event that said what runs the job
 
 
 class LineageRevision(SQLModel, table=True):
