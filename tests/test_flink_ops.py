@@ -473,6 +473,39 @@ async def test_a_flink_jobs_backfill_from_the_terminal_re_reads_keeps_the_rest_u
         await job.cancel()
 
 
+async def test_a_stateful_job_only_openlineage_knows_is_backfilled_the_flink_way(migrated_url: str, kafka_bootstrap: str, flink_rest_url: str,
+                                                                                 tmp_path: Path) -> None:
+    """No catalog entry for the job: Flink's OpenLineage events (jobType FLINK, no version, a sink that is not Kafka in its
+    lineage) make it a Flink job, so its backfill restarts it from its savepoint on the bot's Flink and it re-reads, keeping
+    its aggregate."""
+    job = Counting.new(kafka_bootstrap, flink_rest_url)
+    await asyncio.to_thread(produce_timed, kafka_bootstrap, job.orders, 100, datetime.now(UTC) - timedelta(hours=1))
+    (tmp_path / "job.sql").write_text(job.sql)
+    (tmp_path / "catalog.yaml").write_text(json.dumps({"teams": {"orders-team": {"members": [ALICE], "oncall": [ALICE]}}}))
+    streaming = {"jobType": {"_producer": "x", "_schemaURL": "x", "processingType": "STREAMING", "integration": "FLINK", "jobType": "JOB"}}
+    (tmp_path / "events.jsonl").write_text(json.dumps(flink_event(job.name, job.orders, job.group, {}, streaming)) + "\n")
+    env = {**os.environ, "DATABASE_URL": migrated_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap, "FLINK_REST_URL": flink_rest_url,
+           "FLINK_SAVEPOINT_DIR": os.environ["TEST_FLINK_SAVEPOINT_DIR"], "OPS_LEASE_SECONDS": "3"}
+
+    def bot(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "bot", *args], env=env, capture_output=True, text=True, timeout=600)
+
+    assert (await asyncio.to_thread(bot, "catalog", "load", str(tmp_path / "catalog.yaml"))).returncode == 0
+    assert (await asyncio.to_thread(bot, "lineage", "import", str(tmp_path / "events.jsonl"))).returncode == 0
+    await job.start()
+    try:
+        assert await until(job.counted(25)) and await until(job.committed(100))
+        applied = await asyncio.to_thread(bot, "backfill", job.group, job.orders, "--to-earliest", "--sql", str(tmp_path / "job.sql"), "--yes",
+                                          "--format", "json")
+        assert applied.returncode == 0, applied.stderr
+        outcome = json.loads(applied.stdout)
+        assert outcome["state"] == "applied" and outcome["plan"]["flink"]["version"] == "2.3.0"  # FLINK_VERSION's: the events named none
+        assert await until(job.counted(50))  # the 100 re-read on top of the kept aggregate
+        assert (await job.rest.status(job.name)).restored_from is not None and len(await job.running()) == 1
+    finally:
+        await job.cancel()
+
+
 async def test_a_flink_jobs_backfill_through_slack_with_the_sql_its_passed_release_recorded(
         slack: SlackHarness, migrated_url: str, kafka_bootstrap: str, flink_rest_url: str) -> None:
     admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
