@@ -459,6 +459,17 @@ async def test_backfill_refusals_and_the_retention_warning(ops: tuple[SlackHarne
     assert "is cancelled" in await clicked(slack, plan, ids.OPS_CANCEL, ALICE)
     assert "cancelled" in as_text(*(lambda m: (m.text, m.blocks))(await op_message(slack, int(row.id or 0), lambda t: "cancelled" in t)))
 
+    # The group stopped at offset 2 of partition 0, and retention has since taken offsets 2–4: gone for it whatever the backfill does.
+    back = [TopicPartition(source, 0, 2)]
+    admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, back)])[group].result(timeout=10)
+    assert "is posted" in await answer(slack, f"/backfill {group} {source} --to-earliest --partitions 0", ALICE)
+    row = await latest(slack)
+    plan = await op_message(slack, int(row.id or 0), lambda t: "deleted by retention" in t)
+    said = as_text(plan.text, plan.blocks)
+    assert "3 messages the group had not read were deleted by retention before it read them: partition 0 (offsets 2–4)" in said, said
+    assert "will be skipped" not in said and row.plan["skipped"]["total"] == 0 and row.plan["moves"][0]["reread"] == 0
+    assert "is cancelled" in await clicked(slack, plan, ids.OPS_CANCEL, ALICE)
+
 
 async def test_replay_of_ten_thousand_exactly_once_then_skipped_when_asked_again(ops: tuple[SlackHarness, dict[str, str]],
                                                                                  kafka_bootstrap: str) -> None:

@@ -19,6 +19,7 @@ from bot.domain.ops import (
     Tally,
     already_copied,
     backfill_request,
+    deleted_text,
     moved_text,
     moves_table,
     offsets_csv,
@@ -42,6 +43,32 @@ def test_backfill_arguments_read_times_durations_offsets_and_partitions() -> Non
     offsets = backfill_request(shlex.split("g orders --to-offsets=0:1200,1:980 --partitions 0,1"), NOW)
     assert offsets.to_offsets == {"orders": {0: 1200, 1: 980}} and offsets.partitions == (0, 1) and offsets.topics == ("orders",)
     assert BackfillRequest.from_json(offsets.as_json()) == offsets and BackfillRequest.from_json(by_time.as_json()) == by_time
+
+
+@pytest.mark.parametrize(("text", "span"), [("PT1H30M", timedelta(minutes=90)), ("P1DT2H", timedelta(hours=26)), ("P2D", timedelta(days=2)),
+                                            ("PT0.5S", timedelta(seconds=0.5)), ("pt15m", timedelta(minutes=15))])
+def test_a_duration_is_also_read_in_iso_8601_as_kafka_consumer_groups_reads_it(text: str, span: timedelta) -> None:
+    assert backfill_request(["g", "orders", "--by-duration", text], NOW).to_time == NOW - span
+
+
+@pytest.mark.parametrize("text", ["PT", "P1DT", "P", "PT-1H", "P1H", "PT1D", "P1W"])
+def test_a_malformed_iso_duration_is_refused(text: str) -> None:
+    with pytest.raises(OpsError, match="is not a duration such as 2h, 90m, 1d or PT1H30M"):
+        backfill_request(["g", "orders", "--by-duration", text], NOW)
+
+
+def test_messages_retention_deleted_before_the_group_read_them_are_said_apart_not_counted_as_skipped() -> None:
+    marks, committed = {0: (100, 100), 1: (100, 150), 2: (0, 80)}, {0: 50, 1: 70, 2: 30}
+    for request in (BackfillRequest("g", ("t",), to_end="earliest"), BackfillRequest("g", ("t",), NOW)):
+        moves = plan_backfill(request, "t", [0, 1, 2], marks, committed, {0: -1, 1: 100, 2: 0})
+        assert [(m.target, m.reread, m.deleted_unread) for m in moves] == [(100, 0, 50), (100, 0, 30), (0, 30, 0)]
+        stored = [m.as_json() for m in moves]
+        assert skipped(stored) == 0 and [m["deleted_unread"] for m in stored] == [50, 30, 0]
+        assert deleted_text(stored) == ("80 messages the group had not read were deleted by retention before it read them: partitions 0 (offsets "
+                                        "50–99), 1 (offsets 70–99). No backfill brings them back; the table counts from each log's start.")
+    latest = [m.as_json() for m in plan_backfill(BackfillRequest("g", ("t",), to_end="latest"), "t", [1], marks, committed, {})]
+    assert skipped(latest) == 50 and latest[0]["deleted_unread"] == 30  # the 50 retained ones are the backfill's loss; the 30 were gone
+    assert deleted_text([{"topic": "t", "partition": 0, "committed": None, "earliest": 5}]) is None  # a plan stored before it was counted
 
 
 @pytest.mark.parametrize(("text", "message"), [

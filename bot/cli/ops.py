@@ -28,6 +28,7 @@ from bot.domain.ops import (
     OpState,
     ReplayRequest,
     backfill_request,
+    deleted_text,
     moves_table,
     offsets_csv,
     replay_request,
@@ -60,7 +61,7 @@ def add_parsers(sub: Any) -> None:
     target = backfill.add_mutually_exclusive_group()
     target.add_argument("--to-time", help="ISO 8601 with a zone, e.g. 2026-12-02T08:00:00Z")
     target.add_argument("--to-offsets", help="PARTITION:OFFSET,... e.g. 0:1200,1:980")
-    target.add_argument("--by-duration", help="go back this long, e.g. 2h or 90m")
+    target.add_argument("--by-duration", help="go back this long, e.g. 2h, 90m or PT1H30M (ISO 8601, as kafka-consumer-groups takes it)")
     target.add_argument("--to-earliest", action="store_true", help="to the earliest retained offset (everything retained is read again)")
     target.add_argument("--to-latest", action="store_true", help="to the latest offset (what the group has not read is skipped: data loss for it)")
     target.add_argument("--shift-by", metavar="N", help="move by N messages from the committed offset (negative: read again; positive: skip), "
@@ -363,6 +364,8 @@ def show(row: Operation, form: str, final: bool, extra: dict[str, Any] | None = 
     if row.kind == OpKind.BACKFILL.value and row.state in (OpState.PLANNED.value, DRY_RUN):
         for line in moves_table(row.plan["moves"], "  ! before the earliest retained offset: starts there; older data is gone"):
             print(f"  {line}")
+        if deleted_text(row.plan["moves"]):
+            print(f"  ! {deleted_text(row.plan['moves'])}")
         if skipped(row.plan["moves"]):
             print(f"  ! {skipped(row.plan['moves']):,} messages will be skipped: the group has not read them and never will (data loss for it)")
         flink = row.plan.get("flink")

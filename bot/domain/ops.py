@@ -306,12 +306,15 @@ def moment(text: str, what: str) -> datetime:
 
 
 def duration(text: str, what: str) -> timedelta:
-    """``90m``, ``2h``, ``1d``, ``1h30m``."""
-    match = re.fullmatch(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?", text.strip().lower())
-    if not text.strip() or not match or not any(match.groups()):
-        raise OpsError(f"{what} {text[:40]!r} is not a duration such as 2h, 90m or 1d")
-    days, hours, minutes, seconds = (int(g or 0) for g in match.groups())
-    span = timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
+    """``90m``, ``2h``, ``1d``, ``1h30m``, or ISO 8601 as kafka-consumer-groups' ``--by-duration`` takes it (``PT1H30M``,
+    ``P1DT2H``, ``PT0.5S``)."""
+    spoken = re.fullmatch(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?", text.strip().lower())
+    iso = re.fullmatch(r"p(?:(\d+)d)?(?:t(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:[.,]\d{1,9})?)s)?)?", text.strip().lower())
+    match = spoken or iso
+    if not text.strip() or not match or not any(match.groups()) or (iso and text.strip().lower().endswith("t")):
+        raise OpsError(f"{what} {text[:40]!r} is not a duration such as 2h, 90m, 1d or PT1H30M")
+    days, hours, minutes = (int(g or 0) for g in match.groups()[:3])
+    span = timedelta(days=days, hours=hours, minutes=minutes, seconds=float((match.group(4) or "0").replace(",", ".")))
     if span <= timedelta(0):
         raise OpsError(f"{what} must be longer than zero")
     return span
@@ -388,13 +391,19 @@ class PartitionMove:
 
     @property
     def reread(self) -> int:
-        """Messages the group will read again (negative: it skips that many)."""
-        return (self.committed if self.committed is not None else self.latest) - self.target
+        """Messages the group will read again (negative: it skips that many). A committed offset retention has passed counts
+        from the log's start: the messages before it are gone whatever the backfill does (``deleted_unread``)."""
+        return (max(self.committed, self.earliest) if self.committed is not None else self.latest) - self.target
+
+    @property
+    def deleted_unread(self) -> int:
+        """Messages after the group's committed offset that retention deleted before the group read them."""
+        return max(0, self.earliest - self.committed) if self.committed is not None else 0
 
     def as_json(self) -> dict[str, Any]:
         """For storage and ``--format json``."""
         return {"topic": self.topic, "partition": self.partition, "committed": self.committed, "target": self.target, "earliest": self.earliest,
-                "latest": self.latest, "reread": self.reread, "before_retention": self.clamped,
+                "latest": self.latest, "reread": self.reread, "deleted_unread": self.deleted_unread, "before_retention": self.clamped,
                 **({"asked": self.asked} if self.asked is not None else {})}
 
     @classmethod
@@ -413,6 +422,19 @@ def skipped_json(moves: list[dict[str, Any]]) -> dict[str, Any]:
     """A plan's data loss for scripts: ``{"total", "partitions": [{"topic", "partition", "messages"}]}`` (none: 0 and [])."""
     lost = [{"topic": m["topic"], "partition": m["partition"], "messages": -m["reread"]} for m in moves if m["reread"] < 0]
     return {"total": sum(x["messages"] for x in lost), "partitions": lost}
+
+
+def deleted_text(moves: list[dict[str, Any]]) -> str | None:
+    """What retention took before the group read it (stored moves), or None: no backfill brings that back."""
+    gone = [m for m in moves if m.get("deleted_unread")]
+    if not gone:
+        return None
+    several, total = len({m["topic"] for m in moves}) > 1, sum(m["deleted_unread"] for m in gone)
+    where = ", ".join(f"{m['topic'] + ' ' if several else ''}{m['partition']} (offsets {m['committed']:,}–{m['earliest'] - 1:,})" for m in gone[:10])
+    return (f"{total:,} message{'s' if total != 1 else ''} the group had not read {'were' if total != 1 else 'was'} deleted by retention "
+            f"before it read {'them' if total != 1 else 'it'}: partition{'s' if len(gone) > 1 else ''} {where}"
+            f"{f' and {len(gone) - 10} more' if len(gone) > 10 else ''}. No backfill brings {'them' if total != 1 else 'it'} back; "
+            "the table counts from each log's start.")
 
 
 def chosen_partitions(request: BackfillRequest, topic: str, partitions: list[int]) -> list[int]:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bot.domain.flink.backfill import plan_lines, step_text
-from bot.domain.ops import BackfillRequest, OpKind, OpState, ReplayRequest, moves_table, skipped, topics_named
+from bot.domain.ops import BackfillRequest, OpKind, OpState, ReplayRequest, deleted_text, moves_table, skipped, topics_named
 from bot.services.operations import DRY_RUN, Peek
 from bot.slack import ids
 from bot.slack.render import Reply, escape, mention, section
@@ -62,6 +62,8 @@ def backfill_lines(row: Operation) -> list[str]:
     if lost_to_group:
         lines.insert(1, f":warning: *{lost_to_group:,} messages will be skipped*: the group has not read them and never will "
                         "(data loss for this group; re-read them later with a backfill to a time or offsets while they are retained).")
+    if deleted_text(moves):
+        lines.insert(1, f":warning: {escape(deleted_text(moves) or '')}")
     if any(m.get("asked") is not None for m in moves):
         lines.append("A shift past the start or the end of a partition stops there (its earliest retained or its latest offset).")
     lost, several = [m for m in moves if m["before_retention"]], len({m["topic"] for m in moves}) > 1
