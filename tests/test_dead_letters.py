@@ -16,6 +16,7 @@ from bot.domain.dead_letters import (
     original_topic,
     peek_request,
     replays,
+    shown,
 )
 from bot.domain.lineage.catalog import read_catalog
 from bot.domain.ops import OpsError
@@ -36,6 +37,15 @@ def test_the_error_comes_from_connect_or_spring_headers_or_a_named_one() -> None
     assert error_of([("x", None)]) == NO_ERROR and error_of([]) == NO_ERROR
     assert error_of([("kafka_dlt-exception-message", b"\xff" + b"x" * 1000)]).endswith("…")  # not UTF-8, long: cut, readable
     assert original_topic(CONNECT) == "orders" and original_topic(SPRING) == "payments" and original_topic([]) is None
+
+
+def test_bytes_a_terminal_would_obey_or_that_are_not_text_are_shown_as_hex_and_name_no_topic() -> None:
+    assert shown(b"orders\n") == "orders\n" and shown("prix négatif") == "prix négatif" and shown(None) == ""
+    assert shown(b"\xff\xfe") == "0xfffe" and shown("\x1b[2Jgone") == "0x1b5b324a676f6e65" and shown(b"\x00" * 70) == "0x" + "00" * 64 + "…"
+    assert error_of([("kafka_dlt-exception-message", b"bad \x1b]0;owned\x07")]) == "0x626164201b5d303b6f776e656407"
+    for value in (b"\xff\xfe", "orders\x1b", b"orders\x00"):  # a space no topic name has: refused, never routed to a topic "0x…"
+        assert original_topic([("__connect.errors.topic", value)]).endswith(" (not text)")  # type: ignore[union-attr]
+    assert original_topic([("__connect.errors.topic", b"0xfffe")]) == "0xfffe"  # a real topic of that name is still one
 
 
 def test_letters_group_by_error_the_most_frequent_first_with_their_topics_span_and_newest_examples() -> None:

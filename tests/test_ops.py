@@ -689,20 +689,25 @@ async def test_peek_shows_the_newest_dead_letters_by_error_before_any_replay(ops
         headers = connect if i % 3 else spring  # 20 of Connect's, 10 of Spring's
         producer.produce(names["dlq"], key=f"k{i}".encode(), value=b'{"id": "o%d"}' % i, headers=headers, partition=i % 3)
     producer.produce(names["dlq"], value=b"\xff\x00 not text", partition=0)  # no error header at all
+    producer.produce(names["dlq"], value=None, key=b"gone", partition=1, headers=[("kafka_dlt-original-topic", b"\xff\xfe"),
+                                                                                  ("kafka_dlt-exception-message", b"\x1b[2Jcleared")])
+    producer.produce(names["dlq"], value=b"\x00\x00\x00\x00\x07\x02ab", partition=2)  # framed for schema 7; this bot has no registry
     assert producer.flush(30) == 0
 
     text = await answer(slack, f"/replay peek {names['dlq']} 100", ALICE)
-    assert "the newest 31 of the 31 it holds" in text
+    assert "the newest 33 of the 33 it holds" in text
+    assert "*1 ×* 0x1b5b324a636c6561726564" in text and "from 0xfffe (not text) ×1" in text and "\x1b" not in text
+    assert "(no value: a tombstone)" in text and "(schema 7; no registry to decode it) 0x0261" in text
     lines = text.splitlines()
     first = next(i for i, line in enumerate(lines) if "20 ×" in line)
     second = next(i for i, line in enumerate(lines) if "10 ×" in line)
     assert first < second and "org.apache.kafka.connect.errors.DataException: Unknown magic byte!" in lines[first]
     assert "from orders ×20" in lines[first] and "from payments ×10" in lines[second]
     assert "price is &lt;negative&gt; &amp; wrong" in lines[second]  # escaped before it reaches mrkdwn
-    assert "*1 ×* (no error header)" in text and '{"id": "o29"}' in text  # the newest example of Connect's
+    assert "*2 ×* (no error header)" in text and '{"id": "o29"}' in text  # the newest example of Connect's
     assert "0x" in text  # bytes that are not text, shown as hex
     assert "Only oncall may run this" in await answer(slack, f"/replay peek {names['dlq']}", BOB)
-    assert "5 of the 31" in await answer(slack, f"/replay {names['dlq']} --peek 5", CAROL)  # as the CLI writes it; the global oncall
+    assert "5 of the 33" in await answer(slack, f"/replay {names['dlq']} --peek 5", CAROL)  # as the CLI writes it; the global oncall
     refused = await answer(slack, "/replay peek no-such-dlq", CAROL)  # the global oncall may look at any topic
     assert "unknown to the cluster" in refused and "Nothing was read" in refused
     assert "not a number of dead letters from 1 to 500" in await answer(slack, f"/replay peek {names['dlq']} 9999", ALICE)
@@ -713,7 +718,7 @@ async def test_peek_shows_the_newest_dead_letters_by_error_before_any_replay(ops
                                   env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     peeked = json.loads(run.stdout)
-    assert peeked["read"] == 10 and peeked["held"] == 31 and sum(g["count"] for g in peeked["groups"]) == 10
+    assert peeked["read"] == 10 and peeked["held"] == 33 and sum(g["count"] for g in peeked["groups"]) == 10
     run = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "replay", names["dlq"], "--peek", "0"],
                                   env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
     assert run.returncode == 2 and "not a number of dead letters" in run.stderr

@@ -9,6 +9,7 @@ parked instead once it has come back too often."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +21,7 @@ PEEK_MAX = 500
 EXAMPLES = 2  # decoded dead letters shown per error
 ERROR_TEXT = 300  # characters of an error kept for grouping and display
 NO_ERROR = "(no error header)"
+CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # characters a terminal obeys rather than shows
 CONNECT = ("__connect.errors.exception.class.name", "__connect.errors.exception.message")
 SPRING = ("kafka_dlt-exception-fqcn", "kafka_dlt-exception-message")
 ORIGINAL_TOPIC = ("__connect.errors.topic", "kafka_dlt-original-topic")
@@ -108,7 +110,7 @@ def _count(text: str) -> int:
 
 def error_of(headers: Headers, named: str | None = None) -> str:
     """The error a dead letter carries: the named header, else Connect's or Spring's class and message."""
-    found = {key: _text(value) for key, value in headers}
+    found = {key: shown(value) for key, value in headers}
     if named is not None:
         return _short(found.get(named) or NO_ERROR)
     for kind, message in (CONNECT, SPRING):
@@ -122,9 +124,11 @@ def original_topic(headers: Headers, named: str | None = None) -> str | None:
     pipeline's catalog entry names, read first)."""
     found = dict(headers)  # only the headers asked for are decoded: a redrive asks this of every letter
     for key in ((named,) if named else ()) + ORIGINAL_TOPIC:
-        text = _text(found.get(key)).strip()
-        if text:
-            return text
+        value = found.get(key)
+        text = shown(value).strip()
+        if text:  # bytes that are not text name no topic: said as hex, with a space no topic name has, so never routed to
+            readable = value if isinstance(value, str) else _utf8(value) if value is not None else None
+            return text if readable is not None and text == readable.strip() else f"{text} (not text)"
     return None
 
 
@@ -157,7 +161,7 @@ def split(headers: Headers) -> tuple[list[tuple[str, str | bytes | None]], int]:
     for header in headers:
         if header[0] in OURS:
             if header[0] == REPLAY_COUNT:
-                text = _text(header[1]).strip()
+                text = shown(header[1]).strip()
                 count = int(text) if text.isdigit() and len(text) < 10 else 0
         else:
             kept.append(header)
@@ -225,9 +229,21 @@ def _short(text: str) -> str:
     return line if len(line) <= ERROR_TEXT else line[:ERROR_TEXT - 1] + "…"
 
 
-def _text(value: str | bytes | None) -> str:
+def shown(value: str | bytes | None) -> str:
+    """Header or value bytes as a person may safely read them: UTF-8 text, else ``0x`` and hex (bytes that are not UTF-8, or
+    text with control characters, which a terminal would obey)."""
     if value is None:
         return ""
-    if isinstance(value, str):
-        return value
-    return value.decode("utf-8", errors="replace")
+    text = value if isinstance(value, str) else _utf8(value)
+    if text is not None and not CONTROL.search(text):
+        return text
+    data = value.encode("utf-8") if isinstance(value, str) else value
+    return "0x" + data[:64].hex() + ("…" if len(data) > 64 else "")
+
+
+def _utf8(data: bytes) -> str | None:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+

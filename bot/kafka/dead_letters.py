@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
-from bot.domain.dead_letters import Letter
+from bot.domain.dead_letters import Letter, shown
 from bot.kafka.avro import DecodeError, Decoder, Registry, wire_schema_id
 from bot.kafka.clients import settings
 
@@ -18,7 +18,7 @@ TIMEOUT = 10.0
 def newest(bootstrap: str, topic: str, registry: Registry | None, count: int = 5) -> list[str]:
     """Up to ``count`` of the newest messages of ``topic``, newest first, one readable line each (blocking)."""
     found, _ = _newest(bootstrap, topic, count)
-    return [describe(m.value() or b"", m.key(), _pairs(m.headers()), m.timestamp()[1], int(m.partition() or 0), int(m.offset() or 0), registry)
+    return [describe(m.value(), m.key(), _pairs(m.headers()), m.timestamp()[1], int(m.partition() or 0), int(m.offset() or 0), registry)
             for m in found]
 
 
@@ -26,7 +26,7 @@ def peek(bootstrap: str, topic: str, registry: Registry | None, count: int) -> t
     """Up to ``count`` of the newest messages of ``topic`` with their headers and decoded values, and how many messages
     the topic holds (blocking)."""
     found, held = _newest(bootstrap, topic, count)
-    return [Letter(int(m.partition() or 0), int(m.offset() or 0), m.timestamp()[1], _pairs(m.headers()), decoded(m.value() or b"", registry)[:1500])
+    return [Letter(int(m.partition() or 0), int(m.offset() or 0), m.timestamp()[1], _pairs(m.headers()), decoded(m.value(), registry)[:1500])
             for m in found], held
 
 
@@ -70,25 +70,29 @@ def _newest(bootstrap: str, topic: str, count: int) -> tuple[list[Message], int]
     return found[:count], held
 
 
-def describe(value: bytes, key: str | bytes | None, headers: list[tuple[str, str | bytes | None]], stamp: int, partition: int, offset: int,
+def describe(value: bytes | None, key: str | bytes | None, headers: list[tuple[str, str | bytes | None]], stamp: int, partition: int, offset: int,
              registry: Registry | None) -> str:
     """One dead letter as a line: where, when, key, headers, and the value decoded as far as it can be."""
     when = datetime.fromtimestamp(stamp / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if stamp > 0 else "no timestamp"
-    head = f"[{partition}@{offset}] {when} key={_text(key)}"
+    head = f"[{partition}@{offset}] {when} key={shown(key) if key is not None else '(none)'}"
     if headers:
-        head += " headers={" + ", ".join(f"{k}={_text(v)}" for k, v in headers[:10]) + "}"
+        head += " headers={" + ", ".join(f"{k}={shown(v)}" for k, v in headers[:10]) + "}"
     return f"{head}\n{decoded(value, registry)[:1500]}"
 
 
-def decoded(value: bytes, registry: Registry | None) -> str:
+def decoded(value: bytes | None, registry: Registry | None) -> str:
     """The value: Avro through the registry when framed and a registry is known, else text, else hex."""
+    if value is None:
+        return "(no value: a tombstone)"
     schema_id = wire_schema_id(value)
     if schema_id is not None and registry is not None:
         try:
             return f"(schema {schema_id}) " + json.dumps(Decoder(None, registry).decode(value), default=str, ensure_ascii=False)
         except DecodeError as err:
             return f"(schema {schema_id}, not decoded: {err}) {value[5:65].hex()}"
-    return _text(value)
+    if schema_id is not None:
+        return f"(schema {schema_id}; no registry to decode it) {shown(value[5:])}"
+    return shown(value)
 
 
 def _pairs(headers: object) -> list[tuple[str, str | bytes | None]]:
@@ -96,14 +100,3 @@ def _pairs(headers: object) -> list[tuple[str, str | bytes | None]]:
     if isinstance(headers, dict):
         return list(headers.items())
     return list(headers) if isinstance(headers, list) else []
-
-
-def _text(data: str | bytes | None) -> str:
-    if data is None:
-        return ""
-    if isinstance(data, str):
-        return data
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return "0x" + data[:64].hex() + ("…" if len(data) > 64 else "")

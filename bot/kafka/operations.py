@@ -297,7 +297,7 @@ def scan(cluster: Cluster, request: ReplayRequest, earlier: list[Copied], regist
     if tally.cut:  # the range ends at the last letter kept in each partition
         ranges = {p: (ranges[p][0], last + 1) for p, last in tally.last.items()}
     spans = [Span(p, start, end) for p, (start, end) in sorted(ranges.items())]
-    lines = [describe(m.value() or b"", m.key(), list(_headers(m)), m.timestamp()[1], int(m.partition() or 0), int(m.offset() or 0), registry)
+    lines = [describe(m.value(), m.key(), list(_headers(m)), m.timestamp()[1], int(m.partition() or 0), int(m.offset() or 0), registry)
              for m in samples]
     targets = tally.targets
     known = {t: topics[t] for t in (*targets, route.parked) if t in topics}
