@@ -12,9 +12,11 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
+from typing import Any, TextIO
 
 from bot import __version__
 from bot.config import Config, ConfigError
+from bot.domain.text import inert
 from bot.logs import configure
 
 MODULES = {  # subcommand -> the module whose add_parsers registers it
@@ -34,6 +36,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "run", None):
         parser.print_help()
         return 2
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = Inert(sys.stdout), Inert(sys.stderr)
     try:
         return int(args.run(args) or 0)
     except ConfigError as err:
@@ -44,6 +48,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # the reader went away (`bot ... | head`): stop quietly, as a program killed by SIGPIPE does
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the interpreter's last flush has somewhere to go
         return 128 + signal.SIGPIPE
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
+class Inert:
+    """A text stream that writes control characters as ``\\u00NN``: what the bot prints comes partly from outside (group
+    and client names, dead letters, what people typed in Slack), and none of it may drive the terminal."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        self.stream.write(inert(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
 
 
 def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:

@@ -9,19 +9,18 @@ parked instead once it has come back too often."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from bot.domain.ops import REPLAY_HEADER_ID, REPLAY_HEADER_SOURCE, OpsError, name
+from bot.domain.text import CONTROL
 
 PEEK_DEFAULT = 20
 PEEK_MAX = 500
 EXAMPLES = 2  # decoded dead letters shown per error
 ERROR_TEXT = 300  # characters of an error kept for grouping and display
 NO_ERROR = "(no error header)"
-CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # characters a terminal obeys rather than shows
 CONNECT = ("__connect.errors.exception.class.name", "__connect.errors.exception.message")
 SPRING = ("kafka_dlt-exception-fqcn", "kafka_dlt-exception-message")
 ORIGINAL_TOPIC = ("__connect.errors.topic", "kafka_dlt-original-topic")
@@ -235,7 +234,7 @@ def shown(value: str | bytes | None) -> str:
     if value is None:
         return ""
     text = value if isinstance(value, str) else _utf8(value)
-    if text is not None and not CONTROL.search(text):
+    if text is not None and not CONTROL.search(text.replace("\r\n", "\n")):  # line ends of either kind are text
         return text
     data = value.encode("utf-8") if isinstance(value, str) else value
     return "0x" + data[:64].hex() + ("…" if len(data) > 64 else "")

@@ -1,0 +1,13 @@
+"""Text from outside (Kafka's group and client names, message bytes, what people type) made safe to show on a terminal."""
+
+from __future__ import annotations
+
+import re
+
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # characters a terminal obeys rather than shows (tab and newline are kept)
+
+
+def inert(text: str) -> str:
+    """``text`` with each control character written as ``\\u00NN``, so it cannot move the cursor, clear or retitle a terminal
+    (the same escape JSON uses: a JSON answer stays JSON)."""
+    return CONTROL.sub(lambda found: f"\\u{ord(found.group()):04x}", text) if CONTROL.search(text) else text
