@@ -16,6 +16,7 @@ import psycopg
 import pytest
 from aiohttp import web
 from hypothesis import settings
+from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.config import Config
 from bot.emulator import Emulator, SlackDriver, Workspace
@@ -140,6 +141,11 @@ class SlackHarness:
     async def refuse_connections(self) -> None:
         """Take the emulated Slack off the network: every call is a refused connection."""
         await self.runner.cleanup()
+
+    async def delete(self, channel: str, ts: str) -> None:
+        """Someone deletes a message in Slack (over the Web API, as a workspace admin's client would)."""
+        client = AsyncWebClient(token=self.config.slack_bot_token, base_url=f"{self.emulator.base_url}/api/")
+        assert (await client.chat_delete(channel=channel, ts=ts))["ok"]
 
     async def accept_connections(self) -> None:
         """Bring the emulated Slack back on the same port."""

@@ -857,3 +857,29 @@ async def test_a_replay_of_a_dlq_written_in_transactions_copies_the_committed_le
     copies = await asyncio.to_thread(read_committed, kafka_bootstrap, target, 80)
     values = sorted(m.value().decode() for m in copies)
     assert len(values) == 80 == len(set(values)) and not any(v.startswith("letter-1-") for v in values)  # the aborted ones stay out
+
+
+async def test_an_operation_message_someone_deleted_in_slack_is_posted_again_when_the_operation_moves(
+        ops: tuple[SlackHarness, dict[str, str]], kafka_bootstrap: str, migrated_url: str) -> None:
+    slack, names = ops
+    await asyncio.to_thread(produce, kafka_bootstrap, names["source"], 30, NOW - timedelta(hours=1), timedelta(seconds=1))
+    await asyncio.to_thread(consume_all, kafka_bootstrap, names["source"], names["group"])
+    assert "is posted" in await answer(slack, f"/backfill {names['group']} {names['source']} --to-earliest", ALICE)
+    row = await latest(slack)
+    plan = await op_message(slack, int(row.id or 0), lambda t: "messages will be read again" in t)
+    await slack.delete(plan.channel, plan.ts)  # tidied away by someone in the channel
+
+    env = {**os.environ, "DATABASE_URL": migrated_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap}
+    done = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "ops", "cancel", str(row.id)], env=env, capture_output=True,
+                                   text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    again = await op_message(slack, int(row.id or 0), lambda t: "cancelled" in t)  # where it stands, in sight again, in its channel
+    assert again.ts != plan.ts and again.channel == plan.channel
+    for _ in range(100):  # remembered right after the post
+        if (await latest(slack)).message_ts == again.ts:
+            break
+        await asyncio.sleep(0.05)
+    assert (await latest(slack)).message_ts == again.ts
+    await slack.ws.wait_for(lambda: [m for m in slack.ws.channel_messages("orders-pipeline", thread_ts=again.ts) if "cancel" in m.text.lower()]
+                            or None, timeout=30)
+    assert [m.ts for m in slack.ws.channel_messages("orders-pipeline") if f"#{row.id}:" in m.text] == [again.ts]  # once, not once per edit

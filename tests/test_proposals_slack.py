@@ -7,11 +7,13 @@ import json
 from typing import Any
 
 import pytest
+from sqlmodel import select
 
 from bot.domain.lineage.catalog import read_catalog
 from bot.emulator.workspace import Message
 from bot.runtime import Bot
 from bot.slack import ids
+from bot.store.models import OutboxMessage
 from tests.conftest import SlackHarness, bot_config
 
 ALICE, BOB, CAROL = "U0000ALICE", "U00000BOB", "U0000CAROL"
@@ -420,3 +422,27 @@ async def test_the_schema_can_be_uploaded_as_an_avsc_file(slack: SlackHarness) -
     card = await card_message(slack)
     assert "SAFE" in card.text
     await slack.bot.idle()
+
+
+async def test_a_card_someone_deleted_in_slack_is_posted_again_on_its_next_change_with_its_thread_notes(slack: SlackHarness) -> None:
+    await setup_catalog(slack)
+    await propose(slack, retyped(V1, "price", "string"))
+    card = await card_message(slack)
+    mirror = (await slack.ws.wait_for(lambda: slack.ws.channel_messages("orders-pipeline")))[0]
+    await slack.delete(card.channel, card.ts)  # a channel admin tidies up; so does the subject channel's
+    await slack.delete(mirror.channel, mirror.ts)
+
+    dm = await slack.ws.wait_for(lambda: next((m for m in slack.ws.channel_messages(slack.ws.open_dm(BOB))
+                                               if m.blocks and m.blocks[-2].get("type") == "actions"), None))
+    await slack.driver.click(dm, ids.APPROVE, user=BOB)  # the decision still counts, and the card shows it again
+    again = await slack.ws.wait_for(lambda: next((m for m in slack.ws.channel_messages("schema-changes")
+                                                  if "Schema change #1" in m.text and m.ts != card.ts), None))
+    assert await slack.ws.wait_for(lambda: any("approved for analytics-team" in t for t in thread(slack, again)))
+    assert "analytics-team" in json.dumps((slack.ws.find_message(again.channel, again.ts) or again).blocks)
+    assert (await slack.bot.proposals.view(1)).proposal.card_ts == again.ts
+    mirrored = await slack.ws.wait_for(lambda: next((m for m in slack.ws.channel_messages("orders-pipeline") if "Schema change #1" in m.text), None))
+    assert again.ts.replace(".", "") in json.dumps(mirrored.blocks)  # the subject channel's copy, posted again, links to the new card
+    assert len([m for m in slack.ws.channel_messages("schema-changes") if "Schema change #1" in m.text]) == 1  # once, not once per edit
+    async with slack.bot.db.session() as session:
+        failed = (await session.exec(select(OutboxMessage).where(OutboxMessage.state == "failed"))).all()
+    assert not failed, [r.last_error for r in failed]  # nothing given up

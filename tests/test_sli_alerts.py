@@ -329,3 +329,22 @@ async def test_cli_status_prints_the_json_contract(slack: SlackHarness, migrated
     missing = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "sli", "status", "ghost"], capture_output=True, text=True,
                                       env=env, timeout=60)
     assert missing.returncode == 1 and "no pipeline 'ghost'" in missing.stderr
+
+
+async def test_an_alert_someone_deleted_in_slack_is_posted_again_when_it_changes_with_its_timeline(slack: SlackHarness) -> None:
+    await load(slack, catalog(slack))
+    await send(slack, [sample("schema_error_rate", 0.002)])
+    message = await the_alert(slack, lambda t: "WARN" in t)
+    await slack.delete(message.channel, message.ts)  # someone tidied the channel while it was firing
+
+    await send(slack, [sample("schema_error_rate", 0.05, 1)])  # it escalates: a page must be in sight, not edited into nothing
+    again = await the_alert(slack, lambda t: "PAGE" in t)
+    assert again.ts != message.ts and [m.ts for m in alerts(slack)] == [again.ts]
+    await slack.ws.wait_for(lambda: any("escalated to page" in read(m) for m in slack.ws.channel_messages(again.channel, thread_ts=again.ts)))
+    await slack.delete(again.channel, again.ts)
+    await send(slack, [sample("schema_error_rate", 0.0, 2)])
+    resolved = await the_alert(slack, lambda t: "Resolved" in t)
+    assert [m.ts for m in alerts(slack)] == [resolved.ts]
+    await slack.ws.wait_for(lambda: any("resolved" in read(m) for m in slack.ws.channel_messages(resolved.channel, thread_ts=resolved.ts)))
+    history = await slack.bot.sli.history("enrich-orders")
+    assert len(history) == 1 and history[0].message_ts == resolved.ts  # one episode, its message where it now is

@@ -181,8 +181,12 @@ async def test_a_rename_ships_as_a_transition_and_contracts_when_the_last_reader
     text = await transition_card(slack, 1)
     assert "Mapping: `userid` → `userId`" in text and "0 of 3 moved" in text
 
-    # Once the expand version is registered, readers migrate
+    # Once the expand version is registered, readers migrate (its card, which someone deleted in Slack meanwhile, is posted again)
+    deleted = next(m for m in slack.ws.channel_messages("schema-changes") if "Transition #1 " in m.text)
+    await slack.delete(deleted.channel, deleted.ts)
     assert await slack.bot.transitions.sweep() == 1
+    again = await slack.ws.wait_for(lambda: next((m for m in slack.ws.channel_messages("schema-changes") if "Transition #1 " in m.text), None))
+    assert again.ts != deleted.ts and [m.ts for m in slack.ws.channel_messages("schema-changes") if "Transition #1 " in m.text] == [again.ts]
     versions = await registry.versions("orders-value")
     assert len(versions) == 2 and '"aliases":["userid"]' in versions[1]["schema"].replace(" ", "")
     await slack.bot.idle()

@@ -55,7 +55,7 @@ from bot.services.lineage import LineageService
 from bot.services.outbox import Outbox
 from bot.services.proposals import Membership
 from bot.services.sli import SliService
-from bot.store.database import Database
+from bot.store.database import Database, same
 from bot.store.models import CalendarEntry, Operation, TopicReader, aware, utcnow
 
 log = logging.getLogger(__name__)
@@ -832,12 +832,14 @@ class Operations:
         if self._tasks:
             await asyncio.wait(set(self._tasks), timeout=timeout)
 
-    async def save_message(self, operation: int, channel: str, ts: str) -> None:
-        """Remember where the operation's message was posted (once)."""
+    async def save_message(self, operation: int, channel: str, ts: str, replacing: str | None = None) -> bool:
+        """Remember where the operation's message was posted: the first time, or in place of ``replacing`` (deleted in
+        Slack); False when another post got there first."""
         async with self.db.session() as session:
-            await session.exec(update(Operation).where(col(Operation.id) == operation, col(Operation.message_ts).is_(None))
-                               .values(message_channel=channel, message_ts=ts))
+            moved = await session.exec(update(Operation).where(col(Operation.id) == operation, same(col(Operation.message_ts), replacing))
+                                       .values(message_channel=channel, message_ts=ts))
             await session.commit()
+        return bool(getattr(moved, "rowcount", 0))
 
     async def orphans(self) -> list[Operation]:
         """Running replays and Flink backfills whose owner went quiet (their lease ran out, or it is a process of this machine

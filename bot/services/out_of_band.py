@@ -30,7 +30,7 @@ from bot.services.lineage import LineageService
 from bot.services.outbox import Outbox
 from bot.services.proposals import ProposalError, Proposals, names_of, topic_of
 from bot.services.registry import Registry
-from bot.store.database import Database
+from bot.store.database import Database, same
 from bot.store.models import CatalogSetting, ObservedSchema, SchemaVersion, Subject, Transition
 from bot.workers import off_loop
 
@@ -255,9 +255,11 @@ class OutOfBand:
         self.outbox.wake()
         return view.id
 
-    async def save_message(self, number: int, channel: str, ts: str) -> None:
-        """Remember where the alert was posted (once)."""
+    async def save_message(self, number: int, channel: str, ts: str, replacing: str | None = None) -> bool:
+        """Remember where the alert was posted: the first time, or in place of ``replacing`` (deleted in Slack); False when
+        another post got there first."""
         async with self.db.session() as session:
-            await session.exec(update(ObservedSchema).where(col(ObservedSchema.id) == number, col(ObservedSchema.message_ts).is_(None))
-                               .values(message_channel=channel, message_ts=ts))
+            moved = await session.exec(update(ObservedSchema).where(col(ObservedSchema.id) == number, same(col(ObservedSchema.message_ts), replacing))
+                                       .values(message_channel=channel, message_ts=ts))
             await session.commit()
+        return bool(getattr(moved, "rowcount", 0))

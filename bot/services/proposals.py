@@ -42,7 +42,7 @@ from bot.services.lineage import LineageService
 from bot.services.outbox import Expand, GiveUp, Item, Outbox, Retry
 from bot.services.references import Dependent, References, UnresolvedReference, imports_of
 from bot.services.registry import Registry
-from bot.store.database import Database
+from bot.store.database import Database, same
 from bot.store.models import (
     Acknowledgement,
     AuditEntry,
@@ -870,12 +870,13 @@ class Proposals:
 
     # --- reading --------------------------------------------------------------------------------
 
-    async def save_card(self, proposal_id: int, channel: str, ts: str, *, subject_channel: bool = False) -> bool:
-        """Remember where a card of the proposal is (the changes channel's, or the subject channel's), once."""
+    async def save_card(self, proposal_id: int, channel: str, ts: str, *, subject_channel: bool = False, replacing: str | None = None) -> bool:
+        """Remember where a card of the proposal is (the changes channel's, or the subject channel's): the first time, or in
+        place of ``replacing`` (deleted in Slack); False when another post got there first."""
         where, values = ((col(Proposal.subject_card_ts), {"subject_card_channel": channel, "subject_card_ts": ts}) if subject_channel
                          else (col(Proposal.card_ts), {"card_channel": channel, "card_ts": ts}))
         async with self.db.session() as session:
-            moved = await session.exec(update(Proposal).where(col(Proposal.id) == proposal_id, where.is_(None)).values(**values))
+            moved = await session.exec(update(Proposal).where(col(Proposal.id) == proposal_id, same(where, replacing)).values(**values))
             await session.commit()
         return bool(getattr(moved, "rowcount", 0))
 

@@ -37,7 +37,7 @@ from bot.services.audit import record as audit
 from bot.services.calendar import reach
 from bot.services.lineage import LineageService
 from bot.services.outbox import Outbox
-from bot.store.database import Database
+from bot.store.database import Database, same
 from bot.store.models import CalendarEntry, LineageRevision, PipelineRow, SliEpisode, SliSeries, TeamRow, aware, utcnow
 
 log = logging.getLogger(__name__)
@@ -562,12 +562,14 @@ class SliService:
             return list((await session.exec(select(SliEpisode).where(SliEpisode.message_channel == channel, SliEpisode.message_ts == ts)
                                             .order_by(col(SliEpisode.id)))).all())
 
-    async def save_message(self, fingerprints: list[str], channel: str, ts: str, *, digest: bool) -> None:
-        """Remember the message that shows these episodes (before anything else, so a retry edits it)."""
+    async def save_message(self, fingerprints: list[str], channel: str, ts: str, *, digest: bool, replacing: str | None = None) -> bool:
+        """Remember the message that shows these episodes (before anything else, so a retry edits it): the first one, or
+        one in place of ``replacing`` (deleted in Slack); False when another post got there first."""
         async with self.db.session() as session:
-            await session.exec(update(SliEpisode).where(col(SliEpisode.fingerprint).in_(fingerprints), col(SliEpisode.message_ts).is_(None))
-                               .values(message_channel=channel, message_ts=ts, digest=digest))
+            moved = await session.exec(update(SliEpisode).where(col(SliEpisode.fingerprint).in_(fingerprints), same(col(SliEpisode.message_ts), replacing))
+                                       .values(message_channel=channel, message_ts=ts, digest=digest))
             await session.commit()
+        return bool(getattr(moved, "rowcount", 0))
 
     async def series(self, pipeline: str | None = None) -> list[SliSeries]:
         """Stored series (with this replica's newer state where it holds one in memory)."""

@@ -36,7 +36,7 @@ from bot.services.lineage import LineageService
 from bot.services.outbox import Outbox
 from bot.services.proposals import Checked, ProposalError, Proposals, Readers, names_of, topic_of
 from bot.services.references import UnresolvedReference
-from bot.store.database import Database
+from bot.store.database import Database, same
 from bot.store.models import CalendarEntry, Proposal, Subject, Transition, TransitionMove, aware, utcnow
 from bot.workers import off_loop
 
@@ -647,10 +647,10 @@ class Transitions:
                 query = query.where(col(Transition.open_subject).is_not(None))
             return list((await session.exec(query.limit(50))).all())
 
-    async def save_card(self, number: int, channel: str, ts: str) -> bool:
-        """Remember where the transition's card is (once)."""
+    async def save_card(self, number: int, channel: str, ts: str, replacing: str | None = None) -> bool:
+        """Remember where the transition's card is: the first time, or in place of ``replacing`` (deleted in Slack)."""
         async with self.db.session() as session:
-            moved = await session.exec(update(Transition).where(col(Transition.id) == number, col(Transition.card_ts).is_(None))
+            moved = await session.exec(update(Transition).where(col(Transition.id) == number, same(col(Transition.card_ts), replacing))
                                        .values(card_channel=channel, card_ts=ts))
             await session.commit()
         return bool(getattr(moved, "rowcount", 0))

@@ -5,8 +5,9 @@ network errors, and given up (audited, logged) on Slack's permanent refusals suc
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import aiohttp
@@ -23,6 +24,11 @@ from bot.slack.render import Reply, escape, mention
 MESSAGE, CARD, DM_CARD = "slack.message", "proposal.card", "proposal.dm_card"  # outbox kinds delivered here
 log = logging.getLogger(__name__)
 RETRYABLE_ERRORS = {"ratelimited", "internal_error", "fatal_error", "service_unavailable", "request_timeout"}
+GONE_ERRORS = {"message_not_found", "thread_not_found"}  # someone deleted the message in Slack
+
+
+class Gone(GiveUp):
+    """The message to edit, or the one whose thread to post in, is no longer in Slack: someone deleted it."""
 
 
 def message_row(channel: str, reply: Reply, *, thread_of: int | None = None, key: str | None = None) -> tuple[str, str, dict[str, Any]]:
@@ -66,9 +72,38 @@ async def call(client: AsyncWebClient, method: str, **args: Any) -> Any:
         if status >= 500 or error in RETRYABLE_ERRORS:
             raise Retry(f"{method}: Slack answered HTTP {status} {error or ''}".strip()) from None
         details = "; ".join(err.response.get("response_metadata", {}).get("messages", [])) if isinstance(err.response.data, dict) else ""
+        if error in GONE_ERRORS:
+            raise Gone(f"Slack refused {method}: {error}") from None
         raise GiveUp(f"Slack refused {method}: {error}{' (' + details + ')' if details else ''}") from None
     except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as err:
         raise Retry(f"{method}: Slack could not be reached ({type(err).__name__})") from None
+
+
+async def place(client: AsyncWebClient, where: tuple[str | None, str | None], channel: str, body: Mapping[str, Any],
+                save: Callable[[str, str], Awaitable[bool]]) -> bool:
+    """Show ``body`` as the message at ``where`` (channel, ts): edited in place, else posted (in ``channel`` the first time,
+    in its own channel again when someone deleted it in Slack: what it shows must stay in sight) and remembered with
+    ``save``, a conditional update on the place read; of two lanes that post it again, the one that loses deletes its
+    post. True when it was posted and kept."""
+    old_channel, old_ts = where
+    if old_channel and old_ts:
+        try:
+            await call(client, "chat.update", channel=old_channel, ts=old_ts, **body)
+            return False
+        except Gone:
+            log.info("the message %s/%s was deleted in Slack: posting it again", old_channel, old_ts)
+            channel = old_channel
+    posted = await call(client, "chat.postMessage", channel=channel, unfurl_links=False, **body)
+    return await kept(client, posted, await save(str(posted["channel"]), str(posted["ts"])))
+
+
+async def kept(client: AsyncWebClient, posted: Any, saved: bool) -> bool:
+    """``saved``: the post was remembered; else another lane's post of the same message got there first, and this one is
+    deleted (if Slack will not, it stays a duplicate)."""
+    if not saved:
+        with contextlib.suppress(GiveUp, Retry):
+            await call(client, "chat.delete", channel=str(posted["channel"]), ts=str(posted["ts"]))
+    return saved
 
 
 class SlackDelivery:
@@ -94,8 +129,17 @@ class SlackDelivery:
                     raise GiveUp(f"proposal #{view.id} has no card to thread under (its card could not be posted: {why})")
                 raise Retry(waiting_for_card(view.id))
             channel, thread_ts = view.proposal.card_channel, view.proposal.card_ts
-        await call(self.client, "chat.postMessage", channel=channel, text=payload["text"], blocks=payload["blocks"],
-                   thread_ts=thread_ts, unfurl_links=False)
+        try:
+            await call(self.client, "chat.postMessage", channel=channel, text=payload["text"], blocks=payload["blocks"],
+                       thread_ts=thread_ts, unfurl_links=False)
+        except Gone:
+            if not payload.get("thread_of"):
+                raise
+            async with self.proposals.db.session() as session:  # someone deleted the card: its lane posts it again, then hurries this
+                self.proposals.outbox.add(session, CARD, card_key(view.id), {"proposal": view.id})
+                await session.commit()
+            self.proposals.outbox.wake()
+            raise Retry(waiting_for_card(view.id)) from None
 
     async def card(self, item: Item) -> None:
         """Post the proposal's card in the changes channel and in the subject's channel, or edit them in place, and
@@ -107,26 +151,20 @@ class SlackDelivery:
         view = await self.proposals.view(int(item.payload["proposal"]))
         p = view.proposal
         shown = card(view, clashes=await self.proposals.calendar.proposal_conflicts(view.id))
-        if p.card_channel and p.card_ts:
-            await call(self.client, "chat.update", channel=p.card_channel, ts=p.card_ts, **_body(shown))
-        else:
-            posted = await call(self.client, "chat.postMessage", channel=self.changes_channel, **_body(shown))
-            p.card_channel, p.card_ts = str(posted["channel"]), str(posted["ts"])
-            if await self.proposals.save_card(view.id, p.card_channel, p.card_ts):  # the notes that waited for it go now
-                async with self.proposals.db.session() as session:
-                    await self.proposals.outbox.hurry(session, thread_key(view.id), waiting_for_card(view.id))
-                    await session.commit()
-                self.proposals.outbox.wake()
+        if await place(self.client, (p.card_channel, p.card_ts), self.changes_channel, _body(shown),
+                       lambda channel, ts: self.proposals.save_card(view.id, channel, ts, replacing=p.card_ts)):
+            async with self.proposals.db.session() as session:  # the notes that waited for it go now
+                await self.proposals.outbox.hurry(session, thread_key(view.id), waiting_for_card(view.id))
+                await session.commit()
+            self.proposals.outbox.wake()
         await self._copies(view)
         if not view.subject.channel or view.subject.channel.lstrip("#") == self.changes_channel.lstrip("#"):
             return
+        p = (await self.proposals.view(view.id)).proposal  # where the card is now, if it was posted again
         link = await call(self.client, "chat.getPermalink", channel=p.card_channel, message_ts=p.card_ts)
         mirrored = with_link(shown, str(link["permalink"]))
-        if p.subject_card_channel and p.subject_card_ts:
-            await call(self.client, "chat.update", channel=p.subject_card_channel, ts=p.subject_card_ts, **_body(mirrored))
-        else:
-            posted = await call(self.client, "chat.postMessage", channel=view.subject.channel, **_body(mirrored))
-            await self.proposals.save_card(view.id, str(posted["channel"]), str(posted["ts"]), subject_channel=True)
+        await place(self.client, (p.subject_card_channel, p.subject_card_ts), str(view.subject.channel), _body(mirrored),
+                    lambda channel, ts: self.proposals.save_card(view.id, channel, ts, subject_channel=True, replacing=p.subject_card_ts))
 
     async def _copies(self, view: ProposalView) -> None:
         for copy in await self.proposals.copies(view.id):

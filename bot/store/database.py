@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import event, text
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
@@ -69,3 +71,8 @@ class Database:
     async def close(self) -> None:
         """Release every pooled connection."""
         await self.engine.dispose()
+
+
+def same(column: Any, value: object) -> Any:
+    """The condition that ``column`` still holds ``value`` (None included): the guard of a conditional update."""
+    return column.is_(None) if value is None else column == value

@@ -14,7 +14,7 @@ from bot.services.out_of_band import OOB_ALERT, OOB_STATUS, REGISTRY, TRANSITION
 from bot.services.outbox import GiveUp, Handler, Item
 from bot.services.proposals import Membership
 from bot.slack import ids
-from bot.slack.delivery import call
+from bot.slack.delivery import call, place
 from bot.slack.render import Reply, ephemeral, escape, mention, section
 from bot.store.models import ObservedSchema
 
@@ -76,11 +76,8 @@ class OutOfBandSlack:
         except OutOfBandError as err:
             raise GiveUp(str(err)) from None
         reply = alert(row)
-        if row.message_channel and row.message_ts:
-            await call(self.client, "chat.update", channel=row.message_channel, ts=row.message_ts, text=reply.fallback, blocks=reply.blocks)
-            return
-        posted = await call(self.client, "chat.postMessage", channel=row.channel, text=reply.fallback, blocks=reply.blocks, unfurl_links=False)
-        await self.watcher.save_message(int(row.id or 0), str(posted["channel"]), str(posted["ts"]))
+        await place(self.client, (row.message_channel, row.message_ts), str(row.channel), {"text": reply.fallback, "blocks": reply.blocks},
+                    lambda channel, ts: self.watcher.save_message(int(row.id or 0), channel, ts, replacing=row.message_ts))
 
     async def status(self, item: Item) -> None:
         """The watcher cannot read a source, or can again."""

@@ -10,7 +10,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.domain.ops import OpsError
 from bot.services.operations import OPS_MESSAGE, OPS_NOTE, Operations
 from bot.services.outbox import GiveUp, Handler, Item, Retry
-from bot.slack.delivery import call
+from bot.slack.delivery import Gone, call, place
 from bot.slack.ops.messages import operation_message
 
 
@@ -31,18 +31,22 @@ class OpsDelivery:
         except OpsError as err:
             raise GiveUp(str(err)) from None
         reply = operation_message(row)
-        if row.message_ts and row.message_channel:
-            await call(self.client, "chat.update", channel=row.message_channel, ts=row.message_ts, text=reply.fallback, blocks=reply.blocks)
-            return
-        if not row.channel:
+        if not (row.message_ts or row.channel):
             raise GiveUp(f"operation #{row.id} has no channel to post in")
-        posted = await call(self.client, "chat.postMessage", channel=row.channel, text=reply.fallback, blocks=reply.blocks, unfurl_links=False)
-        await self.ops.save_message(int(row.id or 0), str(posted["channel"]), str(posted["ts"]))
+        await place(self.client, (row.message_channel, row.message_ts), str(row.channel), {"text": reply.fallback, "blocks": reply.blocks},
+                    lambda channel, ts: self.ops.save_message(int(row.id or 0), channel, ts, replacing=row.message_ts))
 
     async def note(self, item: Item) -> None:
-        """A line in the thread of the operation's message."""
-        row = await self.ops.get(int(item.payload["operation"]))
-        if not (row.message_channel and row.message_ts):
-            raise Retry(f"operation #{row.id}'s message is not posted yet")
-        await call(self.client, "chat.postMessage", channel=row.message_channel, thread_ts=row.message_ts, text=item.payload["text"],
-                   unfurl_links=False)
+        """A line in the thread of the operation's message (posted again first if someone deleted it in Slack)."""
+        for attempt in range(2):
+            row = await self.ops.get(int(item.payload["operation"]))
+            if not (row.message_channel and row.message_ts):
+                raise Retry(f"operation #{row.id}'s message is not posted yet")
+            try:
+                await call(self.client, "chat.postMessage", channel=row.message_channel, thread_ts=row.message_ts, text=item.payload["text"],
+                           unfurl_links=False)
+                return
+            except Gone:
+                if attempt:
+                    raise
+                await self.message(item)

@@ -25,7 +25,7 @@ from bot.domain.sli.pipeline import TITLES, Sli
 from bot.services.outbox import Expand, GiveUp, Handler, Item
 from bot.services.proposals import Membership
 from bot.services.sli import SLI_EVENT, SliService
-from bot.slack.delivery import call, message_row
+from bot.slack.delivery import Gone, call, kept, message_row
 from bot.slack.render import Reply, escape, mention
 from bot.slack.sli.messages import digest_message, episode_message, headline, step, value_text, when
 from bot.store.models import SliEpisode
@@ -162,20 +162,33 @@ class SliDelivery:
         """Post an episode's message, or edit it in place (a post is remembered before anything else)."""
         episode = await self.sli.episode(item.payload["episode"])
         reply = await self._render(episode)
+        channel = episode.channel
         if episode.message_ts and episode.message_channel:
-            await self._edit(episode.message_channel, episode.message_ts, reply)
-            return
-        posted = await self._post(episode.channel, reply)
-        await self.sli.save_message([episode.fingerprint], str(posted["channel"]), str(posted["ts"]), digest=False)
+            try:
+                await self._edit(episode.message_channel, episode.message_ts, reply)
+                return
+            except Gone:  # someone deleted it in Slack (or the digest it was in): the alert is posted again, on its own
+                channel = episode.message_channel
+        posted = await self._post(channel, reply)
+        await kept(self.client, posted, await self.sli.save_message([episode.fingerprint], str(posted["channel"]), str(posted["ts"]), digest=False,
+                                                       replacing=episode.message_ts))
 
     async def digest(self, item: Item) -> None:
         """Post a storm's digest for new episodes, or edit a digest in place."""
         payload = item.payload
         if payload.get("ts"):
             episodes = await self.sli.in_message(payload["message_channel"], payload["ts"])
-            if episodes:
-                await self._edit(payload["message_channel"], payload["ts"], await self._digest(episodes))
-            return
+            if not episodes:
+                return
+            reply = await self._digest(episodes)
+            try:
+                await self._edit(payload["message_channel"], payload["ts"], reply)
+                return
+            except Gone:  # someone deleted the digest in Slack: posted again
+                posted = await self._post(payload["message_channel"], reply)
+                await kept(self.client, posted, await self.sli.save_message([e.fingerprint for e in episodes], str(posted["channel"]), str(posted["ts"]),
+                                                               digest=True, replacing=payload["ts"]))
+                return
         found = await self.sli.episodes(payload["episodes"])
         episodes = [found[fp] for fp in payload["episodes"] if fp in found and found[fp].message_ts is None]
         if not episodes:
@@ -189,7 +202,12 @@ class SliDelivery:
         if not (episode.message_channel and episode.message_ts):
             raise GiveUp(f"alert {episode.fingerprint} has no message to thread under (it could not be posted)")
         reply = Reply.sections(item.payload["lines"][0], item.payload["lines"][1:60])
-        await self._post(episode.message_channel, reply, thread_ts=episode.message_ts)
+        try:
+            await self._post(episode.message_channel, reply, thread_ts=episode.message_ts)
+        except Gone:  # someone deleted the alert in Slack: it is posted again, and the lines go into its thread
+            await self.message(item)
+            episode = await self.sli.episode(item.payload["episode"])
+            await self._post(str(episode.message_channel), reply, thread_ts=episode.message_ts)
 
     async def _edit(self, channel: str, ts: str, reply: Reply) -> None:
         """``chat.update``, unless the message already shows exactly this (an edit queued behind one that already showed

@@ -12,7 +12,7 @@ from bot.domain.transitions.model import listed
 from bot.services.outbox import Expand, GiveUp, Handler, Item, Retry, failed_in
 from bot.services.transitions import NOTICE, Event, Transitions, TransitionView
 from bot.slack import ids
-from bot.slack.delivery import call, message_row
+from bot.slack.delivery import Gone, call, message_row, place
 from bot.slack.render import Reply, escape, mention
 from bot.slack.transitions.cards import buttons, transition_card
 
@@ -45,25 +45,30 @@ class TransitionDelivery:
         view = await self.transitions.view(int(item.payload["transition"]))
         shown = transition_card(view)
         row = view.row
-        if row.card_channel and row.card_ts:
-            await call(self.client, "chat.update", channel=row.card_channel, ts=row.card_ts, text=shown.fallback, blocks=shown.blocks)
+        if not await place(self.client, (row.card_channel, row.card_ts), self.changes_channel, {"text": shown.fallback, "blocks": shown.blocks},
+                           lambda channel, ts: self.transitions.save_card(view.id, channel, ts, replacing=row.card_ts)):
             return
-        posted = await call(self.client, "chat.postMessage", channel=self.changes_channel, text=shown.fallback, blocks=shown.blocks)
-        await self.transitions.save_card(view.id, str(posted["channel"]), str(posted["ts"]))
         async with self.transitions.db.session() as session:
             await self.transitions.outbox.hurry(session, note_key(view.id), _waiting(view.id))
             await session.commit()
         self.transitions.outbox.wake()
 
     async def note(self, item: Item) -> None:
-        """A note in the card's thread (put off until the card is posted)."""
+        """A note in the card's thread (put off until the card is posted; the card posted again first if someone deleted it)."""
         view = await self.transitions.view(int(item.payload["transition"]))
         if not (view.row.card_channel and view.row.card_ts):
             if why := await failed_in(self.transitions.db, card_key(view.id)):
                 raise GiveUp(f"transition #{view.id} has no card to thread under (its card could not be posted: {why})")
             raise Retry(_waiting(view.id))
-        await call(self.client, "chat.postMessage", channel=view.row.card_channel, thread_ts=view.row.card_ts, text=item.payload["text"],
-                   unfurl_links=False)
+        try:
+            await call(self.client, "chat.postMessage", channel=view.row.card_channel, thread_ts=view.row.card_ts, text=item.payload["text"],
+                       unfurl_links=False)
+        except Gone:
+            async with self.transitions.db.session() as session:  # someone deleted the card: its lane posts it again, then hurries this
+                self.transitions.outbox.add(session, CARD, card_key(view.id), {"transition": view.id})
+                await session.commit()
+            self.transitions.outbox.wake()
+            raise Retry(_waiting(view.id)) from None
 
     async def notice(self, item: Item) -> Expand:
         """What one transition event means in Slack, as rows."""
