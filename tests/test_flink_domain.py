@@ -3,15 +3,20 @@ lineage through a compiled plan's joins, aggregates and unions, and the planner'
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from bot.domain.avro.parse import parse
+from bot.domain.flink.backfill import kafka_tables, restarts
 from bot.domain.flink.checks import Report, data_tables, field_lineage, read_planner, registered, schema_sources, states
 from bot.domain.flink.plan import lineage
 from bot.domain.flink.statements import StatementError, split
+from bot.domain.flink.status import FlinkError
 from bot.domain.flink.types import from_avro, lossy, parse_type, read_problems
+
+NOW = datetime(2026, 12, 7, 9, 0, tzinfo=UTC)
 
 
 def test_statements_keep_their_place_through_strings_comments_and_statement_sets() -> None:
@@ -176,3 +181,37 @@ def test_an_insert_the_planner_refused_still_has_its_tables_checked() -> None:
     report = Report("job")
     read_planner(report, statements, answer)
     assert schema_sources(report) == ["orders"] and data_tables(report) == ["orders", "out"]  # "unused" is named by no INSERT
+
+
+def kafka(topic: str = "", pattern: str = "") -> dict[str, Any]:
+    return {"options": {"connector": "kafka", **({"topic": topic} if topic else {}), **({"topic-pattern": pattern} if pattern else {})}}
+
+
+def moved(topic: str, targets: dict[int, int]) -> list[dict[str, Any]]:
+    return [{"topic": topic, "partition": p, "target": o} for p, o in targets.items()]
+
+
+def test_a_flink_backfill_restarts_each_source_whole_and_starts_it_the_way_flinks_kafka_source_can() -> None:
+    tables = {"orders": kafka("orders"), "both": kafka("orders; payments"), "lake": {"options": {"connector": "filesystem"}},
+              "audit": kafka("audit")}
+    assert kafka_tables(tables, ["orders"]) == {"both": ["orders", "payments"], "orders": ["orders"]}
+    with pytest.raises(FlinkError, match=r"table any reads every topic matching 'ord.*'"):
+        kafka_tables({"any": kafka(pattern="ord.*")}, ["orders"])
+    assert kafka_tables({"any": kafka(pattern="pay.*"), "orders": kafka("orders")}, ["orders"]) == {"orders": ["orders"]}
+
+    parts = {"orders": [0, 1], "payments": [0]}
+    single = restarts({"orders": ["orders"]}, moved("orders", {0: 5, 1: 7}), parts, None, None)
+    assert single == {"orders": {"scan.startup.mode": "specific-offsets", "scan.startup.specific-offsets": "partition:0,offset:5;partition:1,offset:7"}}
+    with pytest.raises(FlinkError, match="partition 1 of orders would start again too: backfill every partition"):
+        restarts({"orders": ["orders"]}, moved("orders", {0: 5}), parts, None, None)
+
+    both = {"both": ["orders", "payments"]}
+    with pytest.raises(FlinkError, match=r"table both reads orders, payments, .* payments would start again too. Backfill them together \(orders,payments\)"):
+        restarts(both, moved("orders", {0: 5, 1: 7}), parts, NOW, None)
+    every = moved("orders", {0: 5, 1: 7}) + moved("payments", {0: 2})
+    with pytest.raises(FlinkError, match="at a time or at either end, not at offsets per partition"):  # Flink refuses specific offsets there
+        restarts(both, every, parts, None, None)
+    at = {"scan.startup.mode": "timestamp", "scan.startup.timestamp-millis": str(int(NOW.timestamp() * 1000))}
+    assert restarts(both, every, parts, NOW, None) == {"orders": at, "payments": at}
+    assert restarts({**both, "orders": ["orders"]}, every, parts, None, "earliest") == {t: {"scan.startup.mode": "earliest-offset"}
+                                                                                        for t in ("orders", "payments")}

@@ -763,3 +763,37 @@ async def test_slis_read_from_flink_itself_a_restart_loop_pages_with_its_excepti
         for jid in [j["jid"] for j in (await job.rest.get("/jobs/overview"))["jobs"] if j["name"] == broken.name
                     and j["state"] not in ("FINISHED", "CANCELED", "FAILED")]:
             await job.rest.cancel(jid)
+
+
+async def test_a_source_reading_two_topics_is_backfilled_whole_or_refused_before_the_job_is_touched(
+        migrated_url: str, kafka_bootstrap: str, flink_rest_url: str, tmp_path: Path) -> None:
+    """A table of the Kafka connector may read several topics ('topic' = 'a;b'). Its source's state goes as one, and Flink's Kafka
+    source takes offsets per partition only for a table of one topic: a backfill of one of them, or by offsets, is refused while
+    the job runs on; both together to the earliest offset re-read both."""
+    job = Counting.new(kafka_bootstrap, flink_rest_url)
+    payments = new_topic(AdminClient({"bootstrap.servers": kafka_bootstrap}), "payments")
+    job.orders = f"{job.orders};{payments}"  # the SQL's topic option now names both
+    orders = job.orders.split(";")[0]
+    for topic in (orders, payments):
+        await asyncio.to_thread(produce_orders, kafka_bootstrap, topic, 100)
+    bot, _ = terminal(job, migrated_url, tmp_path)
+    jid = await job.start()
+    try:
+        assert await until(job.counted(50))
+        assert await until(lambda: asyncio.to_thread(lambda: sum(committed(kafka_bootstrap, job.group, payments).values()) == 100 or None))
+        for args, words in (([orders, "--to-earliest"], f"table orders reads {orders}, {payments}, and a backfill drops its source's state "
+                                                         f"as a whole: {payments} would start again too. Backfill them together"),
+                            ([f"{orders},{payments}", "--shift-by", "-10"], "at a time or at either end, not at offsets per partition")):
+            refused = await asyncio.to_thread(bot, "backfill", job.group, *args, "--sql", str(tmp_path / "job.sql"), "--yes")
+            assert refused.returncode == 1 and words in refused.stderr, refused.stderr
+            assert "Nothing moved" in refused.stderr
+        assert await job.running() == [jid]  # never stopped
+
+        applied = await asyncio.to_thread(bot, "backfill", job.group, f"{orders},{payments}", "--to-earliest", "--sql", str(tmp_path / "job.sql"),
+                                          "--yes", "--format", "json")
+        assert applied.returncode == 0, json.loads(applied.stdout).get("result")
+        outcome = json.loads(applied.stdout)
+        assert outcome["state"] == "applied" and outcome["plan"]["flink"]["starts"][payments] == {"scan.startup.mode": "earliest-offset"}
+        assert await until(job.counted(100))  # both topics read again on top of the kept counts
+    finally:
+        await job.cancel()

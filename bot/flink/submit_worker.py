@@ -38,8 +38,8 @@ def main() -> int:
     return 0
 
 
-def submit(request: dict[str, Any]) -> tuple[str, dict[str, str]]:
-    """Submit the statements as one job: its id, and the tables moved by ``starts`` (table -> topic)."""
+def submit(request: dict[str, Any]) -> tuple[str, dict[str, list[str]]]:
+    """Submit the statements as one job: its id, and the tables moved by ``starts`` (table -> the topics it reads among them)."""
     from pyflink.common import Configuration
     from pyflink.table import EnvironmentSettings, TableEnvironment
 
@@ -66,7 +66,7 @@ def submit(request: dict[str, Any]) -> tuple[str, dict[str, str]]:
     for key, value in (request.get("overrides") or {}).items():  # after the job's own SETs: what the bot must decide
         env.get_config().set(key, str(value))
     moved = _move_sources(env, request.get("starts") or {})
-    missing = sorted(set(request.get("starts") or {}) - set(moved.values()))
+    missing = sorted(set(request.get("starts") or {}) - {topic for topics in moved.values() for topic in topics})
     if missing:  # before the job runs: a source left where it was would not re-read
         raise ValueError(f"no table of the 'kafka' connector in the SQL reads {', '.join(missing)}: nothing was started")
     if len(inserts) == 1 and inserts[0].lstrip().upper().startswith(("EXECUTE STATEMENT SET", "BEGIN STATEMENT SET")):
@@ -77,24 +77,24 @@ def submit(request: dict[str, Any]) -> tuple[str, dict[str, str]]:
     return _job_id(batch.execute()), moved
 
 
-def _move_sources(env: Any, starts: dict[str, dict[str, str]]) -> dict[str, str]:
-    """``ALTER TABLE ... SET`` the start options of every Kafka table reading one of the topics of ``starts``."""
+def _move_sources(env: Any, starts: dict[str, dict[str, str]]) -> dict[str, list[str]]:
+    """``ALTER TABLE ... SET`` the start options of every Kafka table reading topics of ``starts`` (a table of several topics is
+    given one start for all of them: the plan made them alike)."""
     from pyflink.java_gateway import get_gateway
 
     j_env = env._j_tenv
     catalog = j_env.getCatalog(j_env.getCurrentCatalog()).get()
-    moved: dict[str, str] = {}
+    moved: dict[str, list[str]] = {}
     for name in env.list_tables():
         path = get_gateway().jvm.org.apache.flink.table.catalog.ObjectPath(j_env.getCurrentDatabase(), name)
         options = {str(k): str(v) for k, v in dict(catalog.getTable(path).getOptions()).items()}
         if options.get("connector") != "kafka":
             continue
-        topics = [t.strip() for t in options.get("topic", "").split(";") if t.strip()]
-        for topic in topics:
-            if topic in starts:
-                settings = ", ".join(f"'{k}' = '{v}'" for k, v in starts[topic].items())
-                env.execute_sql(f"ALTER TABLE `{name}` SET ({settings})")
-                moved[name] = topic
+        topics = [t.strip() for t in options.get("topic", "").split(";") if t.strip() in starts]
+        if topics:
+            settings = ", ".join(f"'{k}' = '{v}'" for k, v in starts[topics[0]].items())
+            env.execute_sql(f"ALTER TABLE `{name}` SET ({settings})")
+            moved[name] = topics
     return moved
 
 

@@ -16,11 +16,12 @@ from urllib.parse import urlsplit
 
 from sqlmodel import col, select
 
-from bot.domain.flink.backfill import kafka_tables, source_vertices, starts
+from bot.domain.flink.backfill import kafka_tables, restarts, source_vertices
 from bot.domain.flink.statements import StatementError, split
 from bot.domain.flink.status import FlinkError, FlinkJobMissing, FlinkUnavailable, JobStatus, pick
 from bot.domain.flink.status import samples as flink_samples
 from bot.domain.lineage.model import Job
+from bot.domain.ops import BackfillRequest
 from bot.domain.sli.pipeline import Sli
 from bot.domain.sli.samples import Sample
 from bot.flink.planner import Planner, PlannerUnavailable
@@ -101,9 +102,12 @@ class FlinkService:
 
     # --- a backfill the Flink way ---------------------------------------------------------------
 
-    async def plan_backfill(self, job: Job, topics: list[str], sql: str | None) -> dict[str, Any]:
-        """What a Flink backfill of ``topics`` will do to ``job`` (running now): its SQL, the Kafka tables reading the topics
-        and their source operators in the running job. FlinkError when it cannot be done, nothing changed."""
+    async def plan_backfill(self, job: Job, request: BackfillRequest, moves: list[dict[str, Any]], partitions: dict[str, list[int]],
+                            sql: str | None) -> dict[str, Any]:
+        """What a Flink backfill (``moves``, on topics of ``partitions``) will do to ``job`` (running now): its SQL, the Kafka
+        tables reading the topics, their source operators in the running job and where each starts again. FlinkError when it
+        cannot be done, nothing changed."""
+        topics = sorted({m["topic"] for m in moves})
         if (why := self.unready()) is not None:
             raise FlinkError(why)
         assert self.planner is not None and self.savepoint_dir
@@ -128,7 +132,7 @@ class FlinkService:
         if refused:
             raise FlinkError(f"the job's SQL ({origin}) does not pass Flink's planner: {refused[0]['error'][-1][1][:300]}")
         tables = kafka_tables(described.get("tables") or {}, topics)
-        unread = sorted(set(topics) - set(tables.values()))
+        unread = sorted(set(topics) - {t for read in tables.values() for t in read})
         if unread:
             raise FlinkError(f"no table of the 'kafka' connector in the SQL of {job.id.name} ({origin}) reads {', '.join(unread)}")
         vertices = source_vertices((await self._rest().get(f"/jobs/{running['jid']}")).get("vertices") or [], list(tables))
@@ -136,7 +140,8 @@ class FlinkService:
         if lost:
             raise FlinkError(f"the running job {running['jid']} has no single source operator for {', '.join(lost)}: is it the job of this SQL?")
         return {"job": job.id.name, "job_id": running["jid"], "version": version, "sql": sql, "sql_from": origin, "tables": tables,
-                "vertices": vertices, "savepoint_dir": self.savepoint_dir}
+                "vertices": vertices, "savepoint_dir": self.savepoint_dir,
+                "starts": restarts(tables, moves, partitions, request.to_time, request.to_end)}
 
     async def samples(self, jobs: dict[str, str]) -> list[Sample]:
         """SLI samples from Flink itself for each pipeline's job (pipeline -> job): checkpoint duration (once per checkpoint) and
@@ -296,7 +301,7 @@ class FlinkService:
             progress = {**progress, "step": "rewrite", "copy": copy}
             await save(progress)
         if progress["step"] == "rewrite":
-            progress = {**progress, "step": "submit", "new_job": await self._start(flink, progress["copy"], starts(moves))}
+            progress = {**progress, "step": "submit", "new_job": await self._start(flink, progress["copy"], flink["starts"])}
             await save(progress)
         if progress["step"] == "submit":
             await self._restored(rest, progress["new_job"], progress["copy"])

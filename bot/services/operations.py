@@ -207,7 +207,9 @@ class Operations:
         if readers:
             assert self.flink is not None
             try:
-                plan["flink"] = await self.flink.plan_backfill(await self.flink.job(readers[0]), sorted({m.topic for m in moves}), sql)
+                topics = sorted({m.topic for m in moves})
+                partitions = await self._ask(lambda cluster: cluster.partitions_of(topics))
+                plan["flink"] = await self.flink.plan_backfill(await self.flink.job(readers[0]), request, plan["moves"], partitions, sql)
             except FlinkError as err:
                 raise OpsError(f"{request.group} is read by the Flink job {readers[0]}, and its backfill cannot be planned the Flink way: "
                                f"{err}. Nothing moved") from None
@@ -473,6 +475,9 @@ class Operations:
             raise OpsError(f"#{operation} is {row.state}, not waiting for a confirmation; nothing changed")
         if actor.surface == "slack" and (why := await self.refusal(actor.user, row.team)):
             raise OpsError(why)
+        if row.kind == OpKind.BACKFILL.value and row.plan.get("flink") and "starts" not in row.plan["flink"]:
+            raise OpsError(f"#{operation} was planned by an earlier version of the bot, which did not work out where each source starts "
+                           "again: plan it again; nothing changed")
         if row.plan.get("flink"):
             first = "starting" if row.kind == OpKind.RESUME.value else "stopping"
             how = "from its savepoint" if row.kind == OpKind.RESUME.value else "with a savepoint"

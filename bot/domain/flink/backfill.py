@@ -6,22 +6,72 @@ sources told where to begin; every other operator keeps its state."""
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Any
+
+from bot.domain.flink.status import FlinkError
 
 STEPS = ("savepoint", "rewrite", "submit", "verify")  # in order; each is recorded once done, so a run resumes after the last
 
 
-def kafka_tables(tables: dict[str, dict[str, Any]], topics: list[str]) -> dict[str, str]:
-    """The tables of the ``kafka`` connector reading one of ``topics`` (table -> topic), from the planner's description."""
-    found: dict[str, str] = {}
+def kafka_tables(tables: dict[str, dict[str, Any]], topics: list[str]) -> dict[str, list[str]]:
+    """The tables of the ``kafka`` connector reading one of ``topics``, each with every topic it reads (table -> topics), from
+    the planner's description. FlinkError for a table reading by ``topic-pattern`` a name among them: which topics its
+    source would start again cannot be told from the SQL."""
+    found: dict[str, list[str]] = {}
     for name, table in sorted(tables.items()):
         options = table.get("options") or {}
         if options.get("connector") != "kafka":
             continue
-        for topic in (t.strip() for t in str(options.get("topic", "")).split(";")):
-            if topic in topics:
-                found[name] = topic
+        if pattern := options.get("topic-pattern"):
+            if any(_matches(str(pattern), topic) for topic in topics):
+                raise FlinkError(f"table {name} reads every topic matching {pattern!r}: a backfill drops its source's state for all of "
+                                 "them, and which topics that is cannot be told from the SQL. Name the topics in 'topic' to backfill it")
+            continue
+        read = [t.strip() for t in str(options.get("topic", "")).split(";") if t.strip()]
+        if set(read) & set(topics):
+            found[name] = read
     return found
+
+
+def _matches(pattern: str, topic: str) -> bool:
+    try:
+        return re.fullmatch(pattern, topic) is not None
+    except re.error:
+        return True  # a pattern Python cannot read may still match: say so rather than guess it does not
+
+
+def restarts(sources: dict[str, list[str]], moves: list[dict[str, Any]], partitions: dict[str, list[int]], to_time: datetime | None,
+             to_end: str | None) -> dict[str, dict[str, str]]:
+    """Per topic, the start options of its Kafka sources: where the plan puts each partition. A source's state is dropped
+    whole, so it starts again on every topic and partition it reads: FlinkError when the plan leaves some of them out
+    (they would be read again from wherever the source's fallback puts them), or asks a source of several topics for
+    offsets per partition, which Flink's Kafka source takes only for a table of one topic (a time or either end it takes)."""
+    targets: dict[str, dict[int, int]] = {}
+    for move in moves:
+        targets.setdefault(move["topic"], {})[int(move["partition"])] = int(move["target"])
+    for table, read in sorted(sources.items()):
+        if left := [t for t in read if t not in targets]:
+            raise FlinkError(f"table {table} reads {', '.join(read)}, and a backfill drops its source's state as a whole: "
+                             f"{', '.join(left)} would start again too. Backfill them together ({','.join(read)})")
+        for topic in read:
+            if missing := sorted(set(partitions[topic]) - set(targets[topic])):
+                raise FlinkError(f"a backfill drops the state of table {table}'s source as a whole, so partition"
+                                 f"{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} of {topic} would start again too: "
+                                 "backfill every partition (leave out --partitions; --to-offsets naming each)")
+    if all(len(read) == 1 for read in sources.values()):
+        return {topic: {"scan.startup.mode": "specific-offsets",
+                        "scan.startup.specific-offsets": ";".join(f"partition:{p},offset:{o}" for p, o in sorted(offsets.items()))}
+                for topic, offsets in sorted(targets.items())}
+    several = next(table for table, read in sorted(sources.items()) if len(read) > 1)
+    if to_time is not None:
+        start = {"scan.startup.mode": "timestamp", "scan.startup.timestamp-millis": str(int(to_time.timestamp() * 1000))}
+    elif to_end is not None:
+        start = {"scan.startup.mode": f"{to_end}-offset"}
+    else:
+        raise FlinkError(f"table {several} reads {', '.join(sources[several])}, and Flink's Kafka source starts a table of several topics "
+                         "at a time or at either end, not at offsets per partition: backfill with --to-time, --by-duration or --to-earliest")
+    return {topic: dict(start) for topic in sorted(targets)}
 
 
 def source_vertices(vertices: list[dict[str, Any]], tables: list[str]) -> dict[str, str]:
@@ -33,16 +83,6 @@ def source_vertices(vertices: list[dict[str, Any]], tables: list[str]) -> dict[s
         if len(matches) == 1:
             found[table] = matches[0]
     return found
-
-
-def starts(moves: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
-    """Per topic, the source options that start it at the plan's targets: every partition at its exact offset."""
-    by_topic: dict[str, list[tuple[int, int]]] = {}
-    for move in moves:
-        by_topic.setdefault(move["topic"], []).append((int(move["partition"]), int(move["target"])))
-    return {topic: {"scan.startup.mode": "specific-offsets",
-                    "scan.startup.specific-offsets": ";".join(f"partition:{p},offset:{o}" for p, o in sorted(offsets))}
-            for topic, offsets in sorted(by_topic.items())}
 
 
 def plan_lines(flink: dict[str, Any], reread: int) -> list[str]:
