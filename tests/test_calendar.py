@@ -191,19 +191,21 @@ async def test_entries_conflict_on_their_own_datasets_not_only_below_them(slack:
 
 
 @pytest.mark.parametrize("body, field, message", [
-    ({"end": "2026-12-03T01:00:00Z"}, "", "before it starts"),
+    ({"end": "2026-12-03T01:00:00Z"}, "end", "before it starts"),
+    ({"end": "2026-12-03T02:00:00Z"}, "end", "the window ends when it starts (2026-12-03 02:00 UTC): give it a length"),
+    ({"end": "2036-12-03T02:00:00Z"}, "end", "2026-12-03 to 2036-12-03 is 3,653 days; book at most a year (is the year right?)"),
     ({"scope": {"jobs": ["ghost"]}}, "scope", "unknown job ghost"),
     ({"kind": "party"}, "kind", "is not one of"),
     ({"kind": "schema_change"}, "kind", "booked by their proposals"),
     ({"owner": "nobody-team"}, "owner", "unknown team"),
-    ({"start": "tomorrow"}, "", "ISO 8601"),
+    ({"start": "tomorrow"}, "start", "start: 'tomorrow' is not an ISO 8601 time"),
 ])
 async def test_bad_bookings_are_refused_and_nothing_is_stored(slack: SlackHarness, body: dict[str, Any], field: str, message: str) -> None:
     await three_hops(slack)
     booking = {"kind": "maintenance", "title": "t", "start": "2026-12-03T02:00:00Z", "end": "2026-12-03T04:00:00Z",
                "owner": "orders-team", "booked_by": ALICE, "scope": {}, **body}
     status, answer = await api(slack, "POST", "/api/v1/calendar", booking)
-    assert status == 400 and message in answer["error"]
+    assert status == 400 and message in answer["error"] and answer.get("field") == (field or None), answer
     assert await slack.bot.calendar.listing(at(1), at(31)) == []
 
 
@@ -400,6 +402,7 @@ async def test_oncall_adds_and_lifts_freezes_and_teams_move_or_cancel_their_entr
                                            booked_by=BOB, scope=Scope(jobs=frozenset({"export"})), surface="test")
     slack.ws.usergroups[next(g for g, v in slack.ws.usergroups.items() if v["handle"] == "orders-team")]["users"].append("U0000CAROL")
     await say(f"/calendar move {other} 2026-12-03T05:00:00Z 2026-12-03T04:00:00Z", BOB, "before it starts")
+    await say(f"/calendar move {other} 2026-12-03T05:00:00Z 2036-12-03T04:00:00Z", BOB, "book at most a year (is the year right?); nothing changed")
     await say(f"/calendar move {other} 2026-12-04T05:00:00Z 2026-12-04T07:00:00Z", BOB, "now runs 2026-12-04 05:00–07:00 UTC.\nNo conflict.")
     moved = await slack.bot.calendar.entry(other)
     assert moved is not None and moved.sequence == 1 and moved.start.replace(tzinfo=UTC) == at(4, 5)
@@ -458,8 +461,10 @@ async def test_the_booking_form_shows_every_problem_at_its_field_and_books(slack
     start = int(at(3, 2).timestamp())
     backwards = await slack.driver.submit(form.id, values(start, start - 3600), user=BOB)
     assert backwards.json["errors"] == {ids.END_BLOCK: "The window ends before it starts"}
+    instant = await slack.driver.submit(form.id, values(start, start), user=BOB)
+    assert instant.json["errors"] == {ids.END_BLOCK: "The window ends when it starts (2026-12-03 02:00 UTC): give it a length"}
     ghost = await slack.driver.submit(form.id, values(start, start + 7200, "export, ghost"), user=BOB)
-    assert "unknown job ghost" in ghost.json["errors"][ids.JOBS_BLOCK]
+    assert ghost.json["errors"][ids.JOBS_BLOCK].startswith("Unknown job ghost")  # at its field, without "scope: "
     assert await slack.bot.calendar.listing(at(1), at(31)) == []
     booked = await slack.driver.submit(form.id, values(start, start + 7200), user=BOB)
     assert booked.json["response_action"] == "update" and booked.json["view"]["title"]["text"] == "Booked #1"

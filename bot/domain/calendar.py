@@ -54,7 +54,7 @@ class Window:
         if self.start.tzinfo is None or self.end.tzinfo is None:
             raise CalendarError("a window needs times with a time zone")
         if self.end < self.start:
-            raise CalendarError(f"the window ends ({self.end:%Y-%m-%d %H:%M} UTC) before it starts ({self.start:%Y-%m-%d %H:%M} UTC)")
+            raise CalendarError(f"end: the window ends ({self.end:%Y-%m-%d %H:%M} UTC) before it starts ({self.start:%Y-%m-%d %H:%M} UTC)")
 
     def contains(self, moment: datetime) -> bool:
         """Whether ``moment`` falls inside (the end excluded)."""
@@ -67,6 +67,19 @@ class Window:
         if other.start == other.end:
             return self.contains(other.start)
         return self.start < other.end and other.start < self.end
+
+
+MAX_BOOKING = timedelta(days=366)
+
+
+def booked(window: Window) -> Window:
+    """A window a person books or moves an entry to: it lasts, and for at most a year (a longer one is a typo in the year)."""
+    if window.end == window.start:
+        raise CalendarError(f"end: the window ends when it starts ({window.start:%Y-%m-%d %H:%M} UTC): give it a length")
+    if window.end - window.start > MAX_BOOKING:
+        raise CalendarError(f"end: {window.start:%Y-%m-%d} to {window.end:%Y-%m-%d} is {(window.end - window.start).days:,} days; "
+                            "book at most a year (is the year right?)")
+    return window
 
 
 @dataclass(frozen=True)

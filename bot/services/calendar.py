@@ -13,7 +13,7 @@ from sqlalchemy import update
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from bot.domain.calendar import CalendarError, ChangeHours, Conflict, Entry, Freeze, Kind, Scope, Status, Window, conflicts
+from bot.domain.calendar import CalendarError, ChangeHours, Conflict, Entry, Freeze, Kind, Scope, Status, Window, booked, conflicts
 from bot.domain.lineage.graph import LineageError, LineageGraph
 from bot.domain.lineage.model import DatasetId
 from bot.services.audit import record as audit
@@ -50,6 +50,8 @@ class CalendarService:
     async def change(self, entry_id: int, user: str, *, window: Window | None = None, surface: str = "slack") -> CalendarEntry:
         """Move an entry (``window``) or cancel it (no window), conditionally on it still being active; audited.
         Whether ``user`` may is the caller's to check (the owner team or an oncall member)."""
+        if window is not None:
+            booked(window)
         async with self.db.session() as session:
             entry = await session.get(CalendarEntry, entry_id)
             if entry is None:
@@ -121,29 +123,29 @@ class CalendarService:
                   surface: str) -> int:
         """Book a window for anything but a proposal; CalendarError (nothing stored) for bad input."""
         try:
-            booked = Kind(kind)
+            wanted = Kind(kind)
         except ValueError:
             raise CalendarError(f"kind: {kind!r} is not one of {', '.join(k.value for k in Kind)}") from None
-        if booked is Kind.SCHEMA_CHANGE:
+        if wanted is Kind.SCHEMA_CHANGE:
             raise CalendarError("kind: schema changes are booked by their proposals (/schema propose with a planned window)")
-        if booked is Kind.EMERGENCY:
+        if wanted is Kind.EMERGENCY:
             raise CalendarError("kind: emergency entries are booked when two oncall people ship a held change during a freeze")
-        if booked is Kind.TRANSITION:
+        if wanted is Kind.TRANSITION:
             raise CalendarError("kind: a transition's deadline is booked by the transition (/schema propose SUBJECT --transition)")
         if not title.strip() or len(title) > MAX_TITLE:
             raise CalendarError(f"title: required, at most {MAX_TITLE} characters")
-        window = Window(start, end)
+        window = booked(Window(start, end))
         teams = await self.lineage.teams()
         if owner not in teams:
             raise CalendarError(f"owner: unknown team {owner!r} (teams: {', '.join(sorted(teams)) or 'none'})")
         await self._check_scope(scope)
         async with self.db.session() as session:
-            entry = self.book(session, kind=booked, title=title.strip(), window=window, owner=owner, booked_by=booked_by, scope=scope,
+            entry = self.book(session, kind=wanted, title=title.strip(), window=window, owner=owner, booked_by=booked_by, scope=scope,
                               status=Status.CONFIRMED)
             await session.flush()
             assert entry.id is not None
             audit(session, booked_by, surface, "booked", "calendar", str(entry.id),
-                  {"kind": booked.value, "start": window.start.isoformat(), "end": window.end.isoformat(), "scope": scope.as_json()})
+                  {"kind": wanted.value, "start": window.start.isoformat(), "end": window.end.isoformat(), "scope": scope.as_json()})
             await session.commit()
         return entry.id
 

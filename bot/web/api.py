@@ -69,6 +69,7 @@ ENDPOINTS = (
 Route = Callable[[web.Request], Awaitable[web.StreamResponse]]
 USER_ID = re.compile(r"[UW][A-Z0-9]{2,20}")
 MAX_NOTES = 10_000
+BOOKING_FIELDS = ("kind", "title", "start", "end", "owner", "scope", "booked_by")
 MAX_SAMPLES = 10_000
 
 
@@ -251,12 +252,19 @@ def add_routes(app: web.Application, tokens: Sequence[ApiToken], lineage: Lineag
         missing = [key for key, value in texts.items() if not isinstance(value, str) or not value.strip()]
         if missing:
             raise BadRequest(f"{missing[0]}: required string", missing[0])
+        times = {}
+        for key in ("start", "end"):
+            try:
+                times[key] = moment(texts[key])
+            except CalendarError as err:
+                raise BadRequest(f"{key}: {err}", key) from None
         try:
-            number = await calendar.add(kind=str(texts["kind"]), title=str(texts["title"]), start=moment(texts["start"]), end=moment(texts["end"]),
+            number = await calendar.add(kind=str(texts["kind"]), title=str(texts["title"]), start=times["start"], end=times["end"],
                                         owner=str(texts["owner"]), booked_by=f"{texts['booked_by']} (api token {token.name})"[:64],
                                         scope=Scope.from_json(scope), surface="api")
         except CalendarError as err:
-            raise BadRequest(str(err), str(err).split(":", 1)[0] if ":" in str(err) else None) from None
+            named = str(err).split(":", 1)[0]
+            raise BadRequest(str(err), named if named in BOOKING_FIELDS else None) from None
         return web.json_response(await calendar.listed(number), status=201)
 
     gate = Gate(proposals.db, proposals.registry, proposals.calendar, proposals.clock, proposals.references)

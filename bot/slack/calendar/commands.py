@@ -146,9 +146,10 @@ class CalendarCommands:
                                              booked_by=body["user"]["id"], scope=Scope(frozenset(subjects), frozenset(datasets), frozenset(jobs)),
                                              surface="slack")
         except CalendarError as err:
-            field = str(err).split(":", 1)[0]
-            block = {"kind": ids.KIND_BLOCK, "title": ids.TITLE_BLOCK, "owner": ids.OWNER_BLOCK, "scope": ids.JOBS_BLOCK}.get(field, ids.END_BLOCK)
-            await ack(response_action="errors", errors={block: str(err)[:150]})
+            field, _, said = str(err).partition(": ")
+            blocks = {"kind": ids.KIND_BLOCK, "title": ids.TITLE_BLOCK, "owner": ids.OWNER_BLOCK, "scope": ids.JOBS_BLOCK, "end": ids.END_BLOCK}
+            shown = said[:1].upper() + said[1:] if field in blocks else str(err)  # at its field, the field's name goes without saying
+            await ack(response_action="errors", errors={blocks.get(field, ids.END_BLOCK): shown[:150]})
             return
         booked = await self.calendar.listed(number)
         await ack(response_action="update", view={"type": "modal", "callback_id": ids.CALENDAR_RESULT_VIEW,
