@@ -162,6 +162,9 @@ async def test_bad_samples_are_refused_one_by_one(slack: SlackHarness) -> None:
                                       {**sample("source_lag", 1.0), "value": "NaN"}, {**sample("source_lag", 1.0), "time": "yesterday"}, 7])
     assert status == 200 and body["accepted"] == 1
     assert [r["kind"] for r in body["refused"]] == ["unknown_sli", "unknown_pipeline", "bad_value", "bad_time", "malformed"]
+    status, body = await send(slack, [sample("commit_success_rate", 1.5), sample("dlq_volume", -3), sample("source_lag", -0.4)])
+    assert [r["error"] for r in body["refused"]] == ["commit_success_rate is a ratio from 0 to 1, not 1.5", "dlq_volume is never negative, not -3"]
+    assert body["accepted"] == 1  # a lag a little below zero is two clocks' skew, not a bad sample
     status, body = await send(slack, {"not": "a list"})  # type: ignore[arg-type]
     assert status == 400
     async with aiohttp.ClientSession() as http, http.post(f"{slack.bot.url}/api/v1/metrics", data="[{", headers={

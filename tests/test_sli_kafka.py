@@ -113,16 +113,23 @@ async def test_samples_in_both_encodings_alert_and_resolve_and_bad_records_are_s
     assert producer.flush(30) == 0
     await slack.ws.wait_for(lambda: len([m for m in alerts(slack) if "Resolved" in read(m)]) == 2, timeout=60)
     assert len(alerts(slack)) == 2
+    producer.produce(metrics, key=b"raw-pipe", value=avro(record("raw-pipe", "schema_error_rate", 1.7)))  # no ratio: refused on the fast path too
+    assert producer.flush(30) == 0
+    for _ in range(200):
+        if rejected["bad_value"] == 2:
+            break
+        await asyncio.sleep(0.1)
+    assert rejected["bad_value"] == 2 and len(alerts(slack)) == 2 and not [m for m in alerts(slack) if "PAGE" in read(m) and "Resolved" not in read(m)]
 
     admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
     group = f"g-{metrics}"
     for _ in range(100):  # the consumer committed past every record, the bad ones included
         committed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(timeout=10).topic_partitions
-        if sum(max(tp.offset, 0) for tp in committed or []) == len(bad) + len(good) + 2:
+        if sum(max(tp.offset, 0) for tp in committed or []) == len(bad) + len(good) + 3:
             break
         await asyncio.sleep(0.1)
     else:
-        raise AssertionError(f"committed offsets {committed} do not cover all {len(bad) + len(good) + 2} records")
+        raise AssertionError(f"committed offsets {committed} do not cover all {len(bad) + len(good) + 3} records")
 
 
 async def test_the_lag_poller_alerts_on_a_group_that_stops_and_resolves_when_it_catches_up(kafka_bot: tuple[SlackHarness, str],

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
-from bot.domain.sli.samples import EARLIEST_US, PIPELINE_SAMPLE_SCHEMA, Sample, SampleError, Series, checked, latest_believed, micros
+from bot.domain.sli.samples import EARLIEST_US, PIPELINE_SAMPLE_SCHEMA, RANGES, Sample, SampleError, Series, checked, latest_believed, micros
 from bot.domain.sli.wire import Key, Reader
 from bot.kafka.avro import DecodeError, Decoder, Registry
 from bot.kafka.clients import BACKLOG_READER, settings
@@ -58,7 +58,7 @@ class MetricsConsumer:
                                   "fetch.wait.max.ms": 100, "error_cb": self._on_error, **BACKLOG_READER}))
         self.decoder = Decoder(PIPELINE_SAMPLE_SCHEMA, Registry(registry_url) if registry_url else None)
         self.wire = Reader()
-        self._valid: set[Key] = set()  # series whose names a general decode found good (a known SLI, a pipeline named)
+        self._valid: dict[Key, tuple[float, float]] = {}  # series whose names a general decode found good, and their SLI's range
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self.consumed = 0
@@ -145,10 +145,11 @@ class MetricsConsumer:
                 found = wire(value[5:])
             if found is not None:
                 key, number, ms = found
-                series = batch.get(key)
-                if series is not None or key in valid:
+                bounds = valid.get(key)
+                if bounds is not None:
                     time_us = ms * 1000
-                    if EARLIEST_US <= time_us <= newest_us and number - number == 0:  # finite, and not in the future
+                    if EARLIEST_US <= time_us <= newest_us and bounds[0] <= number <= bounds[1]:  # not in the future; finite, in range
+                        series = batch.get(key)
                         if series is None:
                             series = batch[key] = Series()
                         if series.labels is None:
@@ -162,7 +163,7 @@ class MetricsConsumer:
             except (DecodeError, SampleError) as err:
                 refused.append((err.kind, f"{err} (partition {message.partition()}, offset {message.offset()})"))
                 continue
-            valid.add((sample.pipeline, sample.sli))
+            valid[(sample.pipeline, sample.sli)] = RANGES[sample.sli]
             series = batch.get((sample.pipeline, sample.sli))
             if series is None:
                 series = batch[(sample.pipeline, sample.sli)] = Series()

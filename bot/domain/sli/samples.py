@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -61,6 +62,9 @@ def checked(pipeline: Any, sli: Any, value: Any, time: Any, labels: Any, known: 
         value = float(value)
     if not math.isfinite(value):
         raise SampleError("bad_value", f"the value must be a finite number, not {value}")
+    low, high = RANGES[kind]
+    if not low <= value <= high:
+        raise SampleError("bad_value", f"{kind} {'is a ratio from 0 to 1' if high == 1 else 'is never negative'}, not {value:g}")
     if isinstance(time, str):
         try:
             time = datetime.fromisoformat(time.replace("Z", "+00:00"))
@@ -135,3 +139,8 @@ def latest_believed(now: datetime) -> datetime:
 
 
 _SLIS = {s.value: s for s in Sli}
+RANGES = {sli: (0.0, 1.0) if sli in (Sli.COMMIT_SUCCESS_RATE, Sli.SCHEMA_ERROR_RATE, Sli.BACKPRESSURE)
+          else (-sys.float_info.max, sys.float_info.max) if sli in (Sli.SOURCE_LAG, Sli.FRESHNESS, Sli.RETENTION_HEADROOM)
+          else (0.0, sys.float_info.max) for sli in Sli}
+# The values each SLI can have: ratios from 0 to 1, counts and durations on one clock never negative; a time between two
+# clocks may be a little below zero (skew), and headroom below zero is data already gone. A finite bound keeps out infinities.
