@@ -326,9 +326,14 @@ async def test_cli_status_prints_the_json_contract(slack: SlackHarness, migrated
                                    capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 0, done.stderr
     rows = json.loads(done.stdout)
-    assert {tuple(sorted(r)) for r in rows} == {("episode", "pipeline", "since", "sli", "state", "threshold", "value")}
+    assert {tuple(sorted(r)) for r in rows} == {("age_seconds", "episode", "measured_at", "pipeline", "since", "sli", "state", "threshold", "value")}
     errors = next(r for r in rows if r["sli"] == "schema_error_rate")
     assert errors["state"] == "page firing" and errors["value"] == 0.5 and errors["episode"]
+    assert errors["measured_at"] == T0.isoformat() and errors["age_seconds"] > 0  # as old as the sample: the bot need not be running
+    assert next(r for r in rows if r["sli"] == "freshness")["measured_at"] is None  # never measured: no value, no time
+    text = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "sli", "status", "enrich-orders"], capture_output=True, text=True,
+                                   env=env, timeout=60)
+    assert "measured 2026-12-01 09:00 UTC (" in next(line for line in text.stdout.splitlines() if "schema_error_rate" in line)
     missing = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "sli", "status", "ghost"], capture_output=True, text=True,
                                       env=env, timeout=60)
     assert missing.returncode == 1 and "no pipeline 'ghost'" in missing.stderr

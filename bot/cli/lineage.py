@@ -24,6 +24,7 @@ from bot.domain.lineage.graph import Impact, LineageError, LineageGraph
 from bot.domain.lineage.model import DatasetId
 from bot.domain.lineage.openlineage import LineageEvent, OpenLineageError, parse_event
 from bot.domain.readers import Activity, Census
+from bot.domain.text import ago
 from bot.services.census import CensusError, CensusService
 from bot.services.lineage import LineageService
 from bot.services.outbox import Outbox
@@ -341,8 +342,7 @@ def census_lines(census: Census) -> list[str]:
 
 
 def _age(census: Census) -> str:
-    seconds = int(census.age.total_seconds()) if census.age is not None else 0
-    return f"{seconds} s" if seconds < 120 else f"{seconds // 60} min" if seconds < 7200 else f"{seconds // 3600} h"
+    return ago(census.age.total_seconds() if census.age is not None else 0)
 
 
 def impact_text(impact: Impact, teams: set[str]) -> str:

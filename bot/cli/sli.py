@@ -8,6 +8,7 @@ from typing import Any
 
 from bot.cli.errors import USAGE_ERROR, CommandError, command
 from bot.cli.store import NotMigrated, with_database
+from bot.domain.text import ago
 from bot.services.lineage import LineageService
 from bot.services.outbox import Outbox
 from bot.services.sli import SliError, SliService
@@ -40,7 +41,8 @@ def _sli(work: Any) -> Any:
 
 
 def run_status(args: argparse.Namespace) -> int:
-    """``bot sli status [PIPELINE]``: ``[{"pipeline", "sli", "value", "threshold", "state", "since", "episode"}]``."""
+    """``bot sli status [PIPELINE]``: ``[{"pipeline", "sli", "value", "threshold", "state", "since", "episode", "measured_at",
+    "age_seconds"}]`` (the value is the newest sample's, as old as it says: the bot may not be running)."""
     rows = _sli(lambda service: service.status(args.pipeline))
     if args.format == "json":
         print(json.dumps(rows, indent=2, ensure_ascii=False))
@@ -50,7 +52,8 @@ def run_status(args: argparse.Namespace) -> int:
     for row in rows:
         value = "—" if row["value"] is None else f"{row['value']:g}"
         since = f" since {row['since']}" if row["since"] else ""
-        print(f"{row['pipeline']:<24} {row['sli']:<20} {value:>12}  {row['state']:<22} ({row['threshold']}){since}")
+        measured = f"  measured {row['measured_at'][:16].replace('T', ' ')} UTC ({ago(row['age_seconds'])} ago)" if row["measured_at"] else ""
+        print(f"{row['pipeline']:<24} {row['sli']:<20} {value:>12}  {row['state']:<22} ({row['threshold']}){since}{measured}")
     return 0
 
 

@@ -11,3 +11,9 @@ def inert(text: str) -> str:
     """``text`` with each control character written as ``\\u00NN``, so it cannot move the cursor, clear or retitle a terminal
     (the same escape JSON uses: a JSON answer stays JSON)."""
     return CONTROL.sub(lambda found: f"\\u{ord(found.group()):04x}", text) if CONTROL.search(text) else text
+
+
+def ago(seconds: float) -> str:
+    """How old something is, for people: ``45 s``, ``12 min``, ``3 h``."""
+    whole = max(0, int(seconds))
+    return f"{whole} s" if whole < 120 else f"{whole // 60} min" if whole < 7200 else f"{whole // 3600} h"

@@ -585,7 +585,8 @@ class SliService:
         return rows
 
     async def status(self, pipeline: str | None = None) -> list[dict[str, Any]]:
-        """``[{"pipeline", "sli", "value", "threshold", "state", "since", "episode"}]`` for every SLI of every (or one) pipeline."""
+        """``[{"pipeline", "sli", "value", "threshold", "state", "since", "episode", "measured_at", "age_seconds"}]`` for every SLI of
+        every (or one) pipeline: ``value`` is the newest sample's, taken at ``measured_at`` (its own time), ``age_seconds`` ago."""
         catalog = await self.catalog()
         names = [(await self.pipeline(pipeline)).name] if pipeline is not None else sorted(catalog.pipelines)
         stored = {(r.pipeline, r.sli): State.from_json(r.state) for r in await self.series(pipeline)}
@@ -617,7 +618,9 @@ class SliService:
                         shown += f" (also late downstream: {', '.join(below)})"
                 out.append({"pipeline": name, "sli": sli.value, "value": state.last_value, "threshold": rule.threshold_text(),
                             "state": shown, "since": state.since.isoformat() if state.since else None,
-                            "episode": state.episode.fingerprint if state.episode and state.status in (Status.FIRING, Status.NO_DATA) else None})
+                            "episode": state.episode.fingerprint if state.episode and state.status in (Status.FIRING, Status.NO_DATA) else None,
+                            "measured_at": state.last_time.isoformat() if state.last_time else None,
+                            "age_seconds": max(0, int((now - state.last_time).total_seconds())) if state.last_time else None})
         return out
 
     async def history(self, pipeline: str, days: int = 7) -> list[SliEpisode]:

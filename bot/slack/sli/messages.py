@@ -257,7 +257,8 @@ def status_table(rows: list[dict[str, Any]]) -> list[str]:
                 str(row["state"]).split(" ")[0], ":grey_question:")
         since = f", since {when(datetime.fromisoformat(row['since']))}" if row["since"] else ""
         value = value_text(row["sli"], row["value"]) if row["value"] is not None else "—"
-        lines.append(f"{mark} *{TITLES[Sli(row['sli'])]}* — {value} · "
+        measured = f" (measured {when(datetime.fromisoformat(row['measured_at']))})" if row["measured_at"] else ""
+        lines.append(f"{mark} *{TITLES[Sli(row['sli'])]}* — {value}{measured} · "
                      f"{escape(row['threshold'])} · {escape(row['state'])}{since}")
     return lines
 
