@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
+from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from sqlmodel import select
 
@@ -883,3 +883,31 @@ async def test_an_operation_message_someone_deleted_in_slack_is_posted_again_whe
     await slack.ws.wait_for(lambda: [m for m in slack.ws.channel_messages("orders-pipeline", thread_ts=again.ts) if "cancel" in m.text.lower()]
                             or None, timeout=30)
     assert [m.ts for m in slack.ws.channel_messages("orders-pipeline") if f"#{row.id}:" in m.text] == [again.ts]  # once, not once per edit
+
+
+async def test_a_replay_into_a_topic_that_stamps_messages_as_appended_says_the_event_times_are_not_kept(
+        ops: tuple[SlackHarness, dict[str, str]], kafka_bootstrap: str, migrated_url: str) -> None:
+    slack, names = ops
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    stamped = f"orders.replay-{uuid.uuid4().hex[:8]}"  # message.timestamp.type=LogAppendTime: the broker overwrites each timestamp
+    admin.create_topics([NewTopic(stamped, 3, 1, config={"message.timestamp.type": "LogAppendTime"})])[stamped].result(timeout=30)
+    start = NOW - timedelta(days=1)
+    await asyncio.to_thread(produce, kafka_bootstrap, names["dlq"], 6, start, timedelta(seconds=1))
+
+    assert "is posted" in await answer(slack, f"/replay {names['dlq']} --to {names['target']}", ALICE)
+    plain = await op_message(slack, int((await latest(slack)).id or 0), lambda t: "messages to copy" in t)
+    assert "LogAppendTime" not in as_text(plain.text, plain.blocks)
+    assert "is posted" in await answer(slack, f"/replay {names['dlq']} --to {stamped}", ALICE)
+    row = await latest(slack)
+    plan = await op_message(slack, int(row.id or 0), lambda t: "messages to copy" in t)
+    assert (f"{stamped} stamps each message when it is appended (LogAppendTime): the copies written there carry the time of the replay, "
+            "not the events' own") in as_text(plan.text, plan.blocks)
+    assert "is running" in await clicked(slack, plan, ids.OPS_CONFIRM, ALICE)
+    await op_message(slack, int(row.id or 0), lambda t: "done" in t)
+    copies = await asyncio.to_thread(read_committed, kafka_bootstrap, stamped, 6)
+    assert all(m.timestamp()[0] == TIMESTAMP_LOG_APPEND_TIME and m.timestamp()[1] > int(NOW.timestamp() * 1000) - 60_000 for m in copies)  # as said
+
+    env = {**os.environ, "DATABASE_URL": migrated_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap}
+    dry = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "replay", names["dlq"], "--to", stamped, "--again", "--dry-run"],
+                                  env=env, capture_output=True, text=True, timeout=120)
+    assert dry.returncode == 0 and f"  ! {stamped} stamps each message when it is appended" in dry.stdout, dry.stdout + dry.stderr

@@ -33,6 +33,7 @@ from bot.domain.ops import (
     offsets_csv,
     replay_request,
     skipped,
+    stamp_notes,
     topics_named,
     topics_of,
 )
@@ -381,6 +382,8 @@ def show(row: Operation, form: str, final: bool, extra: dict[str, Any] | None = 
         if plan.get("route", {}).get("target", "") is None:
             for topic, count in sorted(plan["targets"].items(), key=lambda item: -item[1]):
                 print(f"    {count:>10,} back to {topic}")
+        for note in stamp_notes(str(row.request["dlq"]), plan.get("append_time") or []):
+            print(f"  ! {note}")
         if parked:
             print(f"  {parked:,} will be parked in {plan['parked_topic']}, not replayed: dead-lettered more than {plan['route']['max_replays']} times")
             for error, count in plan["parked_errors"].items():

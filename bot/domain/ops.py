@@ -146,6 +146,16 @@ class ReplayRequest:
         return self.target if self.target is not None else "their original topics"
 
 
+def stamp_notes(dlq: str, append_time: list[str]) -> list[str]:
+    """What a replay cannot keep of the events' own times, where a topic's broker stamps messages as they are appended."""
+    notes = [f"{dlq} stamps each letter when it is appended (message.timestamp.type=LogAppendTime): the timestamps the copies carry "
+             "are when the letters reached it, not the events' own"] if dlq in append_time else []
+    if others := [t for t in append_time if t != dlq]:
+        notes.append(f"{', '.join(others)} stamp{'s' if len(others) == 1 else ''} each message when it is appended (LogAppendTime): the "
+                     "copies written there carry the time of the replay, not the events' own")
+    return notes
+
+
 def header_matches(wanted: tuple[str, str] | None, headers: Headers) -> bool:
     """Whether ``headers`` hold the header ``wanted`` (name, value); everything matches no filter."""
     if wanted is None:

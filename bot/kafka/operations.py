@@ -26,7 +26,7 @@ from confluent_kafka import (
     Producer,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType  # type: ignore[attr-defined]
 
 from bot.domain.dead_letters import PARKED_REASON, REPLAY_COUNT, Route, error_of, original_partition, split
 from bot.domain.ops import (
@@ -100,6 +100,14 @@ class Cluster:
         if missing:
             raise OpsError(f"the cluster has no topic {', '.join(missing[:10])} (check the name: `kafka-topics --list`)")
         return found
+
+    def append_time(self, topics: list[str]) -> list[str]:
+        """Those of ``topics`` whose broker stamps each message with the time it is appended (``message.timestamp.type`` is
+        ``LogAppendTime``): a timestamp a producer gives is not kept there."""
+        asked = [ConfigResource(ResourceType.TOPIC, t) for t in sorted(set(topics))]
+        answers = self.admin.describe_configs(asked, request_timeout=TIMEOUT) if asked else {}
+        return sorted(resource.name for resource, future in answers.items()
+                      if getattr(future.result(timeout=TIMEOUT).get("message.timestamp.type"), "value", None) == "LogAppendTime")
 
     def watermarks(self, topic: str, partitions: list[int]) -> dict[int, tuple[int, int]]:
         """Earliest retained and next offset of each partition."""
@@ -195,6 +203,7 @@ class ReplayPlan:
     parked_errors: dict[str, int] = field(default_factory=dict)  # the parked letters' last errors, the most frequent first
     unrouted: int = 0  # letters that name no original topic
     missing: list[str] = field(default_factory=list)  # destinations the cluster does not have
+    append_time: list[str] = field(default_factory=list)  # the DLQ or destinations whose broker stamps messages as they are appended
 
     def as_json(self) -> dict[str, Any]:
         """For storage and ``--format json``."""
@@ -202,7 +211,7 @@ class ReplayPlan:
                 "filtered": self.filtered, "samples": self.samples, "target_partitions": self.target_partitions,
                 "same_partition": self.same_partition, "route": self.route.as_json(), "targets": self.targets, "partitions": self.partitions,
                 "parked": self.parked, "parked_topic": self.route.parked, "parked_errors": self.parked_errors, "unrouted": self.unrouted,
-                "missing": self.missing}
+                "missing": self.missing, "append_time": self.append_time}
 
     @classmethod
     def from_json(cls, request: ReplayRequest, data: dict[str, Any]) -> ReplayPlan:
@@ -213,7 +222,8 @@ class ReplayPlan:
             route, targets = Route(request.dlq, request.target, max_replays=1 << 30), {str(request.target): int(data["count"])}
         return cls([Span(*s) for s in data["spans"]], data["count"], data["skipped"], data.get("filtered", 0), list(data["samples"]),
                    data["target_partitions"], bool(data["same_partition"]), route, targets, dict(data.get("partitions") or {}),
-                   int(data.get("parked", 0)), dict(data.get("parked_errors") or {}), int(data.get("unrouted", 0)), list(data.get("missing") or []))
+                   int(data.get("parked", 0)), dict(data.get("parked_errors") or {}), int(data.get("unrouted", 0)), list(data.get("missing") or []),
+                   list(data.get("append_time") or []))
 
     @property
     def destinations(self) -> list[str]:
@@ -301,9 +311,10 @@ def scan(cluster: Cluster, request: ReplayRequest, earlier: list[Copied], regist
              for m in samples]
     targets = tally.targets
     known = {t: topics[t] for t in (*targets, route.parked) if t in topics}
+    stamped = cluster.append_time([request.dlq, *(t for t in (*targets, *([request.target] if request.target else [])) if t in topics)])
     return ReplayPlan(spans, tally.total, skipped, filtered, lines, target_partitions, target_partitions >= len(partitions), route, targets,
                       known, tally.parked, dict(sorted(tally.reasons.items(), key=lambda item: -item[1])[:5]), tally.unrouted,
-                      sorted(t for t in targets if t not in topics))
+                      sorted(t for t in targets if t not in topics), stamped)
 
 
 @dataclass

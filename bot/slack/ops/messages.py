@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bot.domain.flink.backfill import plan_lines, step_text
-from bot.domain.ops import BackfillRequest, OpKind, OpState, ReplayRequest, deleted_text, moves_table, skipped, topics_named
+from bot.domain.ops import BackfillRequest, OpKind, OpState, ReplayRequest, deleted_text, moves_table, skipped, stamp_notes, topics_named
 from bot.services.operations import DRY_RUN, Peek
 from bot.slack import ids
 from bot.slack.render import Reply, escape, mention, section
@@ -138,6 +138,7 @@ def replay_lines(row: Operation) -> list[str]:
     lines = [f"*{count - parked:,}* messages to copy {where}, each with its key, headers and original timestamp, "
              f"exactly once. {plan.get('skipped', 0):,} already copied by an earlier replay "
              f"({'copied again: --again' if request.again else 'skipped'}); {plan.get('filtered', 0):,} left out by the filter."]
+    lines += [f":warning: {escape(note)}." for note in stamp_notes(request.dlq, plan.get("append_time") or [])]
     if parked:
         lines.append(parked_line(plan))
     options = [f"since {request.since:%Y-%m-%d %H:%M} UTC" if request.since else "", f"until {request.until:%Y-%m-%d %H:%M} UTC" if request.until else "",
