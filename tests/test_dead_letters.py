@@ -20,6 +20,7 @@ from bot.domain.dead_letters import (
 )
 from bot.domain.lineage.catalog import read_catalog
 from bot.domain.ops import OpsError
+from bot.domain.text import inert
 
 CONNECT = [("__connect.errors.topic", b"orders"), ("__connect.errors.exception.class.name", b"org.apache.kafka.connect.errors.DataException"),
            ("__connect.errors.exception.message", b"Converting byte[] to Kafka Connect data failed\n  due to serialization error")]
@@ -46,6 +47,8 @@ def test_bytes_a_terminal_would_obey_or_that_are_not_text_are_shown_as_hex_and_n
     for value in (b"\xff\xfe", "orders\x1b", b"orders\x00"):  # a space no topic name has: refused, never routed to a topic "0x…"
         assert original_topic([("__connect.errors.topic", value)]).endswith(" (not text)")  # type: ignore[union-attr]
     assert original_topic([("__connect.errors.topic", b"0xfffe")]) == "0xfffe"  # a real topic of that name is still one
+    assert shown(b"a,b\r\n") == "a,b\r\n" and shown(b"safe\rEVIL") == "0x736166650d4556494c"  # a lone CR would overwrite the line
+    assert inert("a,b\r\nc\rd\x1b[2J\x9b") == "a,b\r\nc\\u000dd\\u001b[2J\\u009b"  # what the CLI prints: CSV's line ends kept
 
 
 def test_letters_group_by_error_the_most_frequent_first_with_their_topics_span_and_newest_examples() -> None:

@@ -234,7 +234,7 @@ def shown(value: str | bytes | None) -> str:
     if value is None:
         return ""
     text = value if isinstance(value, str) else _utf8(value)
-    if text is not None and not CONTROL.search(text.replace("\r\n", "\n")):  # line ends of either kind are text
+    if text is not None and not CONTROL.search(text):
         return text
     data = value.encode("utf-8") if isinstance(value, str) else value
     return "0x" + data[:64].hex() + ("…" if len(data) > 64 else "")

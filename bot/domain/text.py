@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # characters a terminal obeys rather than shows (tab and newline are kept)
+CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]|\r(?!\n)")  # what a terminal obeys rather than shows (tab, line ends kept)
 
 
 def inert(text: str) -> str:
