@@ -574,6 +574,10 @@ async def test_a_replay_killed_mid_way_resumes_from_its_last_transaction_exactly
     assert await asyncio.to_thread(wait_gone, below, 5) == set() and in_group(first.pid) == []  # nothing of it outlives it
     at_kill = sum(max(0, v) for v in committed(kafka_bootstrap, group, dlq).values())
     assert at_kill < 10_000
+    looked = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "ops", "status"], env={**os.environ, **env}, capture_output=True,
+                                     text=True, timeout=60)
+    line = next(line for line in looked.stdout.splitlines() if dlq in line)
+    assert " running " in line and "; last heard " in line and "the process running it has ended" in line, line  # not shown as live
 
     second = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "replay", dlq, "--to", target, "--yes", "--format", "json"],
                                      env={**os.environ, **env}, capture_output=True, text=True, timeout=180)

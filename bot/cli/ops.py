@@ -12,7 +12,7 @@ import getpass
 import json
 import os
 import sys
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from bot.cli.errors import USAGE_ERROR, CommandError, command
@@ -38,6 +38,7 @@ from bot.domain.ops import (
     topics_of,
 )
 from bot.domain.ops import name as checked_name
+from bot.domain.text import ago
 from bot.flink.planner import Planner
 from bot.kafka.avro import Registry
 from bot.services import leases
@@ -48,7 +49,7 @@ from bot.services.operations import DRY_RUN, Actor, Operations
 from bot.services.outbox import Outbox
 from bot.services.sli import SliService
 from bot.store.database import Database
-from bot.store.models import Operation, utcnow
+from bot.store.models import Operation, aware, utcnow
 
 REFUSED = 1
 
@@ -304,9 +305,24 @@ def run_status(args: argparse.Namespace) -> int:
         return 0
     if not rows:
         print("no operation yet: `bot backfill` or `bot replay` plans one")
+    now = utcnow()
     for row in rows:
-        print(f"#{row.id:<5} {row.kind:<9} {row.state:<11} {summary(row)}  ({row.requested_by} via {row.surface}, {row.created_at:%Y-%m-%d %H:%M})")
+        print(f"#{row.id:<5} {row.kind:<9} {row.state:<11} {summary(row)}  ({row.requested_by} via {row.surface}, {row.created_at:%Y-%m-%d %H:%M})"
+              + heard(row, now))
     return 0
+
+
+def heard(row: Operation, now: datetime) -> str:
+    """For a run under way: when its runner last wrote, and whether it went quiet (its lease ran out: the figures are from
+    then, and the next bot to look takes the run over). Empty for anything else."""
+    if row.state not in (OpState.RUNNING.value, OpState.CANCELLING.value):
+        return ""
+    said = f"; last heard {aware(row.updated_at):%H:%M} UTC ({ago((now - aware(row.updated_at)).total_seconds())} ago)"
+    if leases.holder(row.lease_owner) is leases.Holder.DEAD:
+        said += "; the process running it has ended: the next `bot replay … --yes` or a running bot takes it over"
+    elif row.lease_until is not None and aware(row.lease_until) < now:
+        said += f"; its runner went quiet at {aware(row.lease_until):%Y-%m-%d %H:%M} UTC: a running bot takes it over"
+    return said
 
 
 def run_cancel(args: argparse.Namespace) -> int:
@@ -332,7 +348,8 @@ def as_json(row: Operation) -> dict[str, Any]:
     """An operation for scripts."""
     return {"operation": row.id, "kind": row.kind, "state": row.state, "team": row.team, "requested_by": row.requested_by, "surface": row.surface,
             "request": row.request, "plan": row.plan, "progress": row.progress, "result": row.result or None,
-            "created_at": row.created_at.isoformat(), "calendar_entry": row.calendar_entry}
+            "created_at": row.created_at.isoformat(), "updated_at": aware(row.updated_at).isoformat(), "calendar_entry": row.calendar_entry,
+            "lease_until": aware(row.lease_until).isoformat() if row.lease_until else None}
 
 
 def summary(row: Operation) -> str:
