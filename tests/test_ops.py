@@ -525,6 +525,8 @@ async def test_cancel_stops_a_running_replay_at_a_transaction_boundary(ops: tupl
     plan = await op_message(slack, int(row.id or 0), lambda t: "3,000" in t)
     await clicked(slack, plan, ids.OPS_CONFIRM, ALICE)
     running = await op_message(slack, int(row.id or 0), lambda t: "Progress:" in t)
+    listed = await answer(slack, "/ops status", ALICE)
+    assert f"Replay #{row.id}" in listed and "(as of " in listed  # a run's figures say when they were written
     told = await clicked(slack, running, ids.OPS_CANCEL, ALICE)
     assert "#%d is cancelling." % row.id == told or "#%d is cancelled." % row.id == told  # as it stands when answered: it may end at once
     await op_message(slack, int(row.id or 0), lambda t: "Cancelled after" in t)

@@ -256,7 +256,8 @@ def status_lines(rows: list[Operation], links: list[str | None]) -> list[str]:
     """``/ops status``: one line each, running first, with a link to its message where there is one."""
     lines = []
     for row, url in zip(rows, links, strict=True):
-        extra = f" — {escape(row.progress['text'])}" if row.state == OpState.RUNNING.value and row.progress.get("text") else ""
+        extra = (f" — {escape(row.progress['text'])} (as of {_when(row.updated_at)})" if row.state == OpState.RUNNING.value
+                 and row.progress.get("text") else "")
         extra = extra or (f" — {escape(row.result[:200])}" if row.result else "")
         link = f" · <{url}|message>" if url else ""
         lines.append(f"• {title(row)} · {STATE_TEXT.get(row.state, row.state)} · {_when(row.created_at)}{extra}{link}")
