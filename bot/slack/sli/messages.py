@@ -109,7 +109,8 @@ def episode_message(episode: SliEpisode, state: State, rule: Rule, now: datetime
     sli = Sli(episode.sli)
     open_ = episode.resolved_at is None
     current = state.last_value if open_ else None
-    fields = [f"*Now*\n{value_text(sli, current) if open_ else 'back to normal'}", f"*Threshold*\n{rule.threshold_text()}",
+    measured = f" (measured {when(state.last_time)})" if open_ and state.last_time is not None else ""  # an edit shows it until the next
+    fields = [f"*Now*\n{value_text(sli, current) + measured if open_ else 'back to normal'}", f"*Threshold*\n{rule.threshold_text()}",
               f"*Since*\n{when(episode.started_at)}",
               f"*Ended*\n{when(episode.resolved_at)}" if not open_ else f"*Peak*\n{value_text(sli, episode.peak)}"]
     trend = sparkline(state.trend) if open_ and state.episode is not None and state.episode.fingerprint == episode.fingerprint else ""
