@@ -224,9 +224,10 @@ _LIMITS = (("MAX_LENGTH", "maxLength", "longest string"), ("MIN_LENGTH", "minLen
            ("MIN_PROPERTIES", "minProperties", "fewest properties"), ("MAX_CONTAINS", "maxContains", "most items matching `contains`"),
            ("MIN_CONTAINS", "minContains", "fewest items matching `contains`"))
 CATALOGUE += tuple(
-    Rule(f"{name}_{change}", COMPATIBLE, f"`{word}` ({what}) {verb}", f"{{path}}: `{word}` {verb} ({{old}} → {{new}}).", JSON)
+    Rule(f"{name}_{change}", COMPATIBLE, f"`{word}` ({what}) {verb}", f"{{path}}: `{word}` {verb} ({values}).", JSON)
     for name, word, what in _LIMITS
-    for change, verb in (("ADDED", "was added"), ("REMOVED", "was removed"), ("INCREASED", "was raised"), ("DECREASED", "was lowered"))
+    for change, verb, values in (("ADDED", "was added", "{new}"), ("REMOVED", "was removed", "it was {old}"),
+                                 ("INCREASED", "was raised", "{old} → {new}"), ("DECREASED", "was lowered", "{old} → {new}"))
 ) + (
     Rule("TYPE_CHANGED", COMPATIBLE, "a JSON type changed", "{path} changed from {old} to {new}: documents of one are not valid under the other.",
          JSON),
