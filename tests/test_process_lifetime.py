@@ -70,6 +70,7 @@ def start_make_run(state: Path, registry: str | None = None) -> tuple[subprocess
     if not ready.wait(240):
         for p in in_group(make.pid):
             os.kill(p.pid, signal.SIGKILL)
+        make.wait(timeout=30)  # reaped here, not left for a later test's garbage collection to warn about
         pytest.fail("make run did not open the playground:\n" + "".join(lines[-40:]))
     return make, lines, reader
 
