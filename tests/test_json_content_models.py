@@ -154,6 +154,8 @@ def test_a_schema_a_property_brings_and_the_limits_on_contains() -> None:
     assert_witness(old, brings, {"card": "4111"})
     stricter = {**old, "dependentSchemas": {"card": {"required": ["cvc"], "properties": {"cvc": {"type": "string", "maxLength": 4}}}}}
     assert rules(verdict(brings, stricter)) == {("MAX_LENGTH_ADDED", "Order.cvc"): "breaking"}  # compared where it applies
+    assert [f.message.split(". ")[0] for f in verdict(brings, stricter).findings] == ["Order.cvc: `maxLength` was added (4)"]
+    assert [f.message.split(". ")[0] for f in verdict(stricter, brings).findings] == ["Order.cvc: `maxLength` was removed (it was 4)"]
     lines = doc(D2020, lines={"type": "array", "contains": {"type": "integer"}, "maxContains": 3})
     fewer = doc(D2020, lines={"type": "array", "contains": {"type": "integer"}, "maxContains": 2})
     assert rules(verdict(lines, fewer)) == {("MAX_CONTAINS_DECREASED", "Order.lines"): "breaking"}

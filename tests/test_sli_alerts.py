@@ -80,6 +80,7 @@ async def test_an_alert_is_posted_acknowledged_silenced_and_resolved_in_place(sl
     message = await the_alert(slack)
     text = read(message)
     assert "WARN" in text and "enrich-orders" in text and "Schema error rate" in text and "0.2%" in text
+    assert "0.2% (measured <!date^" in text and "|2026-12-01 09:01 UTC>)" in text  # when it was taken: an unedited alert reads as old
     assert "What changed upstream?" in text and "Acknowledge" in text
 
     await send(slack, [sample("schema_error_rate", 0.05, 2)])  # escalates: the same message, now a page; oncall is DMed
