@@ -19,6 +19,7 @@ from bot.domain.compat.formats import paths_of
 from bot.domain.lineage.catalog import Catalog
 from bot.domain.lineage.graph import LineageGraph
 from bot.domain.lineage.model import Dataset, DatasetId, FieldRef, Job, JobId, Team
+from bot.domain.lineage.namespaces import Namespaces
 from bot.domain.lineage.openlineage import LineageEvent
 from bot.domain.sli.pipeline import Pipeline
 from bot.store.database import Database
@@ -42,7 +43,7 @@ FLINK = "flink"  # an observation's key: the Flink (version, or '') an event sai
 CLAIMED = "claimed_by"  # an observation that records a claim of ownership from Slack
 
 
-GLOBAL_ONCALL, RETIRED_GROUPS, DOCUMENT = "oncall", "retired_groups", "document"  # catalog-wide settings
+GLOBAL_ONCALL, RETIRED_GROUPS, DOCUMENT, NAMESPACES = "oncall", "retired_groups", "document", "namespaces"  # catalog-wide settings
 
 
 class LineageService:
@@ -71,7 +72,8 @@ class LineageService:
             oncall.value = {"usergroup": catalog.oncall.usergroup, "members": catalog.oncall.members} if catalog.oncall else {}
             session.add(oncall)
             document = json.loads(json.dumps(catalog.document, default=_as_text))  # YAML's dates become ISO 8601 text
-            for name, value in ((RETIRED_GROUPS, {"groups": catalog.retired_groups}), (DOCUMENT, document)):
+            for name, value in ((RETIRED_GROUPS, {"groups": catalog.retired_groups}), (DOCUMENT, document),
+                                (NAMESPACES, catalog.namespaces.as_json())):
                 setting = await session.get(CatalogSetting, name) or CatalogSetting(name=name)
                 setting.value = value
                 session.add(setting)
@@ -119,14 +121,15 @@ class LineageService:
     async def _ingest(self, events: list[LineageEvent]) -> int:
         changed = 0
         async with self.db.session() as session:
+            namespaces = await _namespaces(session)
             for event in events:
-                changed += await self._ingest_one(session, event)
+                changed += await self._ingest_one(session, event, namespaces)
             if changed:
                 await bump_revision(session)
             await session.commit()
         return changed
 
-    async def _ingest_one(self, session: AsyncSession, event: LineageEvent) -> int:
+    async def _ingest_one(self, session: AsyncSession, event: LineageEvent, namespaces: Namespaces) -> int:
         moved = False
         for dataset in event.datasets:
             row = (await session.exec(select(LineageDataset).where(
@@ -146,7 +149,7 @@ class LineageService:
         job = (await session.exec(select(LineageJob).where(
             LineageJob.namespace == event.job.id.namespace, LineageJob.name == event.job.id.name))).first()
         if job is not None and job.source == CATALOG:
-            await self._observe(session, job, event.job, event)
+            await self._observe(session, job, namespaces.job(event.job), event)
             await session.flush()
             return int(moved)
         if job is None:
@@ -240,7 +243,8 @@ class LineageService:
     async def _build(self, session: AsyncSession) -> LineageGraph:
         latest = await _latest_schemas(session)
         datasets = []
-        for row in (await session.exec(select(LineageDataset))).all():
+        rows = (await session.exec(select(LineageDataset))).all()
+        for row in sorted(rows, key=lambda r: r.source != CATALOG):  # the catalog's word on a place first, where events name it too
             fields = row.fields or (latest.get(row.subject, []) if row.subject else [])
             datasets.append(Dataset(DatasetId(row.namespace, row.name), row.kind, list(row.owners), list(fields), row.subject))
         teams = set((await session.exec(select(TeamRow.name))).all())
@@ -260,7 +264,7 @@ class LineageService:
             if owner is not None and job_row.source != CATALOG and not set(job.owners) & teams:
                 job.owners, job.learned = [owner], f"{job.learned}, claimed for {owner}"
             jobs.append(job)
-        return LineageGraph(datasets, jobs)
+        return LineageGraph(datasets, jobs, await _namespaces(session))
 
     async def unowned_readers(self, owners: set[str]) -> list[tuple[Job, str]]:
         """Jobs nobody owns (no catalog team) that read a subject owned by one of ``owners``, with that subject."""
@@ -290,6 +294,12 @@ class LineageService:
             return None
         members = list(value.get("members") or [])
         return Team("oncall", value.get("usergroup"), members, members)
+
+
+async def _namespaces(session: AsyncSession) -> Namespaces:
+    """The catalog's name for each name of a place (none before a catalog is loaded)."""
+    row = await session.get(CatalogSetting, NAMESPACES)
+    return Namespaces.from_json(row.value) if row is not None else Namespaces()
 
 
 async def _replace_freezes(session: AsyncSession, freezes: Iterable[Freeze]) -> None:

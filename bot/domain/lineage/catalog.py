@@ -19,6 +19,7 @@ from bot.domain.compat.formats import INVALID, SchemaType, field_paths_of, field
 from bot.domain.dead_letters import MAX_REPLAYS
 from bot.domain.lineage.field_paths import FIELD_PATHS
 from bot.domain.lineage.model import FLINK_VERSION, GROUP, Dataset, DatasetId, FieldRef, Job, JobId, Team
+from bot.domain.lineage.namespaces import Namespaces, place_of
 from bot.domain.ops import TOPIC
 from bot.domain.sli.pipeline import Pipeline, PipelineError, Sli, apply_override, span
 
@@ -74,6 +75,7 @@ class Catalog:
     freezes: list[Freeze] = field(default_factory=list)
     pipelines: list[Pipeline] = field(default_factory=list)
     oncall: Team | None = None  # the global oncall group: may run backfills and replays of any pipeline
+    namespaces: Namespaces = field(default_factory=Namespaces)  # each name OpenLineage may give a place -> the catalog's
     retired_groups: list[str] = field(default_factory=list)  # consumer groups that no longer read anything
     document: dict[str, Any] = field(default_factory=dict)  # the catalog as written (``bot catalog export`` starts from it)
     warnings: list[Problem] = field(default_factory=list)  # worth fixing, but the catalog is usable
@@ -102,11 +104,11 @@ class _Reader:
         self.problems.append(Problem(place, message))
 
     def read(self, data: dict[str, Any]) -> None:
-        unknown = set(data) - {"version", "kafka_namespace", "teams", "subjects", "datasets", "jobs", "freezes", "pipelines",
-                                 "oncall", "retired_consumer_groups"}
-        for key in sorted(unknown):
-            self.problem(key, "unknown section (expected version, kafka_namespace, oncall, teams, subjects, datasets, jobs, freezes, "
-                              "pipelines, retired_consumer_groups)")
+        unknown = set(data) - {"version", "kafka_namespace", "namespace_aliases", "teams", "subjects", "datasets", "jobs", "freezes",
+                                 "pipelines", "oncall", "retired_consumer_groups"}
+        for section in sorted(unknown):
+            self.problem(section, "unknown section (expected version, kafka_namespace, namespace_aliases, oncall, teams, subjects, "
+                                  "datasets, jobs, freezes, pipelines, retired_consumer_groups)")
         kafka = data.get("kafka_namespace", DEFAULT_KAFKA_NAMESPACE)
         if not isinstance(kafka, str) or "://" not in kafka:
             self.problem("kafka_namespace", "expected a namespace such as kafka://broker:9092")
@@ -116,6 +118,7 @@ class _Reader:
         self.catalog.retired_groups = self.groups(data, "retired_consumer_groups", "retired_consumer_groups")
         self.subjects(_mapping(self, data, "subjects"), kafka)
         self.datasets(_sequence(self, data, "datasets"))
+        self.aliases(_mapping(self, data, "namespace_aliases"), kafka)
         self.jobs(_sequence(self, data, "jobs"))
         self.fallbacks()
         self.freezes(_sequence(self, data, "freezes"))
@@ -275,6 +278,36 @@ class _Reader:
                            "members, declare a governance team, or list fallback teams): such changes will expire"))
 
     # --- sections -------------------------------------------------------------------------------
+
+    def aliases(self, raw: dict[str, Any], kafka: str) -> None:
+        """``namespace_aliases``: each namespace's other names (a Kafka cluster's other bootstrap servers), so that an event
+        naming a place by one of them is read as the catalog's namespace; no name may stand for two places."""
+        used: dict[str, str] = {}
+        for namespace in [kafka, *(d.namespace for d in self.catalog.datasets)]:
+            if used.setdefault(place_of(namespace), namespace) != namespace:
+                self.problem("namespace_aliases", f"{used[place_of(namespace)]} and {namespace} name one place: write it one way "
+                                                  "throughout the catalog")
+        aliases: dict[str, str] = {}
+        named: dict[str, str] = {}  # key -> the alias that took it
+        for namespace, others in raw.items():
+            place = f"namespace_aliases[{namespace!r}]"
+            others = [others] if isinstance(others, str) else others
+            if not isinstance(others, list) or not all(isinstance(o, str) and o.strip() for o in others):
+                self.problem(place, "expected the namespace's other names, such as [kafka://broker-2:9092, kafka://broker-3:9092]")
+                continue
+            for alias in others:
+                taken = used.get(place_of(alias))
+                if place_of(alias) == place_of(str(namespace)):
+                    self.catalog.warnings.append(Problem(place, f"{alias} is already matched as {namespace} (a Kafka host is "
+                                                                 "matched in any case, without a listener's protocol)"))
+                elif taken is not None:
+                    self.problem(place, f"{alias} is a namespace the catalog declares its own datasets in ({taken}): an alias "
+                                        "cannot also name another place")
+                elif place_of(alias) in named:
+                    self.problem(place, f"{alias} is already an alias of {aliases[named[place_of(alias)]]}: a name stands for one place")
+                else:
+                    named[place_of(alias)], aliases[alias] = alias, str(namespace)
+        self.catalog.namespaces = Namespaces.of(used.values(), aliases)
 
     def teams(self, teams: dict[str, Any]) -> None:
         for name, raw in teams.items():

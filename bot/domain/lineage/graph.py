@@ -22,6 +22,7 @@ import networkx as nx
 
 from bot.domain.lineage.field_paths import FIELD_PATHS, FieldWalk
 from bot.domain.lineage.model import WHOLE, Dataset, DatasetId, Job, JobId
+from bot.domain.lineage.namespaces import Namespaces
 
 Node = tuple[Any, ...]
 _ID = itemgetter(1)  # a field's DatasetId, a port's or hub's JobId
@@ -172,8 +173,9 @@ class _Walk(NamedTuple):
 class LineageGraph:
     """Datasets, jobs and field edges, ready for impact queries."""
 
-    def __init__(self, datasets: Iterable[Dataset], jobs: Iterable[Job]) -> None:
-        self.datasets: dict[DatasetId, Dataset] = {d.id: d for d in datasets}
+    def __init__(self, datasets: Iterable[Dataset], jobs: Iterable[Job], namespaces: Namespaces | None = None) -> None:
+        self.namespaces = namespaces or Namespaces()  # every dataset is kept under the catalog's name for its place
+        self.datasets: dict[DatasetId, Dataset] = {d.id: d for d in self.namespaces.datasets(datasets)}
         self.jobs: dict[JobId, Job] = {}
         self.graph = nx.DiGraph()
         self._next: dict[Node, list[Node] | tuple[()]] = {}  # each node's successors in ``graph``, as the walk reads them
@@ -230,6 +232,7 @@ class LineageGraph:
 
     def add_job(self, job: Job) -> None:
         """Add one job's nodes and edges."""
+        job = self.namespaces.job(job)
         self.jobs[job.id] = job
         self._owners[job.id] = self._shared(job.owners)
         for source, target in job.mappings:
@@ -247,7 +250,8 @@ class LineageGraph:
     # --- queries --------------------------------------------------------------------------------
 
     def find_dataset(self, name: str, namespace: str | None = None) -> DatasetId:
-        """The dataset called ``name`` (narrowed by ``namespace``), or the dataset of a subject."""
+        """The dataset called ``name`` (narrowed by ``namespace``, by any of its names), or the dataset of a subject."""
+        namespace = None if namespace is None else self.namespaces.canonical(namespace)
         matches = [d for d in self.datasets if d.name == name and (namespace is None or d.namespace == namespace)]
         if not matches:
             matches = [d.id for d in self.datasets.values() if d.subject == name and (namespace is None or d.id.namespace == namespace)]
