@@ -182,6 +182,39 @@ async def test_request_changes_then_revise_in_slack_and_through_the_api(slack: S
     await slack.bot.idle()
 
 
+async def test_a_revision_keeps_a_schema_and_notes_longer_than_the_form_holds(slack: SlackHarness) -> None:
+    """Slack's text box holds 3,000 characters: a longer schema (uploaded, or sent through the API) is not cut to fit
+    when its proposal is revised, and the revision keeps it whole unless another is given."""
+    await setup_catalog(slack)
+    wide = retyped(V1, "price", "string")
+    for index in range(60):
+        wide = with_field(wide, {"name": f"note_{index:02d}", "type": ["null", "string"], "default": None, "doc": "kept as it was"})
+    schema, notes = json.dumps(wide), "Dual-write for a week. " * 100
+    assert len(schema) > 3000 and len(notes) > 2000
+    await slack.bot.proposals.propose("orders-value", schema, ALICE, notes=notes, surface="api")
+    card = await card_message(slack)
+    await slack.driver.click(card, ids.REQUEST_CHANGES, user=CAROL)
+    modal = await slack.ws.wait_for(lambda: next((v for v in slack.ws.views.values() if v.view.get("callback_id") == ids.REASON_VIEW), None))
+    await slack.driver.submit(modal.id, {ids.REASON_BLOCK: {ids.REASON_ACTION: {"type": "plain_text_input", "value": "plan a window"}}}, user=CAROL)
+    updated = await slack.ws.wait_for(lambda: next((m for m in [slack.ws.find_message(card.channel, card.ts)]
+                                                    if m is not None and m.blocks[-2].get("elements", [{}])[0].get("action_id") == ids.REVISE), None))
+    await slack.driver.click(updated, ids.REVISE, user=ALICE)
+    form = await slack.ws.wait_for(lambda: next((v for v in slack.ws.views.values() if v.view["title"]["text"] == "Revise #1"), None))
+    schema_block, notes_block = form.view["blocks"][1], form.view["blocks"][-1]
+    assert "initial_value" not in schema_block["element"] and "initial_value" not in notes_block["element"]
+    assert f"#1's schema ({len(schema):,} characters, more than this box holds) is kept" in schema_block["hint"]["text"]
+    assert "#1's notes" in notes_block["hint"]["text"]
+    values = {ids.SUBJECT_BLOCK: {ids.SUBJECT_ACTION: {"type": "static_select", "selected_option": {"value": "orders-value"}}},
+              ids.DURATION_BLOCK: {ids.DURATION_ACTION: {"type": "number_input", "value": "2"}}}
+    answer = await slack.driver.submit(form.id, values, user=ALICE)
+    assert answer.json is None or answer.json.get("response_action") != "errors", answer.json
+    await card_message(slack, 2)
+    first, revised = await slack.bot.proposals.view(1), await slack.bot.proposals.view(2)
+    assert (revised.proposal.revision_of, revised.proposal.schema_text, revised.proposal.notes) == (1, schema, notes)
+    assert revised.proposal.level == first.proposal.level
+    await slack.bot.idle()
+
+
 async def test_only_members_may_act_and_a_refusal_changes_nothing(slack: SlackHarness) -> None:
     await setup_catalog(slack)
     await propose(slack, retyped(V1, "price", "string"))

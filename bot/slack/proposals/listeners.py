@@ -25,35 +25,46 @@ DECISIONS = {ids.REJECT: Decision.REJECT, ids.REQUEST_CHANGES: Decision.REQUEST_
 CHECK_WITHIN_ACK = 2.0  # seconds a form submission waits for its classification before acking with "Checking…"
 
 
+SCHEMA_BOX, NOTES_BOX = 3000, 2000  # the characters each text box holds (Slack's plain_text_input max_length)
+
+
 def propose_modal(subjects: list[str], chosen: str | None = None, *, schema: str = "", notes: str = "",
                   revision_of: int | None = None, references: Sequence[Reference] = ()) -> dict[str, Any]:
-    """The form: subject, schema, planned window, notes for consumers (prefilled for a revision)."""
+    """The form: subject, schema, planned window, notes for consumers (prefilled for a revision). A revision's schema or
+    notes longer than their box are not cut to fit: the box is left empty, and left empty it keeps them (``kept``)."""
     options = [{"text": {"type": "plain_text", "text": name[:75]}, "value": name[:150]} for name in subjects[:100]]
     select: dict[str, Any] = {"type": "static_select", "action_id": ids.SUBJECT_ACTION, "options": options,
                               "placeholder": {"type": "plain_text", "text": "Choose a subject"}}
     if chosen in subjects:
         select["initial_option"] = next(o for o in options if o["value"] == chosen)
-    schema_input: dict[str, Any] = {"type": "plain_text_input", "action_id": ids.SCHEMA_ACTION, "multiline": True, "max_length": 3000}
-    notes_input: dict[str, Any] = {"type": "plain_text_input", "action_id": ids.NOTES_ACTION, "multiline": True, "max_length": 2000}
-    if schema:
-        schema_input["initial_value"] = schema[:3000]
-    if notes:
-        notes_input["initial_value"] = notes[:2000]
+    schema_input: dict[str, Any] = {"type": "plain_text_input", "action_id": ids.SCHEMA_ACTION, "multiline": True, "max_length": SCHEMA_BOX}
+    notes_input: dict[str, Any] = {"type": "plain_text_input", "action_id": ids.NOTES_ACTION, "multiline": True, "max_length": NOTES_BOX}
+    kept = [name for name, text, box in (("schema", schema, SCHEMA_BOX), ("notes", notes, NOTES_BOX)) if len(text) > box]
+    if schema and "schema" not in kept:
+        schema_input["initial_value"] = schema
+    if notes and "notes" not in kept:
+        notes_input["initial_value"] = notes
+    schema_hint = ("In the subject's format (Avro, Protobuf or JSON Schema, as the catalog says). Paste it (up to 3,000 characters), "
+                   "or upload the file below.")
+    if "schema" in kept:
+        schema_hint = (f"#{revision_of}'s schema ({len(schema):,} characters, more than this box holds) is kept unless you paste "
+                       "or upload another.")
+    notes_hint = "Migration plan, dual-version period, who to ask."
+    if "notes" in kept:
+        notes_hint = f"#{revision_of}'s notes ({len(notes):,} characters, more than this box holds) are kept unless you write others."
     references_input: dict[str, Any] = {"type": "plain_text_input", "action_id": ids.REFERENCES_ACTION, "multiline": True, "max_length": 2000,
                                         "placeholder": {"type": "plain_text", "text": "com.acme.Address=address:1"}}
     if references:
         references_input["initial_value"] = "\n".join(f"{r.name}={r.subject}:{r.version}" for r in references)[:2000]
     return {
-        "type": "modal", "callback_id": ids.PROPOSE_VIEW, "private_metadata": json.dumps({"revision_of": revision_of}),
+        "type": "modal", "callback_id": ids.PROPOSE_VIEW, "private_metadata": json.dumps({"revision_of": revision_of, "kept": kept}),
         "title": {"type": "plain_text", "text": f"Revise #{revision_of}" if revision_of else "Propose a change"},
         "submit": {"type": "plain_text", "text": "Classify & propose"},
         "close": {"type": "plain_text", "text": "Cancel"},
         "blocks": [
             {"type": "input", "block_id": ids.SUBJECT_BLOCK, "label": {"type": "plain_text", "text": "Subject"}, "element": select},
             {"type": "input", "block_id": ids.SCHEMA_BLOCK, "optional": True, "label": {"type": "plain_text", "text": "New schema"},
-             "hint": {"type": "plain_text", "text": "In the subject's format (Avro, Protobuf or JSON Schema, as the catalog says). Paste it "
-                                                    "(up to 3,000 characters), or upload the file below."},
-             "element": schema_input},
+             "hint": {"type": "plain_text", "text": schema_hint}, "element": schema_input},
             {"type": "input", "block_id": ids.FILE_BLOCK, "optional": True, "label": {"type": "plain_text", "text": "…or upload the file"},
              "element": {"type": "file_input", "action_id": ids.FILE_ACTION, "filetypes": ["avsc", "json", "proto"], "max_files": 1}},
             {"type": "input", "block_id": ids.REFERENCES_BLOCK, "optional": True, "label": {"type": "plain_text", "text": "Schema references"},
@@ -66,8 +77,7 @@ def propose_modal(subjects: list[str], chosen: str | None = None, *, schema: str
             {"type": "input", "block_id": ids.DURATION_BLOCK, "optional": True, "label": {"type": "plain_text", "text": "Planned duration (hours)"},
              "element": {"type": "number_input", "action_id": ids.DURATION_ACTION, "is_decimal_allowed": True, "min_value": "0.25", "max_value": "720"}},
             {"type": "input", "block_id": ids.NOTES_BLOCK, "optional": True, "label": {"type": "plain_text", "text": "Notes for consumers"},
-             "hint": {"type": "plain_text", "text": "Migration plan, dual-version period, who to ask."},
-             "element": notes_input},
+             "hint": {"type": "plain_text", "text": notes_hint}, "element": notes_input},
         ],
     }
 
@@ -210,12 +220,22 @@ def register(app: AsyncApp, proposals: Proposals, outbox: Outbox, track: Callabl
                 await ack(response_action="errors", errors={ids.FILE_BLOCK: str(err)})
                 return
             schema_type = SchemaType.of_file(str(files[0].get("name") or ""), schema).value
+        notes = (values.get(ids.NOTES_BLOCK, {}).get(ids.NOTES_ACTION) or {}).get("value") or ""
+        metadata = json.loads(view.get("private_metadata") or "{}")
+        revision_of, kept = metadata.get("revision_of"), metadata.get("kept") or []
+        if revision_of is not None and ((not schema.strip() and "schema" in kept) or (not notes.strip() and "notes" in kept)):
+            try:  # what the form could not show is kept from the proposal it revises
+                revised = (await proposals.view(int(revision_of))).proposal
+            except ProposalError as err:
+                await ack(response_action="errors", errors={ids.SCHEMA_BLOCK: str(err)[:2000]})
+                return
+            schema = schema if schema.strip() or "schema" not in kept else revised.schema_text
+            notes = notes if notes.strip() or "notes" not in kept else revised.notes
         if not schema.strip():
             await ack(response_action="errors", errors={ids.SCHEMA_BLOCK: "Paste the new schema, or upload its file (.avsc, .proto or .json)"})
             return
         stamp = (values.get(ids.WINDOW_BLOCK, {}).get(ids.WINDOW_ACTION) or {}).get("selected_date_time")
         hours_text = (values.get(ids.DURATION_BLOCK, {}).get(ids.DURATION_ACTION) or {}).get("value")
-        notes = (values.get(ids.NOTES_BLOCK, {}).get(ids.NOTES_ACTION) or {}).get("value") or ""
         try:
             hours = float(hours_text) if hours_text else None
         except ValueError:
@@ -250,7 +270,6 @@ def register(app: AsyncApp, proposals: Proposals, outbox: Outbox, track: Callabl
             await ack()
         user = body["user"]["id"]
         start = datetime.fromtimestamp(int(stamp), UTC) if stamp else None
-        revision_of = json.loads(view.get("private_metadata") or "{}").get("revision_of")
         try:
             created = await proposals.propose(subject, schema, user, notes=notes, window_start=start, window_hours=hours,
                                               revision_of=revision_of, checked=checked)
