@@ -37,13 +37,14 @@ BOTS: dict[str, str] = {}  # a playground's page URL -> its bot's URL (the HTTP 
 LOGS: dict[str, Path] = {}  # a playground's page URL -> the file its output goes to (a pipe nobody reads could block it)
 
 
-def start_playground(folder: Path, *extra: str, kafka: str | None = None) -> Iterator[str]:
-    """`bot playground` on a fresh SQLite file with the example catalog and orders-value v1 and v2, as `make run` sets it up."""
+def start_playground(folder: Path, *extra: str, kafka: str | None = None, catalog: Path = ROOT / "examples" / "catalog.yaml") -> Iterator[str]:
+    """`bot playground` on a fresh SQLite file with the example catalog (or ``catalog``) and orders-value v1 and v2, as
+    `make run` sets it up."""
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{folder / 'playground.db'}", "CHANGEOPS_API_TOKEN": API_TOKEN, "LOG_LEVEL": "INFO"}
     env.pop("KAFKA_BOOTSTRAP_SERVERS", None)
     if kafka is not None:
         env["KAFKA_BOOTSTRAP_SERVERS"], env["SLI_POLL_SECONDS"] = kafka, "5"  # as make run polls the demo's lag
-    for args in (["migrate"], ["catalog", "load", "examples/catalog.yaml"], ["subject", "import", "orders-value", "examples/schemas/orders.avsc", "examples/schemas/orders-v2.avsc"]):
+    for args in (["migrate"], ["catalog", "load", str(catalog)], ["subject", "import", "orders-value", "examples/schemas/orders.avsc", "examples/schemas/orders-v2.avsc"]):
         subprocess.run([sys.executable, "-m", "bot", *args], env=env, cwd=ROOT, check=True, capture_output=True)
     page_port, bot_port = free_port(), free_port()
     url = f"http://127.0.0.1:{page_port}"
@@ -86,6 +87,19 @@ def kafka_playground(tmp_path_factory: pytest.TempPathFactory, kafka_bootstrap: 
     if "enrich-orders" in {g.group_id for g in admin.list_consumer_groups().result(timeout=10).valid}:
         admin.delete_consumer_groups(["enrich-orders"])["enrich-orders"].result(timeout=30)
     yield from start_playground(tmp_path_factory.mktemp("kafka-playground"), "--seed-kafka", kafka=kafka_bootstrap)
+
+
+@pytest.fixture(scope="module")
+def crowded_playground(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The playground with the example catalog and 129 subjects more: its forms' menus ask the bot as one types."""
+    import yaml
+
+    folder = tmp_path_factory.mktemp("crowded-playground")
+    catalog = yaml.safe_load((ROOT / "examples" / "catalog.yaml").read_text())
+    catalog["subjects"]["orders-value"]["schema"] = str(ROOT / "examples" / catalog["subjects"]["orders-value"]["schema"])
+    catalog["subjects"].update({f"topic-{i:03d}-value": {"owner": "orders-team"} for i in range(129)})
+    (folder / "catalog.yaml").write_text(yaml.safe_dump(catalog))
+    yield from start_playground(folder, catalog=folder / "catalog.yaml")
 
 
 @pytest.fixture(scope="module")
@@ -396,3 +410,22 @@ def test_the_first_page_welcomes_and_each_button_starts_its_journey(kafka_playgr
     plan = wait(browser, 60).until(lambda b: next((t for t in (a.text for a in b.find_elements(By.CSS_SELECTOR, "#messages article"))
                                                    if "Backfill #" in t and "Confirm" in t), None))
     assert "enrich-orders" in plan
+
+
+def test_a_menu_of_more_subjects_than_slack_lists_asks_the_bot_as_one_types(crowded_playground: str, browser: WebDriver) -> None:
+    browser.get(f"{crowded_playground}/")
+    act_as(browser, "you")
+    open_channel(browser, "orders-pipeline")
+    run_command(browser, "/schema propose")
+    wait(browser).until(ec.visibility_of_element_located((By.CSS_SELECTOR, "#modal-layer .modal input.suggest")))
+    menu = "#modal-layer select.external_select"
+    wait(browser).until(lambda b: len(Select(b.find_element(By.CSS_SELECTOR, menu)).options) == 101,  # the placeholder and 100
+                        "the menu was not offered the first 100 subjects before anything was typed")
+    browser.find_element(By.CSS_SELECTOR, "#modal-layer input.suggest").send_keys("ORDERS")
+    wait(browser).until(lambda b: [o.text for o in Select(b.find_element(By.CSS_SELECTOR, menu)).options][1:] == ["orders-value"],
+                        "typing did not narrow the menu to orders-value")
+    Select(browser.find_element(By.CSS_SELECTOR, menu)).select_by_visible_text("orders-value")
+    browser.find_element(By.CSS_SELECTOR, "#modal-layer textarea").send_keys(new_schema(1, "long"))
+    browser.find_element(By.CSS_SELECTOR, "#modal-layer [data-testid=modal-submit]").click()
+    wait(browser).until(ec.invisibility_of_element_located((By.CSS_SELECTOR, "#modal-layer .modal")))
+    assert "TYPE_PROMOTED" in card_text(browser, 1)

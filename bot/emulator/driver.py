@@ -17,6 +17,7 @@ from urllib.parse import urlencode
 
 import aiohttp
 
+from bot.emulator.limits import validate_suggestions
 from bot.emulator.server import Emulator, SlackError
 from bot.emulator.workspace import (
     APP_ID,
@@ -147,6 +148,28 @@ class SlackDriver:
         }
         return await self._interact(payload)
 
+    async def suggest(self, view: View, action_id: str, typed: str, *, user: str) -> list[dict[str, Any]]:
+        """Type ``typed`` into the external select ``action_id`` of an open modal: the options the app answers Slack's
+        ``block_suggestion`` with (SlackError when the answer breaks Slack's limits, as Slack then shows none)."""
+        block_id, element = _find_element(view.view.get("blocks", []), action_id)
+        if not element.get("type", "").endswith("external_select"):
+            raise LookupError(f"{action_id!r} is a {element.get('type')}, which asks the app for nothing")
+        if len(typed) < element.get("min_query_length", 3):
+            return []  # Slack waits for more before it asks
+        payload = {
+            "type": "block_suggestion", "team": {"id": TEAM_ID, "domain": "changeops-emulator"},
+            "user": {"id": user, "username": self._user_name(user), "name": self._user_name(user), "team_id": TEAM_ID},
+            "api_app_id": APP_ID, "token": "verification-token-unused", "container": {"type": "view", "view_id": view.id},
+            "action_id": action_id, "block_id": block_id, "value": typed, "view": self.emulator.view_json(view),
+            "is_enterprise_install": False, "enterprise": None,
+        }
+        delivery = await self._interact(payload)
+        answer = delivery.json if delivery.status == 200 else None
+        problems = validate_suggestions(answer)
+        if problems:
+            raise SlackError("invalid_options", problems)
+        return list(answer["options"])  # type: ignore[index]
+
     async def submit(self, view_id: str, values: dict[str, dict[str, Any]], *, user: str) -> Delivery:
         """Submit an open modal with ``values`` as ``{block_id: {action_id: {type, value...}}}``."""
         view = self.ws.views[view_id]
@@ -258,7 +281,7 @@ class SlackDriver:
 
 def _find_element(blocks: list[dict[str, Any]], action_id: str) -> tuple[str | None, dict[str, Any]]:
     for block in blocks:
-        for element in block.get("elements", []) + ([block["accessory"]] if "accessory" in block else []):
+        for element in block.get("elements", []) + [block[k] for k in ("accessory", "element") if k in block]:
             if isinstance(element, dict) and element.get("action_id") == action_id:
                 return block.get("block_id"), element
     raise LookupError(f"no element with action_id {action_id!r} in the message")

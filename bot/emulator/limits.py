@@ -150,6 +150,24 @@ def _text(problems: _Problems, at: str, obj: Any, maximum: int, *, plain_only: b
     problems.length(f"{at}/text", text, maximum)
 
 
+def validate_suggestions(answer: Any) -> list[str]:
+    """An app's answer to a ``block_suggestion``: ``options`` (at most 100) as a menu's own."""
+    problems = _Problems()
+    if not isinstance(answer, dict) or not isinstance(answer.get("options"), list):
+        problems.add("/options", "expected an array of options")
+    else:
+        _options(problems, "/options", answer["options"], 100)
+    return problems.items
+
+
+def _options(problems: _Problems, at: str, options: Any, limit: int) -> None:
+    if len(options) > limit:
+        problems.add(at, f"no more than {limit} items allowed")
+    for j, option in enumerate(options):
+        _text(problems, f"{at}/{j}/text", option.get("text") if isinstance(option, dict) else None, 75)
+        problems.length(f"{at}/{j}/value", option.get("value") if isinstance(option, dict) else None, 150)
+
+
 def _element(problems: _Problems, at: str, element: Any, action_ids: set[str]) -> None:
     if not isinstance(element, dict):
         problems.add(at, "expected an object")
@@ -171,13 +189,14 @@ def _element(problems: _Problems, at: str, element: Any, action_ids: set[str]) -
         if element.get("style") not in (None, "primary", "danger"):
             problems.add(f"{at}/style", "must be one of primary, danger")
     elif kind in SELECTS_WITH_OPTIONS:
-        options = element.get("options", [])
         limit = 5 if kind == "overflow" else 10 if kind in ("checkboxes", "radio_buttons") else 100
-        if len(options) > limit:
-            problems.add(f"{at}/options", f"no more than {limit} items allowed")
-        for j, option in enumerate(options):
-            _text(problems, f"{at}/options/{j}/text", option.get("text") if isinstance(option, dict) else None, 75)
-            problems.length(f"{at}/options/{j}/value", option.get("value") if isinstance(option, dict) else None, 150)
+        _options(problems, f"{at}/options", element.get("options", []), limit)
+    elif kind in ("external_select", "multi_external_select"):
+        if "options" in element or "option_groups" in element:
+            problems.add(f"{at}/options", "an external select's options come from the app's options load URL")
+        least = element.get("min_query_length", 3)
+        if not isinstance(least, int) or least < 0:
+            problems.add(f"{at}/min_query_length", "must be a whole number, 0 or more")
     elif kind == "plain_text_input":
         problems.length(f"{at}/initial_value", element.get("initial_value"), 3000)
         max_length = element.get("max_length")

@@ -20,6 +20,7 @@ from typing import Any
 from aiohttp import web
 
 from bot.emulator import Emulator, SlackDriver
+from bot.emulator.server import SlackError
 from bot.emulator.workspace import BOT_USER_ID, Message
 from bot.playground.journeys import GUIDE, Journeys
 
@@ -48,7 +49,8 @@ class PlaygroundPage:
         app.router.add_get("/playground/state", self.state)
         app.router.add_get("/playground/events", self.events)
         for path, handler in (("command", self.command), ("click", self.click), ("view-click", self.view_click),
-                              ("submit", self.submit), ("close", self.close), ("home", self.home), ("upload", self.upload)):
+                              ("suggest", self.suggest), ("submit", self.submit), ("close", self.close), ("home", self.home),
+                              ("upload", self.upload)):
             app.router.add_post(f"/playground/{path}", handler)
 
     # --- reading --------------------------------------------------------------------------------
@@ -182,11 +184,22 @@ class PlaygroundPage:
             return _error(str(err))
         return _answer(delivery.status)
 
+    async def suggest(self, request: web.Request) -> web.Response:
+        """What the app offers for the text typed into an external select of an open form."""
+        body, user, view = await self._form(request)
+        if view is None:
+            return _error("that form is closed", 404)
+        try:
+            options = await self._driver().suggest(view, str(body.get("action_id", "")), str(body.get("value") or ""), user=user)
+        except LookupError as err:
+            return _error(str(err))
+        except SlackError as err:
+            return _error(f"Slack would show no options: {err.error} {' '.join(err.messages)}")
+        return web.json_response({"ok": True, "options": options})
+
     async def submit(self, request: web.Request) -> web.Response:
-        body = await _body(request)
-        user = self._user(body)
-        view = self._view(str(body.get("view_id", "")), user)
-        if view is None or not view.open:
+        body, user, view = await self._form(request)
+        if view is None:
             return _error("that form is closed", 404)
         values = body.get("values")
         if not isinstance(values, dict):
@@ -243,6 +256,13 @@ class PlaygroundPage:
         if user not in self.ws.users:
             raise web.HTTPBadRequest(text=json.dumps({"error": f"unknown person {user!r}"}), content_type="application/json")
         return user
+
+    async def _form(self, request: web.Request) -> tuple[dict[str, Any], str, Any]:
+        """The request's body, its person, and the form it names when that form is open in front of them (else None)."""
+        body = await _body(request)
+        user = self._user(body)
+        view = self._view(str(body.get("view_id", "")), user)
+        return body, user, view if view is not None and view.open else None
 
     def _view(self, view_id: str, user: str) -> Any:
         view = self.ws.views.get(view_id) or next((v for v in self.ws.home.values() if v.id == view_id), None)

@@ -11,7 +11,7 @@ from bot.config import Config
 from bot.services.deliveries import Deliveries
 from bot.services.outbox import Outbox
 from bot.services.proposals import Proposals
-from bot.slack import calendar, commands, flink, governance, home, ops, proposals, readers, sli
+from bot.slack import calendar, choices, commands, flink, governance, home, ids, ops, proposals, readers, sli
 from bot.slack.calendar.commands import CalendarCommands
 from bot.slack.client import SlackConnections
 from bot.slack.flink.actions import FlinkActions
@@ -76,3 +76,9 @@ def add_listeners(app: AsyncApp, services: Services, calendar_commands: Calendar
     flink.register(app, FlinkActions(operations.ops, alerts.sli), inflight.listener)
     calendar.register(app, calendar_commands, inflight.listener)
     home.register(app, routers, proposing, inflight.listener, services)
+
+    async def teams() -> list[str]:
+        return list(await calendar_commands.calendar.lineage.teams())
+
+    choices.register(app, {ids.SUBJECT_ACTION: services.registry.names, ids.SUBJECTS_ACTION: calendar_commands.calendar.subjects,
+                           ids.OWNER_ACTION: teams, ids.TEAM_ACTION: teams}, inflight.listener)

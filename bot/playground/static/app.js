@@ -180,6 +180,11 @@ function renderModal() {
   }
   if (layer.dataset.view === view.id && layer.dataset.hash === view.hash && layer.dataset.errors === JSON.stringify(view.errors)) return;
   const values = layer.dataset.view === view.id ? snapshot(layer) : null;
+  if (layer.dataset.view !== view.id) suggested.clear();  // another form: nothing it was offered is kept
+  window.playgroundSuggest = async (actionId, typed) => {
+    const answer = await post("/playground/suggest", { user: state.person, view_id: view.id, action_id: actionId, value: typed });
+    return answer.options || [];
+  };
   layer.dataset.view = view.id;
   layer.dataset.hash = view.hash;
   layer.dataset.errors = JSON.stringify(view.errors);

@@ -45,8 +45,56 @@ function allOptions(element) {
   return element.options || [];
 }
 
+// The options each external select was last offered (by its action_id), kept while its modal is drawn again.
+const suggested = new Map();
+
+// An external select (a menu that asks the app as one types): a search box, and a menu of what is chosen and what the
+// app offered for the text typed (window.playgroundSuggest, set by the page for the open modal).
+function externalSelect(element) {
+  const holder = el("div", "external-select");
+  const search = document.createElement("input");
+  search.type = "search";
+  search.className = "suggest";
+  search.placeholder = "Type to search…";
+  const select = document.createElement("select");
+  select.className = `menu ${element.type}`;
+  select.dataset.actionId = element.action_id || "";
+  select.multiple = element.type === "multi_external_select";
+  const initial = [].concat(element.initial_option ? [element.initial_option] : [], element.initial_options || []);
+  const fill = (offered) => {
+    const chosen = new Set(Array.from(select.selectedOptions).map((o) => o.value).filter((v) => v !== ""));
+    if (!select._options) initial.forEach((o) => chosen.add(o.value));
+    const kept = (select._options || initial).filter((o) => chosen.has(o.value));
+    const options = kept.concat(offered.filter((o) => !chosen.has(o.value)));
+    select.replaceChildren();
+    if (!select.multiple) {
+      select.append(Object.assign(document.createElement("option"), { value: "", textContent: element.placeholder ? element.placeholder.text : "Choose…" }));
+    }
+    options.forEach((option) => {
+      select.append(Object.assign(document.createElement("option"), { value: option.value, textContent: optionLabel(option), selected: chosen.has(option.value) }));
+    });
+    select._options = options;
+  };
+  fill(suggested.get(element.action_id) || []);
+  let timer = null;
+  const ask = () => {
+    clearTimeout(timer);
+    timer = setTimeout(async () => {
+      if (!window.playgroundSuggest) return;
+      const offered = await window.playgroundSuggest(element.action_id, search.value);
+      suggested.set(element.action_id, offered);
+      fill(offered);
+    }, 200);
+  };
+  search.oninput = ask;
+  if ((element.min_query_length ?? 3) === 0 && !suggested.has(element.action_id)) ask();
+  holder.append(search, select);
+  return holder;
+}
+
 function interactive(element, names, act, inModal) {
   const kind = element.type;
+  if (kind === "external_select" || kind === "multi_external_select") return externalSelect(element);
   if (kind === "button") {
     const button = el("button", `btn ${element.style || ""}`, plainText(element.text && element.text.text));
     button.type = "button";
@@ -60,7 +108,7 @@ function interactive(element, names, act, inModal) {
     };
     return button;
   }
-  if (kind === "overflow" || kind === "static_select" || kind === "external_select" || kind === "users_select"
+  if (kind === "overflow" || kind === "static_select" || kind === "users_select"
       || kind === "conversations_select" || kind === "channels_select" || kind === "multi_static_select") {
     const select = document.createElement("select");
     select.className = `menu ${kind}`;
@@ -231,11 +279,11 @@ async function readInputs(container, upload) {
     } else if (kind === "number_input") {
       const field = node.querySelector(".text-input");
       value = { type: kind, value: field.value === "" ? null : field.value };
-    } else if (kind === "static_select" || kind === "external_select") {
+    } else if (kind === "static_select" || kind === "external_select") {  // an external select's menu holds what it was offered
       const select = node.querySelector("select");
       const picked = select._options.find((o) => o.value === select.value);
       value = { type: kind, selected_option: picked || null };
-    } else if (kind === "multi_static_select") {
+    } else if (kind === "multi_static_select" || kind === "multi_external_select") {
       const select = node.querySelector("select");
       const chosen = Array.from(select.selectedOptions).map((o) => select._options.find((x) => x.value === o.value));
       value = { type: kind, selected_options: chosen };

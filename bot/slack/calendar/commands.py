@@ -17,6 +17,7 @@ from bot.domain.lineage.catalog import duration, moment
 from bot.services.calendar import CalendarService
 from bot.services.proposals import Membership
 from bot.slack import ids
+from bot.slack.choices import menu
 from bot.slack.render import Reply, escape, section
 from bot.slack.request import CommandRequest
 
@@ -187,25 +188,21 @@ class CalendarCommands:
 
 def booking_form(teams: list[str], subjects: list[str]) -> dict[str, Any]:
     """The ``/calendar add`` form: kind, title, window, owner team and scope."""
-    def options(names: list[str]) -> list[dict[str, Any]]:
-        return [{"text": {"type": "plain_text", "text": name[:75]}, "value": name[:150]} for name in names[:100]]
-
     def block(block_id: str, label: str, element: dict[str, Any], optional: bool = False) -> dict[str, Any]:
         return {"type": "input", "block_id": block_id, "optional": optional, "label": {"type": "plain_text", "text": label}, "element": element}
 
     kinds = [k.value for k in Kind if k not in (Kind.SCHEMA_CHANGE, Kind.TRANSITION)]
     blocks = [
-        block(ids.KIND_BLOCK, "Kind", {"type": "static_select", "action_id": ids.KIND_ACTION, "options": options(kinds)}),
+        block(ids.KIND_BLOCK, "Kind", menu(ids.KIND_ACTION, kinds)),
         block(ids.TITLE_BLOCK, "Title", {"type": "plain_text_input", "action_id": ids.TITLE_ACTION, "max_length": 200}),
         block(ids.START_BLOCK, "Starts", {"type": "datetimepicker", "action_id": ids.START_ACTION}),
         block(ids.END_BLOCK, "Ends", {"type": "datetimepicker", "action_id": ids.END_ACTION}),
-        block(ids.OWNER_BLOCK, "Owning team", {"type": "static_select", "action_id": ids.OWNER_ACTION, "options": options(teams)}),
+        block(ids.OWNER_BLOCK, "Owning team", menu(ids.OWNER_ACTION, teams)),
         block(ids.JOBS_BLOCK, "Jobs (names, comma-separated)", {"type": "plain_text_input", "action_id": ids.JOBS_ACTION}, optional=True),
         block(ids.DATASETS_BLOCK, "Datasets (names, comma-separated)", {"type": "plain_text_input", "action_id": ids.DATASETS_ACTION}, optional=True),
     ]
     if subjects:
-        blocks.insert(5, block(ids.SUBJECTS_BLOCK, "Subjects", {"type": "multi_static_select", "action_id": ids.SUBJECTS_ACTION,
-                                                                "options": options(subjects)}, optional=True))
+        blocks.insert(5, block(ids.SUBJECTS_BLOCK, "Subjects", menu(ids.SUBJECTS_ACTION, subjects, multi=True), optional=True))
     return {"type": "modal", "callback_id": ids.CALENDAR_ADD_VIEW, "title": {"type": "plain_text", "text": "Book a window"},
             "submit": {"type": "plain_text", "text": "Book"}, "close": {"type": "plain_text", "text": "Cancel"}, "blocks": blocks}
 

@@ -18,6 +18,7 @@ from bot.domain.references import Reference, parse_pin, read_references
 from bot.services.outbox import Outbox
 from bot.services.proposals import ProposalError, Proposals, ProposalView, self_approves
 from bot.slack import delivery, ids
+from bot.slack.choices import menu
 from bot.slack.proposals.cards import STATE_TEXT
 from bot.slack.render import ephemeral, escape, mention, section
 
@@ -32,11 +33,7 @@ def propose_modal(subjects: list[str], chosen: str | None = None, *, schema: str
                   revision_of: int | None = None, references: Sequence[Reference] = ()) -> dict[str, Any]:
     """The form: subject, schema, planned window, notes for consumers (prefilled for a revision). A revision's schema or
     notes longer than their box are not cut to fit: the box is left empty, and left empty it keeps them (``kept``)."""
-    options = [{"text": {"type": "plain_text", "text": name[:75]}, "value": name[:150]} for name in subjects[:100]]
-    select: dict[str, Any] = {"type": "static_select", "action_id": ids.SUBJECT_ACTION, "options": options,
-                              "placeholder": {"type": "plain_text", "text": "Choose a subject"}}
-    if chosen in subjects:
-        select["initial_option"] = next(o for o in options if o["value"] == chosen)
+    select = menu(ids.SUBJECT_ACTION, subjects, chosen=[chosen] if chosen else None, placeholder="Choose a subject")
     schema_input: dict[str, Any] = {"type": "plain_text_input", "action_id": ids.SCHEMA_ACTION, "multiline": True, "max_length": SCHEMA_BOX}
     notes_input: dict[str, Any] = {"type": "plain_text_input", "action_id": ids.NOTES_ACTION, "multiline": True, "max_length": NOTES_BOX}
     kept = [name for name, text, box in (("schema", schema, SCHEMA_BOX), ("notes", notes, NOTES_BOX)) if len(text) > box]

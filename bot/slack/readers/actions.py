@@ -14,6 +14,7 @@ from bot.services.census import CensusError, CensusService
 from bot.services.proposals import Membership, ProposalError, Proposals, topic_of
 from bot.services.registry import Registry
 from bot.slack import ids
+from bot.slack.choices import menu
 from bot.slack.render import Reply, ephemeral, escape, section
 from bot.slack.request import CommandRequest
 
@@ -131,5 +132,4 @@ def attribute_form(proposal_id: int, group: str, teams: list[str]) -> dict[str, 
             "blocks": [section(f"Kafka says consumer group `{escape(group)}` reads this topic, but no job in the catalog declares it. "
                                "The team you pick is asked on this proposal and on every later one for the topic."),
                        {"type": "input", "block_id": ids.TEAM_BLOCK, "label": {"type": "plain_text", "text": "Team"},
-                        "element": {"type": "static_select", "action_id": ids.TEAM_ACTION,
-                                    "options": [{"text": {"type": "plain_text", "text": t[:75]}, "value": t[:150]} for t in teams[:100]]}}]}
+                        "element": menu(ids.TEAM_ACTION, teams)}]}

@@ -17,6 +17,7 @@ from bot.domain.transitions.model import TransitionError, listed, parse_mapping_
 from bot.services.proposals import ProposalError
 from bot.services.transitions import DEFAULT_DAYS, Transitions
 from bot.slack import ids
+from bot.slack.choices import menu
 from bot.slack.proposals.listeners import CHECK_WITHIN_ACK, notice_modal
 from bot.slack.render import Reply, ephemeral, escape
 from bot.slack.request import CommandRequest
@@ -101,10 +102,7 @@ def transition_modal(subjects: list[str], chosen: str | None, proposal: int | No
     """The form: the target (unless it ships a proposal's schema), the mapping when the schema cannot say it, the deadline."""
     blocks: list[dict[str, Any]] = []
     if proposal is None:
-        options = [{"text": {"type": "plain_text", "text": name[:75]}, "value": name[:150]} for name in subjects[:100]]
-        select: dict[str, Any] = {"type": "static_select", "action_id": ids.SUBJECT_ACTION, "options": options}
-        if chosen in subjects:
-            select["initial_option"] = next(o for o in options if o["value"] == chosen)
+        select = menu(ids.SUBJECT_ACTION, subjects, chosen=[chosen] if chosen else None)
         blocks += [{"type": "input", "block_id": ids.SUBJECT_BLOCK, "label": {"type": "plain_text", "text": "Subject"}, "element": select},
                    {"type": "input", "block_id": ids.SCHEMA_BLOCK, "label": {"type": "plain_text", "text": "Target schema (after the contract)"},
                     "hint": {"type": "plain_text", "text": "Avro: write a rename as the new name with the old one as an alias."},
