@@ -286,6 +286,11 @@ async def test_the_feed_is_private_and_clients_update_events_rather_than_duplica
     assert set(again) == set(events)  # same UIDs: the client updates, never duplicates
     assert again[entry_uid]["STATUS"] == "CONFIRMED" and int(again[entry_uid]["SEQUENCE"]) > int(events[entry_uid]["SEQUENCE"])
     assert (await fetch(url.replace("token=", "token=x")))[0] == 404
+    narrowed = {str(e["UID"]) for e in Calendar.from_ical((await fetch(f"{url}&subject=orders-value"))[1]).walk("VEVENT")}
+    assert entry_uid in narrowed
+    for typo in ("&team=orders-taem", "&subject=orders-valeu"):  # an empty feed would read as "nothing planned"
+        status, body = await fetch(url + typo)
+        assert status == 404 and b"unknown" in body and typo.split("=")[1].encode() in body
     await slack.driver.command("/calendar feed", user=ALICE, channel="changes")  # a new token replaces the old one
     await slack.ws.wait_for(lambda: len([e for e in slack.ws.ephemerals_for(ALICE) if "calendar.ics?token=" in e.text]) == 2)
     assert (await fetch(url))[0] == 404

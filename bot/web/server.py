@@ -84,6 +84,10 @@ def build_web_app(bolt: AsyncApp, db: Database, schema_head: str, config: Config
         now = proposals.clock()
         start, end = now - timedelta(days=FEED_PAST_DAYS), now + timedelta(days=FEED_FUTURE_DAYS)
         team, subject = request.query.get("team"), request.query.get("subject")
+        if team and team not in await proposals.calendar.lineage.teams():  # a typo would otherwise read as "nothing planned"
+            return web.json_response({"ok": False, "error": f"unknown team {team[:100]!r}: the catalog has no such team"}, status=404)
+        if subject and subject not in await proposals.calendar.subjects():
+            return web.json_response({"ok": False, "error": f"unknown subject {subject[:255]!r}"}, status=404)
         entries = [e for e in await proposals.calendar.listing(start, end, sequences=True)
                    if (not team or e["owner"] == team) and (not subject or subject in e["scope"]["subjects"])]
         freezes = [(f, w) for f in await proposals.calendar.freezes() for w in f.occurrences(start, end)
