@@ -281,13 +281,14 @@ async def test_a_bot_started_a_while_after_it_was_built_takes_its_first_census_a
 async def test_a_group_named_with_control_characters_cannot_drive_the_terminal_and_json_stays_json(migrated_url: str, kafka_bootstrap: str) -> None:
     admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
     topic = new_topic(admin, "census-names")
-    evil = f"{topic}-\x1b]0;pwned\x07\x1b[2J\x9bq"  # retitle, clear, and an 8-bit CSI: Kafka takes any group id
+    evil = f"{topic}-\x1b]0;pwned\x07\x1b[2J\x9bq\u202e"  # retitle, clear, an 8-bit CSI, a reordering: Kafka takes any group id
     seed_groups(admin, topic, [evil])
     env = {**os.environ, "DATABASE_URL": migrated_url, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap}
     text = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "consumers", topic, "--refresh"], env=env, capture_output=True,
                                    text=True, timeout=120)
     assert text.returncode == 1, text.stderr  # undeclared
-    assert f"{topic}-\\u001b]0;pwned\\u0007\\u001b[2J\\u009bq" in text.stdout and not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", text.stdout)
+    assert f"{topic}-\\u001b]0;pwned\\u0007\\u001b[2J\\u009bq\\u202e" in text.stdout
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202e]", text.stdout)
     answer = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "consumers", topic, "--format", "json"], env=env,
                                      capture_output=True, text=True, timeout=120)
     assert [r["group"] for r in json.loads(answer.stdout)["readers"]] == [evil]  # the same name, escaped the way JSON escapes

@@ -1,5 +1,5 @@
 """No text from people, schemas or the catalog can become Slack markup: every message builder is rendered with
-hostile strings and no mention, channel link or link of theirs survives."""
+hostile strings and no mention, channel link or link of theirs survives, nor a character that reorders what follows it."""
 
 from __future__ import annotations
 
@@ -22,8 +22,9 @@ from bot.slack.proposals.commands import actor_text, summary_line
 from bot.store.models import Acknowledgement, AuditEntry, Proposal, Subject
 
 ATTACKS = ["<!channel>", "<!here>", "<!everyone>", "<@U0EVIL1>", "<#C0EVIL1>", "<http://evil.example|click>", "<!subteam^S0EVIL1>",
-           "&lt;!channel&gt;", "`<!channel>`", "<mailto:x@evil.example|mail>"]
-FORBIDDEN = ["<!channel", "<!here", "<!everyone", "<@U0EVIL1", "<#C0EVIL1", "<http://evil", "<!subteam^S0EVIL1", "<mailto:"]
+           "&lt;!channel&gt;", "`<!channel>`", "<mailto:x@evil.example|mail>", "\u202eeulav-sredro", "\u2067analytics\u2069"]
+FORBIDDEN = ["<!channel", "<!here", "<!everyone", "<@U0EVIL1", "<#C0EVIL1", "<http://evil", "<!subteam^S0EVIL1", "<mailto:",
+             "\u202e", "\u2067"]  # the last two reorder what follows them: a name would show as another
 hostile = st.builds(lambda a, b, c: f"{a}{b}{c}", st.text(max_size=8), st.sampled_from(ATTACKS), st.text(max_size=8))
 
 

@@ -6,14 +6,17 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.domain.text import unreordered
+
 SECTION_TEXT_MAX = 3000
 USER_ID = re.compile(r"[UW][A-Z0-9]{2,20}")
 
 
 def escape(text: object) -> str:
     """Text from people or schemas, made inert in mrkdwn: Slack's three control characters escaped, so no
-    ``<!channel>``, ``<@U...>``, ``<#C...>`` or ``<http...|link>`` can be smuggled in (code spans do not protect)."""
-    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    ``<!channel>``, ``<@U...>``, ``<#C...>`` or ``<http...|link>`` can be smuggled in (code spans do not protect), and
+    characters that would reorder what follows them shown by their code point."""
+    return unreordered(str(text)).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def mention(user: object) -> str:
