@@ -515,6 +515,7 @@ async def test_replay_of_ten_thousand_exactly_once_then_skipped_when_asked_again
     assert limited.plan["count"] == 100 and limited.plan["spans"] == [[0, 0, 34], [1, 0, 33], [2, 0, 33]]
     status = await answer(slack, "/ops status", BOB)
     assert f"Replay #{row.id}" in status and "done" in status and "message" in status
+    assert "`99` is not understood here" in await answer(slack, "/ops status 99", BOB)  # no operation is picked by a number
 
 
 async def test_cancel_stops_a_running_replay_at_a_transaction_boundary(ops: tuple[SlackHarness, dict[str, str]], kafka_bootstrap: str) -> None:

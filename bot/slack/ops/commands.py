@@ -61,6 +61,9 @@ class OpsCommands:
 
     async def status(self, request: CommandRequest) -> Reply:
         """``/ops status``: running operations first, then the most recent."""
+        if request.args:
+            return Reply.text(f"`{escape(' '.join(request.args))}` is not understood here: `/ops` shows the running and recent "
+                              "backfills and replays, and takes nothing more. Usage: `/ops` or `/ops status`")
         rows = await self.ops.recent(20)
         if not rows:
             return Reply.text("No operation yet: `/backfill` or `/replay` plans one.")
