@@ -291,6 +291,9 @@ async def test_the_feed_is_private_and_clients_update_events_rather_than_duplica
     for typo in ("&team=orders-taem", "&subject=orders-valeu"):  # an empty feed would read as "nothing planned"
         status, body = await fetch(url + typo)
         assert status == 404 and b"unknown" in body and typo.split("=")[1].encode() in body
+    await slack.driver.command("/calendar feed orders-team", user=ALICE, channel="changes")  # a stray word replaces nothing
+    await slack.ws.wait_for(lambda: [e for e in slack.ws.ephemerals_for(ALICE) if "your feed is unchanged" in e.text])
+    assert (await fetch(url))[0] == 200
     await slack.driver.command("/calendar feed", user=ALICE, channel="changes")  # a new token replaces the old one
     await slack.ws.wait_for(lambda: len([e for e in slack.ws.ephemerals_for(ALICE) if "calendar.ics?token=" in e.text]) == 2)
     assert (await fetch(url))[0] == 404

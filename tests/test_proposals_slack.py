@@ -343,6 +343,8 @@ async def test_status_list_audit_and_home(slack: SlackHarness) -> None:
     await slack.ws.wait_for(lambda: any("approved for" in t for t in thread(slack, card)))
     await slack.driver.command("/schema status 1", user=CAROL, channel="changes")
     await slack.driver.command("/schema list mine", user=ALICE, channel="changes")
+    await slack.driver.command("/schema list mine please", user=ALICE, channel="changes")
+    await slack.ws.wait_for(lambda: [e for e in slack.ws.ephemerals_for(ALICE) if "`please` is not understood here" in e.text])
     await slack.driver.command("/schema audit 1", user=CAROL, channel="changes")
     await slack.driver.command("/schema status 99", user=CAROL, channel="changes")
     await slack.driver.command("/schema audit x", user=CAROL, channel="changes")

@@ -202,6 +202,7 @@ async def test_sli_commands(slack: SlackHarness) -> None:
     table = await answer("/sli status enrich-orders")
     assert "Source lag" in table and "12 s" in table and "page" in table and "disabled" not in table
     assert "no pipeline 'ghost'" in await answer("/sli status ghost")
+    assert "`now` is not understood here" in await answer("/sli status enrich-orders now")
     assert "Usage" in await answer("/sli silence enrich-orders")
     assert "neither a duration" in await answer("/sli silence enrich-orders source_lag soon")
     assert "no SLI" in await answer("/sli silence enrich-orders lag 1h")

@@ -51,6 +51,10 @@ class CalendarCommands:
 
     async def feed(self, request: CommandRequest) -> Reply:
         """A new private iCalendar feed URL for the caller."""
+        if request.args:  # minting replaces the caller's feed: a stray word must not break their subscription
+            return Reply.text(f"`{escape(' '.join(request.args))}` is not understood here; your feed is unchanged. `/calendar feed` "
+                              "takes nothing more (it replaces your feed URL); for one team's or one subject's, add "
+                              "`&team=orders-team` or `&subject=orders-value` to the URL.")
         token = await self.calendar.mint_feed(request.user)
         url = f"{self.public_url().rstrip('/')}/calendar.ics?token={token}"
         return Reply.text(f"Your private calendar feed (subscribe to it in any calendar app; keep it secret, `/calendar feed` "

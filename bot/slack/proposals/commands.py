@@ -46,6 +46,8 @@ class Services:
     async def listing(self, request: CommandRequest) -> Reply:
         """``mine``, ``waiting`` (on me) or a subject's proposals; recent ones by default."""
         which = request.args[0] if request.args else "recent"
+        if len(request.args) > 1:
+            return Reply.text(f"`{escape(' '.join(request.args[1:]))}` is not understood here. Usage: `/schema list [mine|waiting|SUBJECT]`")
         if which == "mine":
             views, title = await self.proposals.listing(proposer=request.user), "Your proposals"
         elif which == "waiting":

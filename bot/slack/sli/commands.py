@@ -69,6 +69,8 @@ class SliCommands:
     async def status(self, request: CommandRequest) -> Reply:
         """``status`` (every pipeline) or ``status PIPELINE`` (its SLIs)."""
         try:
+            if len(request.args) > 1:
+                return Reply.text(f"`{escape(' '.join(request.args[1:]))}` is not understood here. Usage: `/sli status [PIPELINE]`")
             if request.args:
                 rows = await self.sli.status(request.args[0])
                 return Reply.sections(f"*SLIs of {escape(request.args[0])}*", status_table(rows))
