@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import UTC, timedelta
 from typing import Any
 
 import pytest
@@ -457,6 +458,56 @@ async def test_the_schema_can_be_uploaded_as_an_avsc_file(slack: SlackHarness) -
     card = await card_message(slack)
     assert "SAFE" in card.text
     await slack.bot.idle()
+
+
+async def test_the_proposer_extends_the_deadline_once_by_one_window(slack: SlackHarness) -> None:
+    await setup_catalog(slack)
+    await propose(slack, retyped(V1, "price", "string"))
+    card = await card_message(slack)
+    before = (await slack.bot.proposals.view(1)).proposal.deadline
+    assert before is not None
+    await slack.driver.command("/schema extend 1 the analytics team is offsite", user=ALICE, channel="orders-pipeline")
+    later = before.replace(tzinfo=UTC) + timedelta(hours=24)  # the subject's window (the default, 24 h)
+    told = await slack.ws.wait_for(lambda: [e.text for e in slack.ws.ephemerals_for(ALICE) if "now ends" in e.text] or None)
+    assert told == [f"#1 now ends {later:%Y-%m-%d %H:%M} UTC."]
+    view = await slack.bot.proposals.view(1)
+    assert view.proposal.deadline is not None and view.proposal.deadline.replace(tzinfo=UTC) == later and view.state.value == "pending"
+    await slack.driver.command("/schema extend 1 once more", user=ALICE, channel="orders-pipeline")
+    await slack.ws.wait_for(lambda: [e for e in slack.ws.ephemerals_for(ALICE) if "was extended once already" in e.text] or None)
+    assert (await slack.bot.proposals.view(1)).proposal.deadline == view.proposal.deadline
+    await slack.ws.wait_for(lambda: any("extended the deadline once: the analytics team is offsite" in t for t in thread(slack, card)))
+    await slack.bot.idle()
+
+
+async def test_a_card_slack_will_not_post_is_told_to_the_proposer_and_posted_once_the_bot_is_invited(slack: SlackHarness) -> None:
+    """The changes channel is private and the bot was never invited (Slack: channel_not_found): the proposer is told
+    once, the teams still answer from their DMs, and the card appears on the next change once the bot is in."""
+    from bot.emulator.workspace import BOT_USER_ID
+
+    await setup_catalog(slack)
+    changes = slack.ws.channels[str(slack.ws.channel_id("schema-changes"))]
+    changes.is_private = True
+    changes.members.discard(BOT_USER_ID)
+    await propose(slack, retyped(V1, "price", "string"))
+    told = await slack.ws.wait_for(lambda: [m.text for m in slack.ws.channel_messages(slack.ws.open_dm(ALICE))
+                                            if "could not be posted in #schema-changes" in m.text] or None)
+    assert "channel_not_found" in told[0] and "sent it in their DMs" in told[0] and "Invite the bot" in told[0]
+    dm = await slack.ws.wait_for(lambda: next((m for m in slack.ws.channel_messages(slack.ws.open_dm(BOB))
+                                               if m.blocks and m.blocks[-2].get("type") == "actions"), None))
+    await slack.driver.command("/schema extend 1 12h", user=ALICE, channel="orders-pipeline")  # a change while the card cannot be posted
+    for _ in range(200):  # its card row is given up too
+        async with slack.bot.db.session() as session:
+            if len((await session.exec(select(OutboxMessage).where(OutboxMessage.state == "failed", OutboxMessage.kind == "proposal.card"))).all()) >= 2:
+                break
+        await asyncio.sleep(0.05)
+    else:
+        raise AssertionError("the second card row was not tried")
+    changes.members.add(BOT_USER_ID)  # someone invites the bot
+    await slack.driver.click(dm, ids.APPROVE, user=BOB)
+    posted = await slack.ws.wait_for(lambda: next((m for m in slack.ws.channel_messages("schema-changes") if "Schema change #1" in m.text), None))
+    assert await slack.ws.wait_for(lambda: "analytics-team" in json.dumps((slack.ws.find_message(posted.channel, posted.ts) or posted).blocks))
+    await slack.bot.idle()
+    assert len([m for m in slack.ws.channel_messages(slack.ws.open_dm(ALICE)) if "could not be posted" in m.text]) == 1  # told once
 
 
 async def test_a_card_someone_deleted_in_slack_is_posted_again_on_its_next_change_with_its_thread_notes(slack: SlackHarness) -> None:

@@ -274,6 +274,8 @@ class Emulator:
 
     async def chat_post_message(self, args: Args) -> Args:
         channel = self._channel(args)
+        if self.ws.channels[channel].is_archived:
+            raise SlackError("is_archived")
         text, blocks = _content(args)
         thread_ts = args.get("thread_ts") or None
         if thread_ts and self.ws.find_message(channel, thread_ts) is None:
@@ -441,8 +443,8 @@ class Emulator:
 
     def _channel(self, args: Args) -> str:
         channel = self.ws.channel_id(str(args.get("channel", "")))
-        if channel is None:
-            raise SlackError("channel_not_found")
+        if channel is None or (self.ws.channels[channel].is_private and BOT_USER_ID not in self.ws.channels[channel].members):
+            raise SlackError("channel_not_found")  # a private channel the bot is not in is one it cannot see
         return channel
 
     def new_view(self, user: str, raw: Any, kind: str) -> View:

@@ -60,12 +60,14 @@ class Ephemeral:
 
 @dataclass
 class Channel:
-    """A public channel or a direct-message channel with one user."""
+    """A public or private channel, or a direct-message channel with one user."""
 
     id: str
     name: str
     members: set[str] = field(default_factory=set)
     is_im: bool = False
+    is_private: bool = False  # the bot sees it only as a member (chat:write.public does not reach it)
+    is_archived: bool = False
 
 
 @dataclass
@@ -133,10 +135,10 @@ class Workspace:
             "is_bot": is_bot, "deleted": False, "tz": tz, "profile": {"display_name": name, "real_name": name.title()},
         }
 
-    def add_channel(self, name: str, members: list[str] | None = None) -> str:
-        """Create a public channel (the bot is a member); returns its id."""
+    def add_channel(self, name: str, members: list[str] | None = None, *, private: bool = False, bot: bool = True) -> str:
+        """Create a channel (public unless ``private``; the bot a member unless not ``bot``); returns its id."""
         channel_id = f"C{next(self._ids):08d}"
-        self.channels[channel_id] = Channel(channel_id, name, set(members or []) | {BOT_USER_ID})
+        self.channels[channel_id] = Channel(channel_id, name, set(members or []) | ({BOT_USER_ID} if bot else set()), is_private=private)
         return channel_id
 
     def add_usergroup(self, handle: str, users: list[str], group_id: str | None = None) -> str:

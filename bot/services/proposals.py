@@ -643,10 +643,13 @@ class Proposals:
         if not reason.strip():
             raise ProposalError("give a reason to extend the deadline")
         policy = Policy.from_json(view.subject.policy)
+        if view.proposal.deadline is None:
+            raise ProposalError(f"#{proposal_id} cannot be extended (it waits for no acknowledgement)")
+        later = aware(view.proposal.deadline) + policy.window  # in Python: SQLite cannot add an interval to a stored time
         async with self.db.session() as session:
             moved = await session.exec(update(Proposal).where(col(Proposal.id) == proposal_id, col(Proposal.state) == State.PENDING.value,
                                                               col(Proposal.extended).is_(False))
-                                       .values(extended=True, deadline=Proposal.deadline + policy.window))  # type: ignore[operator]
+                                       .values(extended=True, deadline=later))
             if not getattr(moved, "rowcount", 0):
                 raise ProposalError(f"#{proposal_id} cannot be extended (it is not pending, or was extended once already)")
             audit(session, user, surface, "extended", "proposal", str(proposal_id), {"reason": reason.strip()})

@@ -151,8 +151,14 @@ class SlackDelivery:
         view = await self.proposals.view(int(item.payload["proposal"]))
         p = view.proposal
         shown = card(view, clashes=await self.proposals.calendar.proposal_conflicts(view.id))
-        if await place(self.client, (p.card_channel, p.card_ts), self.changes_channel, _body(shown),
-                       lambda channel, ts: self.proposals.save_card(view.id, channel, ts, replacing=p.card_ts)):
+        try:
+            posted = await place(self.client, (p.card_channel, p.card_ts), self.changes_channel, _body(shown),
+                                 lambda channel, ts: self.proposals.save_card(view.id, channel, ts, replacing=p.card_ts))
+        except GiveUp as err:
+            if not p.card_ts:
+                await self._unposted(view, str(err))
+            raise
+        if posted:
             async with self.proposals.db.session() as session:  # the notes that waited for it go now
                 await self.proposals.outbox.hurry(session, thread_key(view.id), waiting_for_card(view.id))
                 await session.commit()
@@ -165,6 +171,20 @@ class SlackDelivery:
         mirrored = with_link(shown, str(link["permalink"]))
         await place(self.client, (p.subject_card_channel, p.subject_card_ts), str(view.subject.channel), _body(mirrored),
                     lambda channel, ts: self.proposals.save_card(view.id, channel, ts, subject_channel=True, replacing=p.subject_card_ts))
+
+    async def _unposted(self, view: ProposalView, why: str) -> None:
+        """Tell the proposer, once, that the card could not be posted where the teams would see it (Slack's refusal: the
+        bot is not in a private channel, the channel was archived or renamed); the next change of the proposal tries again."""
+        if await failed_in(self.proposals.db, card_key(view.id)):
+            return  # told when its first card row failed
+        asked = "" if view.state.final else " The teams asked were sent it in their DMs and can answer there."
+        text = (f":warning: The card of your schema change #{view.id} on {escape(view.subject.name)} could not be posted in "
+                f"{escape(self.changes_channel)} ({escape(why)}).{asked} Invite the bot to that channel (a private channel it is "
+                "not in is one it cannot see), or point `CHANGES_CHANNEL` elsewhere: the card is posted on the proposal's next change.")
+        async with self.proposals.db.session() as session:
+            tell(self.proposals.outbox, session, view.proposal.proposer, text)
+            await session.commit()
+        self.proposals.outbox.wake()
 
     async def _copies(self, view: ProposalView) -> None:
         for copy in await self.proposals.copies(view.id):
