@@ -397,7 +397,12 @@ async def test_proposals_over_the_http_api_and_the_cli(slack: SlackHarness) -> N
             created = await response.json()
             assert response.status == 201 and created["level"] == "breaking" and created["waiting"] == ["analytics-team"]
         async with http.get(f"{url}/{created['id']}") as response:
-            assert (await response.json())["state"] == "pending"
+            shown = await response.json()
+            assert (shown["state"], shown["waiting"], shown["acknowledgements"], shown["registration"]) == ("pending", ["analytics-team"], [], None)
+        await slack.bot.proposals.withdraw(created["id"], ALICE)
+        async with http.get(f"{url}/{created['id']}") as response:
+            shown = await response.json()  # over: it waits for nobody, and says who never answered
+            assert (shown["state"], shown["waiting"], shown["unanswered"]) == ("withdrawn", [], ["analytics-team"])
     await card_message(slack)
     schema_file = json.dumps(with_field(V1, {"name": "coupon", "type": ["null", "string"], "default": None}))
     env = {**os.environ, "CHANGEOPS_API_TOKEN": API_TOKEN, "CHANGEOPS_URL": slack.bot.url}
@@ -435,6 +440,15 @@ async def test_approved_schemas_are_registered_in_the_schema_registry(slack: Sla
     assert "Not registered in the Schema Registry after 1 attempt" in shown and "incompatible with an earlier version under FULL" in shown
     assert "HTTP 409" in shown and len(await schema_registry.versions("orders-value")) == 2
     assert (await slack.bot.proposals.view(2)).state.value == "approved"
+    import aiohttp
+
+    from tests.conftest import API_TOKEN
+
+    async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {API_TOKEN}"}) as http:
+        for number, state in ((1, "registered"), (2, "failed")):  # the API says what the card says
+            async with http.get(f"{slack.bot.url}/api/v1/proposals/{number}") as response:
+                registration = (await response.json())["registration"]
+            assert registration["state"] == state and (registration["id"] == registered["id"] if number == 1 else "HTTP 409" in registration["error"])
 
 
 async def test_the_schema_can_be_uploaded_as_an_avsc_file(slack: SlackHarness) -> None:

@@ -371,8 +371,14 @@ def _unconfirmed() -> web.HTTPServiceUnavailable:
 
 def _proposal_json(view: ProposalView) -> dict[str, Any]:
     p = view.proposal
+    final = view.state.final  # a proposal that is over waits for nobody; ``unanswered`` says who never decided
     return {"ok": True, "id": view.id, "subject": view.subject.name, "level": p.level, "state": p.state,
-            "backward": p.backward, "forward": p.forward, "version": p.version, "teams": list(p.teams), "waiting": view.waiting(),
+            "backward": p.backward, "forward": p.forward, "version": p.version, "teams": list(p.teams),
+            "waiting": [] if final else view.waiting(), "unanswered": view.waiting() if final else [],
+            "acknowledgements": [{"team": a.team, "user": a.user, "decision": a.decision, "reason": a.reason,
+                                  "at": aware(a.created_at).isoformat()} for a in view.acknowledgements],
+            "registration": {"state": p.registry_state, "id": p.registry_id, "version": p.registry_version, "error": p.registry_error,
+                             "since": aware(p.registry_since).isoformat() if p.registry_since else None} if p.registry_state else None,
             "deadline": aware(p.deadline).isoformat() if p.deadline else None, "changes": p.findings, "impact": p.impact,
             "references": p.references, "schema_type": p.schema_type, "buf": p.buf}
 
