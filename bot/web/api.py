@@ -63,7 +63,7 @@ ENDPOINTS = (
              "against the registry and the lineage"),
     Endpoint("GET", "/api/v1/calendar", "calendar:read", "the calendar's entries between `from` and `to`, each with its conflicts "
              "(a freeze it falls in among them), as a JSON array"),
-    Endpoint("POST", "/api/v1/calendar", "calendar:write", "book a window: `kind`, `title`, `start`, `end`, `owner`, `scope`"),
+    Endpoint("POST", "/api/v1/calendar", "calendar:write", "book a window: `kind`, `title`, `start`, `end`, `owner`, `booked_by`, `scope`"),
     Endpoint("POST", "/api/v1/lineage", "lineage:write", "an OpenLineage run event (its column lineage facets give field-level lineage)"),
     Endpoint("POST", "/api/v1/metrics", "metrics:write", "SLI samples of pipelines: a JSON array of `{pipeline, sli, value, time, labels}`"),
 )
