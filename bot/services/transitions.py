@@ -18,7 +18,7 @@ from typing import Any
 
 from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import col, func, select
+from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from bot.domain.approvals import Policy, State
@@ -613,31 +613,12 @@ class Transitions:
             refs = merged(refs, find_readers(graph, subject.name, mapping, census))
         return TransitionView(row, subject, judge(refs, graph, subject.name, mapping, census, said), proposals, census, self.clock())
 
-    async def open_on(self, subject: str) -> TransitionView | None:
-        """The open transition on a subject, if any."""
-        async with self.db.session() as session:
-            number = (await session.exec(select(Transition.id).join(Subject, col(Subject.id) == col(Transition.subject_id))
-                                         .where(col(Subject.name) == subject, col(Transition.open_subject).is_not(None)))).first()
-        return await self.view(number) if number is not None else None
-
     async def gate(self, subjects: set[str]) -> dict[str, Open]:
         """The open transitions on these subjects, as the Flink release gate needs them."""
         async with self.db.session() as session:
             rows = (await session.exec(select(Transition, Subject.name).join(Subject, col(Subject.id) == col(Transition.subject_id))
                                        .where(col(Subject.name).in_(sorted(subjects)), col(Transition.open_subject).is_not(None)))).all()
         return {name: Open(row.id or 0, row.phase, tuple(Rename(m["old"], m["new"]) for m in row.mapping), aware(row.deadline)) for row, name in rows}
-
-    async def counts(self, since: datetime, until: datetime) -> dict[str, int]:
-        """For the monthly report: transitions open now, closed in the period (done or rolled back), and overdue now."""
-        async with self.db.session() as session:
-            opened = (await session.exec(select(func.count()).select_from(Transition).where(col(Transition.open_subject).is_not(None)))).one()
-            closed = (await session.exec(select(func.count()).select_from(Transition).where(
-                col(Transition.closed_at).is_not(None), col(Transition.closed_at) >= since, col(Transition.closed_at) < until))).one()
-            overdue = (await session.exec(select(func.count()).select_from(Transition).where(
-                col(Transition.open_subject).is_not(None), col(Transition.deadline) <= until))).one()
-            started = (await session.exec(select(func.count()).select_from(Transition).where(
-                col(Transition.created_at) >= since, col(Transition.created_at) < until))).one()
-        return {"open": int(opened), "closed": int(closed), "overdue": int(overdue), "started": int(started)}
 
     async def listing(self, *, open_only: bool = True) -> list[Transition]:
         """Transitions, newest first."""
