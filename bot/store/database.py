@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import event, text
+from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlmodel import create_engine
@@ -62,11 +62,6 @@ class Database:
         self.url = url
         self.engine = async_engine(url, pool_size)
         self.session = async_sessionmaker(self.engine, class_=AsyncSession, expire_on_commit=False)
-
-    async def ping(self) -> None:
-        """Raise if the database cannot answer a trivial query."""
-        async with self.engine.connect() as conn:
-            await conn.execute(text("SELECT 1"))
 
     async def close(self) -> None:
         """Release every pooled connection."""
