@@ -474,6 +474,21 @@ async def test_the_schema_can_be_uploaded_as_an_avsc_file(slack: SlackHarness) -
     await slack.bot.idle()
 
 
+async def test_a_list_cut_short_says_so(slack: SlackHarness) -> None:
+    await setup_catalog(slack)
+    for index in range(21):  # 21 breaking changes wait on analytics-team (BOB)
+        await slack.bot.proposals.propose("orders-value", json.dumps(retyped(with_field(V1, {"name": f"f{index}", "type": "int", "default": 0}),
+                                                                            "price", "string")), ALICE, surface="api")
+    await slack.driver.command("/schema list waiting", user=BOB, channel="changes")
+    shown = await slack.ws.wait_for(lambda: [e for e in slack.ws.ephemerals_for(BOB) if "Waiting on you" in e.text] or None)
+    text = json.dumps(shown[0].blocks)
+    assert "#21 " in text and "#2 " in text and "#1 " not in text and "and more than 20: the 20 newest are shown" in text
+    await slack.driver.command("/schema list mine", user=CAROL, channel="changes")
+    none = await slack.ws.wait_for(lambda: [e for e in slack.ws.ephemerals_for(CAROL) if "Your proposals" in e.text] or None)
+    assert "and more" not in json.dumps(none[0].blocks) + none[0].text
+    await slack.bot.idle()
+
+
 async def test_the_proposer_extends_the_deadline_once_by_one_window(slack: SlackHarness) -> None:
     await setup_catalog(slack)
     await propose(slack, retyped(V1, "price", "string"))

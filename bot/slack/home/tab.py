@@ -17,22 +17,24 @@ from bot.services.proposals import Proposals
 from bot.slack import ids
 from bot.slack.calendar.commands import agenda_lines
 from bot.slack.commands import Router
-from bot.slack.proposals.commands import Services, summary_line
+from bot.slack.proposals.commands import Services, listed
 from bot.slack.render import Reply, escape, section
 
 log = logging.getLogger(__name__)
 MAX_UNOWNED = 10
+HOME_LISTED = 10  # proposals each of the Home tab's lists shows
 
 
 async def home_view(user: str, routers: dict[str, Router], proposals: Proposals) -> dict[str, Any]:
     """What the Home tab shows: what waits on the user, their proposals, recent decisions, the commands."""
     blocks: list[dict[str, Any]] = [{"type": "header", "text": {"type": "plain_text", "text": "ChangeOps"}},
                                     {"type": "context", "elements": [{"type": "mrkdwn", "text": "Schema changes without surprises; safe hands on Kafka."}]}]
-    waiting = await proposals.listing(waiting_for=user, limit=10)
-    mine = await proposals.listing(proposer=user, limit=10)
-    recent = [v for v in await proposals.listing(limit=30) if v.state.final][:10]
-    for title, views in (("Waiting on you", waiting), ("Your proposals", mine), ("Recent decisions", recent)):
-        blocks.extend(Reply.sections(f"*{title}*", [summary_line(v) for v in views] or ["_none_"]).blocks)
+    waiting = await proposals.listing(waiting_for=user, limit=HOME_LISTED + 1)
+    mine = await proposals.listing(proposer=user, limit=HOME_LISTED + 1)
+    recent = [v for v in await proposals.listing(limit=30) if v.state.final][:HOME_LISTED]
+    for title, views, rest in (("Waiting on you", waiting, "`/schema list waiting`"), ("Your proposals", mine, "`/schema list mine`"),
+                               ("Recent decisions", recent, "")):
+        blocks.extend(Reply.sections(f"*{title}*", listed(views, HOME_LISTED, rest) or ["_none_"]).blocks)
     blocks.extend(await _unowned_readers(user, proposals))
     blocks.extend(await _next_days(user, proposals))
     blocks.append({"type": "divider"})

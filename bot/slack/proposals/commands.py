@@ -48,19 +48,20 @@ class Services:
         which = request.args[0] if request.args else "recent"
         if len(request.args) > 1:
             return Reply.text(f"`{escape(' '.join(request.args[1:]))}` is not understood here. Usage: `/schema list [mine|waiting|SUBJECT]`")
+        more = LISTED + 1  # one past what is shown: whether there are more
         if which == "mine":
-            views, title = await self.proposals.listing(proposer=request.user), "Your proposals"
+            views, title = await self.proposals.listing(proposer=request.user, limit=more), "Your proposals"
         elif which == "waiting":
-            views, title = await self.proposals.listing(waiting_for=request.user), "Waiting on you"
+            views, title = await self.proposals.listing(waiting_for=request.user, limit=more), "Waiting on you"
         elif which == "recent":
-            views, title = await self.proposals.listing(), "Recent proposals"
+            views, title = await self.proposals.listing(limit=more), "Recent proposals"
         else:
             if which not in await self.registry.names():
                 return Reply.text(f"`{escape(which)}` is neither `mine`, `waiting`, nor a known subject. Usage: `/schema list [mine|waiting|SUBJECT]`")
-            views, title = await self.proposals.listing(subject=which), f"Proposals for {escape(which)}"
+            views, title = await self.proposals.listing(subject=which, limit=more), f"Proposals for {escape(which)}"
         if not views:
             return Reply.text(f"{title}: none.")
-        return Reply.sections(f"*{title}*", [summary_line(v) for v in views])
+        return Reply.sections(f"*{title}*", listed(views, LISTED, "older ones: `/schema status ID`"))
 
     async def audit(self, request: CommandRequest) -> Reply:
         """The audit trail of a proposal."""
@@ -121,6 +122,16 @@ class Services:
         await lineage.claim(job.id, team_name, user, self.proposals.clock())
         return (f"{escape(team_name)} now owns `{escape(job.id.name)}` ({escape(job.id.namespace)}): the next proposals that reach it "
                 "ask your team. The catalog still wins: declare the job there to make it permanent.")
+
+
+LISTED = 20  # proposals one /schema list shows
+
+
+def listed(views: list[ProposalView], shown: int, rest: str) -> list[str]:
+    """A line per proposal, the first ``shown`` of them, and a last line when there were more (``views`` holds one past
+    ``shown`` when so): a list cut short says so."""
+    lines = [summary_line(v) for v in views[:shown]]
+    return lines + ([f"_…and more than {shown}: the {shown} newest are shown; {rest}_"] if len(views) > shown else [])
 
 
 def summary_line(view: ProposalView) -> str:
