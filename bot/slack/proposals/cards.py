@@ -64,6 +64,8 @@ def card(view: ProposalView, *, team: str | None = None, clashes: list[str] | No
     else:
         facts.append("No planned window: nothing is booked in the change calendar")
     facts += [f":warning: Calendar conflict: {escape(reason)}" for reason in (clashes or [])[:5]]
+    if len(clashes or []) > 5:
+        facts.append(f":warning: …and {len(clashes or []) - 5} more calendar conflicts (`/calendar` lists them)")
     if p.held and view.state is State.PENDING:
         facts.append(f":snowflake: *Approved by every team but held:* {escape(p.held)}")
     facts += emergency_lines(view)

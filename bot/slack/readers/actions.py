@@ -114,7 +114,7 @@ def census_reply(census: Census) -> Reply:
         who = (f"job `{escape(reader.declared.job)}`" if reader.declared and reader.declared.job else "attributed" if reader.declared else
                "*not declared*")
         team = f" ({escape(reader.declared.team)})" if reader.declared and reader.declared.team else ""
-        clients = ", ".join(escape(m.client_id) for m in r.members[:5])
+        clients = ", ".join(escape(m.client_id) for m in r.members[:5]) + (f" and {len(r.members) - 5} more" if len(r.members) > 5 else "")
         mark = ":warning: " if reader.declared is None and reader.activity in (Activity.ACTIVE, Activity.IDLE) else ""
         lines.append(f"• {mark}`{escape(r.group)}` — {who}{team} · {reader.state_text()}" + (f" ({clients})" if clients else "")
                      + (f" · last commit {r.last_commit:%Y-%m-%d %H:%M} UTC" if r.last_commit else "")
