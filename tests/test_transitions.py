@@ -603,3 +603,24 @@ async def test_a_rename_given_at_one_place_of_a_shared_type_asks_the_readers_of_
     assert [(r.ref.name, r.moved, r.evidence) for r in view.readers] == [("report", False, "the catalog still reads bill.zip")], view.readers
     card = await slack.ws.wait_for(lambda: next((m for m in slack.ws.channel_messages("schema-changes") if f"Transition #{started['id']} " in m.text), None))
     assert "`ship.zip` → `ship.postcode`, `bill.zip` → `bill.postcode`" in as_text(card.text, card.blocks)
+
+
+async def test_a_transition_card_slack_will_not_post_is_told_to_its_proposer(slack: SlackHarness, migrated_url: str) -> None:
+    """The changes channel is private and the bot was never invited: the transition's card and its expand step's card
+    cannot be posted, and the proposer is told so once for each, with Slack's reason."""
+    from bot.emulator.workspace import BOT_USER_ID
+
+    await registry_away(slack, migrated_url)
+    changes = slack.ws.channels[str(slack.ws.channel_id("schema-changes"))]
+    changes.is_private = True
+    changes.members.discard(BOT_USER_ID)
+    status, started = await call(slack, "POST", "/api/v1/transitions", {"subject": "orders-value", "schema": TARGET, "proposer": ALICE})
+    assert status == 201, started
+    wanted = (f"your transition #{started['id']} on orders-value", f"your schema change #{started['expand_proposal']} on orders-value")
+
+    def told() -> list[str] | None:
+        found = [m.text for m in slack.ws.channel_messages(slack.ws.open_dm(ALICE)) if "could not be posted in #schema-changes" in m.text]
+        return found if all(any(w in t for t in found) for w in wanted) else None
+
+    dms = await slack.ws.wait_for(told)
+    assert all("channel_not_found" in t for t in dms) and all(sum(w in t for t in dms) == 1 for w in wanted)

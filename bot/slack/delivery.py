@@ -20,6 +20,7 @@ from bot.services.proposals import NOTICE, Event, Proposals, ProposalView, self_
 from bot.slack import ids
 from bot.slack.proposals.cards import card
 from bot.slack.render import Reply, escape, mention
+from bot.store.database import Database
 
 MESSAGE, CARD, DM_CARD = "slack.message", "proposal.card", "proposal.dm_card"  # outbox kinds delivered here
 log = logging.getLogger(__name__)
@@ -77,6 +78,20 @@ async def call(client: AsyncWebClient, method: str, **args: Any) -> Any:
         raise GiveUp(f"Slack refused {method}: {error}{' (' + details + ')' if details else ''}") from None
     except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as err:
         raise Retry(f"{method}: Slack could not be reached ({type(err).__name__})") from None
+
+
+async def unposted(outbox: Outbox, db: Database, key: str, user: str, what: str, channel: str, why: str, asked: str = "") -> None:
+    """Tell ``user``, once per card (``key``), that Slack would not post the card of ``what`` (mrkdwn) in ``channel``: the bot
+    is not in a private channel, or it was archived or renamed. The card's next change tries again."""
+    if await failed_in(db, key):
+        return  # told when its first card row failed
+    text = (f":warning: The card of {what} could not be posted in {escape(channel)} ({escape(why)}).{asked} Invite the bot to that "
+            "channel (a private channel it is not in is one it cannot see), or point `CHANGES_CHANNEL` elsewhere: the card is posted "
+            "on the next change.")
+    async with db.session() as session:
+        tell(outbox, session, user, text)
+        await session.commit()
+    outbox.wake()
 
 
 async def place(client: AsyncWebClient, where: tuple[str | None, str | None], channel: str, body: Mapping[str, Any],
@@ -156,7 +171,9 @@ class SlackDelivery:
                                  lambda channel, ts: self.proposals.save_card(view.id, channel, ts, replacing=p.card_ts))
         except GiveUp as err:
             if not p.card_ts:
-                await self._unposted(view, str(err))
+                asked = "" if view.state.final else " The teams asked were sent it in their DMs and can answer there."
+                await unposted(self.proposals.outbox, self.proposals.db, card_key(view.id), view.proposal.proposer,
+                               f"your schema change #{view.id} on {escape(view.subject.name)}", self.changes_channel, str(err), asked)
             raise
         if posted:
             async with self.proposals.db.session() as session:  # the notes that waited for it go now
@@ -171,20 +188,6 @@ class SlackDelivery:
         mirrored = with_link(shown, str(link["permalink"]))
         await place(self.client, (p.subject_card_channel, p.subject_card_ts), str(view.subject.channel), _body(mirrored),
                     lambda channel, ts: self.proposals.save_card(view.id, channel, ts, subject_channel=True, replacing=p.subject_card_ts))
-
-    async def _unposted(self, view: ProposalView, why: str) -> None:
-        """Tell the proposer, once, that the card could not be posted where the teams would see it (Slack's refusal: the
-        bot is not in a private channel, the channel was archived or renamed); the next change of the proposal tries again."""
-        if await failed_in(self.proposals.db, card_key(view.id)):
-            return  # told when its first card row failed
-        asked = "" if view.state.final else " The teams asked were sent it in their DMs and can answer there."
-        text = (f":warning: The card of your schema change #{view.id} on {escape(view.subject.name)} could not be posted in "
-                f"{escape(self.changes_channel)} ({escape(why)}).{asked} Invite the bot to that channel (a private channel it is "
-                "not in is one it cannot see), or point `CHANGES_CHANNEL` elsewhere: the card is posted on the proposal's next change.")
-        async with self.proposals.db.session() as session:
-            tell(self.proposals.outbox, session, view.proposal.proposer, text)
-            await session.commit()
-        self.proposals.outbox.wake()
 
     async def _copies(self, view: ProposalView) -> None:
         for copy in await self.proposals.copies(view.id):

@@ -12,7 +12,7 @@ from bot.domain.transitions.model import listed
 from bot.services.outbox import Expand, GiveUp, Handler, Item, Retry, failed_in
 from bot.services.transitions import NOTICE, Event, Transitions, TransitionView
 from bot.slack import ids
-from bot.slack.delivery import Gone, call, message_row, place
+from bot.slack.delivery import Gone, call, message_row, place, unposted
 from bot.slack.render import Reply, escape, mention
 from bot.slack.transitions.cards import buttons, transition_card
 
@@ -45,8 +45,15 @@ class TransitionDelivery:
         view = await self.transitions.view(int(item.payload["transition"]))
         shown = transition_card(view)
         row = view.row
-        if not await place(self.client, (row.card_channel, row.card_ts), self.changes_channel, {"text": shown.fallback, "blocks": shown.blocks},
-                           lambda channel, ts: self.transitions.save_card(view.id, channel, ts, replacing=row.card_ts)):
+        try:
+            posted = await place(self.client, (row.card_channel, row.card_ts), self.changes_channel, {"text": shown.fallback, "blocks": shown.blocks},
+                                 lambda channel, ts: self.transitions.save_card(view.id, channel, ts, replacing=row.card_ts))
+        except GiveUp as err:
+            if not row.card_ts:
+                await unposted(self.transitions.outbox, self.transitions.db, card_key(view.id), row.proposer,
+                               f"your transition #{view.id} on {escape(view.subject.name)}", self.changes_channel, str(err))
+            raise
+        if not posted:
             return
         async with self.transitions.db.session() as session:
             await self.transitions.outbox.hurry(session, note_key(view.id), _waiting(view.id))
