@@ -182,7 +182,8 @@ def test_json_schema_refs_within_and_across_documents_and_bad_documents() -> Non
     across = classify_schemas(J, [parse_schema(J, json.dumps(order), refs)], parse_schema(J, json.dumps(order), other))
     assert found(across) == {("TYPE_CHANGED", "Order.ship.zip"): "breaking"}
     for bad, said in (("{", "not JSON"), ("[1, 2]", "not a JSON Schema"), ('{"type": "strin"}', "not a valid Draft7 JSON Schema"),
-                      (json.dumps(order), "resolves nowhere")):
+                      (json.dumps(order), r"resolves nowhere: name the schema it points to as a reference \(https://example.com/address.json\)"),
+                      ('{"properties": {"a": {"$ref": "#/definitions/nope"}}}', "resolves nowhere: there is no /definitions/nope in this schema")):
         with pytest.raises(JsonSchemaError, match=said):
             parse_schema(J, bad)
 

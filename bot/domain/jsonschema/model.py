@@ -115,8 +115,12 @@ def resolve(schema: JsonSchema, node: Any, base: str | None = None) -> tuple[Any
             return schema.joined[id(node)], base
         try:
             resolved = schema.registry.resolver(base).lookup(node["$ref"])
-        except Unresolvable as err:
-            raise JsonSchemaError(f"$ref {node['$ref']!r} resolves nowhere: name the schema it points to as a reference ({err})") from None
+        except Unresolvable:
+            ref = node["$ref"]
+            if ref.startswith("#"):  # a place in this same document
+                raise JsonSchemaError(f"$ref {ref!r} resolves nowhere: there is no {ref[1:] or '/'} in this schema") from None
+            raise JsonSchemaError(f"$ref {ref!r} resolves nowhere: name the schema it points to as a reference "
+                                  f"({ref.split('#', 1)[0]})") from None
         node, base = resolved.contents, resolved.resolver._base_uri or base
         seen += 1
     return node, base
