@@ -73,6 +73,30 @@ async def the_alert(slack: SlackHarness, predicate: Any = lambda text: True) -> 
     return await slack.ws.wait_for(lambda: next((m for m in alerts(slack) if predicate(read(m))), None))
 
 
+async def test_an_alert_silenced_until_a_time_picked_in_its_form(slack: SlackHarness) -> None:
+    await load(slack, catalog(slack))
+    await send(slack, [sample("schema_error_rate", 0.0), sample("schema_error_rate", 0.002, 1)])
+    message = await the_alert(slack)
+    await slack.driver.click(message, ids.SLI_SILENCE, user=ALICE, option="|until")
+    form = await slack.ws.wait_for(lambda: next((v for v in slack.ws.views.values() if v.view.get("callback_id") == ids.SLI_SILENCE_VIEW), None))
+
+    def until(moment: datetime | None, why: str = "") -> dict[str, Any]:
+        return {ids.UNTIL_BLOCK: {ids.UNTIL_ACTION: {"type": "datetimepicker", "selected_date_time": int(moment.timestamp()) if moment else None}},
+                ids.REASON_BLOCK: {ids.REASON_ACTION: {"type": "plain_text_input", "value": why}}}
+
+    now = slack.clock.now
+    for moment, said in ((None, "Until when?"), (now - timedelta(hours=1), "past"), (now + timedelta(days=40), "30 days")):
+        answer = await slack.driver.submit(form.id, until(moment), user=ALICE)
+        assert answer.json["response_action"] == "errors" and said in answer.json["errors"][ids.UNTIL_BLOCK], answer.json
+    series = {r.sli: r.state for r in await slack.bot.sli.series("enrich-orders")}
+    assert not series["schema_error_rate"].get("silenced_until")  # refused: nothing changed
+    answer = await slack.driver.submit(form.id, until(now + timedelta(hours=6), "schema rollout"), user=ALICE)
+    assert answer.status == 200 and not (answer.json or {}).get("errors"), answer.json
+    message = await the_alert(slack, lambda t: "Silenced by <@U0000ALICE>" in t)
+    series = {r.sli: r.state for r in await slack.bot.sli.series("enrich-orders")}
+    assert series["schema_error_rate"]["silence_reason"] == "schema rollout"
+
+
 async def test_an_alert_is_posted_acknowledged_silenced_and_resolved_in_place(slack: SlackHarness) -> None:
     await load(slack, catalog(slack))
     status, body = await send(slack, [sample("schema_error_rate", 0.0), sample("schema_error_rate", 0.002, 1)])
