@@ -139,3 +139,23 @@ async def test_a_catalog_job_named_by_another_broker_is_no_disagreement(migrated
         assert [o.conflict for o in await service.observations()] == ["inputs orders (the catalog says orders)"]
     finally:
         await db.close()
+
+
+async def test_the_same_event_under_another_name_of_the_place_changes_nothing(migrated_url: str) -> None:
+    from bot.domain.lineage.openlineage import parse_event
+
+    catalog, problems = read_catalog(catalog_data({KAFKA: ["kafka://broker-2:9092"]}), lambda r: (EXAMPLE.parent / r).read_text())
+    assert problems == []
+    db = Database(migrated_url)
+    try:
+        service = LineageService(db)
+        await service.load_catalog(catalog)
+        first = parse_event(reader("fraud-scoring", "kafka://broker-2:9092", "buyer.country", "risk-team"))
+        assert await service.ingest([first]) == 1
+        for name in ("kafka://broker-2:9092", "kafka://SASL_SSL://BROKER:9092", KAFKA):  # a retry, and the same place by its other names
+            assert await service.ingest([parse_event(reader("fraud-scoring", name, "buyer.country", "risk-team"))]) == 0, name
+        graph = await service.graph()
+        assert [d for d in graph.datasets if d.name == "orders"] == [DatasetId(KAFKA, "orders")]
+        assert graph.jobs[JobId("flink://prod", "fraud-scoring")].inputs == [DatasetId(KAFKA, "orders")]
+    finally:
+        await db.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 from collections.abc import Iterable
@@ -130,6 +131,8 @@ class LineageService:
         return changed
 
     async def _ingest_one(self, session: AsyncSession, event: LineageEvent, namespaces: Namespaces) -> int:
+        if namespaces.names:  # stored under the catalog's name for each place: the same event by another name changes nothing
+            event = dataclasses.replace(event, job=namespaces.job(event.job) if event.job else None, datasets=namespaces.datasets(event.datasets))
         moved = False
         for dataset in event.datasets:
             row = (await session.exec(select(LineageDataset).where(
@@ -149,7 +152,7 @@ class LineageService:
         job = (await session.exec(select(LineageJob).where(
             LineageJob.namespace == event.job.id.namespace, LineageJob.name == event.job.id.name))).first()
         if job is not None and job.source == CATALOG:
-            await self._observe(session, job, namespaces.job(event.job), event)
+            await self._observe(session, job, event.job, event)
             await session.flush()
             return int(moved)
         if job is None:
