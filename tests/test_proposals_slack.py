@@ -539,6 +539,25 @@ async def test_a_card_slack_will_not_post_is_told_to_the_proposer_and_posted_onc
     assert len([m for m in slack.ws.channel_messages(slack.ws.open_dm(ALICE)) if "could not be posted" in m.text]) == 1  # told once
 
 
+async def test_slack_failing_for_a_while_is_no_refusal_the_card_is_posted_once_and_nobody_told_it_failed(slack: SlackHarness) -> None:
+    """Slack answering 500 or 429 is a pause, not a refusal: the card waits and is posted once Slack answers, and the
+    proposer is not told it could not be posted (only a permanent refusal is told)."""
+    await setup_catalog(slack)
+    slack.ws.failing["chat.postMessage"] = 500
+    await propose(slack, retyped(V1, "price", "string"))
+    await slack.ws.wait_for(lambda: [c for c in slack.ws.calls_to("chat.postMessage") if c.status == 500] or None)
+    slack.ws.failing["chat.postMessage"] = 429
+    await slack.ws.wait_for(lambda: [c for c in slack.ws.calls_to("chat.postMessage") if c.status == 429] or None)
+    del slack.ws.failing["chat.postMessage"]
+    card = await card_message(slack)
+    await slack.bot.idle()
+    assert [m.ts for m in slack.ws.channel_messages("schema-changes") if "Schema change #1" in m.text] == [card.ts]  # once
+    assert not [m for m in slack.ws.channel_messages(slack.ws.open_dm(ALICE)) if "could not be posted" in m.text]
+    async with slack.bot.db.session() as session:
+        failed = (await session.exec(select(OutboxMessage).where(OutboxMessage.state == "failed"))).all()
+    assert not failed, [r.last_error for r in failed]
+
+
 async def test_a_card_someone_deleted_in_slack_is_posted_again_on_its_next_change_with_its_thread_notes(slack: SlackHarness) -> None:
     await setup_catalog(slack)
     await propose(slack, retyped(V1, "price", "string"))
