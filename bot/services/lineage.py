@@ -131,7 +131,9 @@ class LineageService:
         return changed
 
     async def _ingest_one(self, session: AsyncSession, event: LineageEvent, namespaces: Namespaces) -> int:
-        if namespaces.names:  # stored under the catalog's name for each place: the same event by another name changes nothing
+        namespaces = namespaces.linked([*await _declared(session, namespaces, event.datasets), *event.datasets])
+        if namespaces.names or namespaces.same:  # stored under the catalog's name for each place and dataset: the same event
+            # by another name changes nothing
             event = dataclasses.replace(event, job=namespaces.job(event.job) if event.job else None, datasets=namespaces.datasets(event.datasets))
         moved = False
         for dataset in event.datasets:
@@ -145,6 +147,9 @@ class LineageService:
                 row.fields, moved = dataset.fields, True
             if dataset.owners and row.owners != dataset.owners and not (declared and row.owners):
                 row.owners, moved = dataset.owners, True
+            symlinks = list(row.symlinks or []) + [n for n in map(_name, dataset.symlinks) if n not in (row.symlinks or [])]
+            if symlinks != (row.symlinks or []):
+                row.symlinks, moved = symlinks, True
             session.add(row)
         if event.job is None:  # a DatasetEvent: the dataset's metadata alone
             await session.flush()
@@ -246,10 +251,12 @@ class LineageService:
     async def _build(self, session: AsyncSession) -> LineageGraph:
         latest = await _latest_schemas(session)
         datasets = []
-        rows = (await session.exec(select(LineageDataset))).all()
-        for row in sorted(rows, key=lambda r: r.source != CATALOG):  # the catalog's word on a place first, where events name it too
+        rows = (await session.exec(select(LineageDataset).order_by(col(LineageDataset.id)))).all()
+        for row in sorted(rows, key=lambda r: r.source != CATALOG):  # the catalog's word on a place first, where events name it
+            # too; then in the order stored (the name a dataset's events gave it first is the one kept)
             fields = row.fields or (latest.get(row.subject, []) if row.subject else [])
-            datasets.append(Dataset(DatasetId(row.namespace, row.name), row.kind, list(row.owners), list(fields), row.subject))
+            datasets.append(Dataset(DatasetId(row.namespace, row.name), row.kind, list(row.owners), list(fields), row.subject,
+                                    [DatasetId(n["namespace"], n["name"]) for n in row.symlinks or []]))
         teams = set((await session.exec(select(TeamRow.name))).all())
         claimed: dict[tuple[str, str], str] = {}
         for claim in (await session.exec(select(LineageObservation).order_by(col(LineageObservation.id)))).all():
@@ -303,6 +310,20 @@ async def _namespaces(session: AsyncSession) -> Namespaces:
     """The catalog's name for each name of a place (none before a catalog is loaded)."""
     row = await session.get(CatalogSetting, NAMESPACES)
     return Namespaces.from_json(row.value) if row is not None else Namespaces()
+
+
+async def _declared(session: AsyncSession, namespaces: Namespaces, datasets: list[Dataset]) -> list[Dataset]:
+    """The catalog's datasets that ``datasets`` name as symlinks (their name is the one kept)."""
+    wanted = {namespaces.dataset(n) for d in datasets for n in d.symlinks}
+    if not wanted:
+        return []
+    rows = (await session.exec(select(LineageDataset.namespace, LineageDataset.name).where(
+        LineageDataset.source == CATALOG, col(LineageDataset.name).in_(sorted({n.name for n in wanted}))))).all()
+    return [Dataset(DatasetId(namespace, name)) for namespace, name in rows if DatasetId(namespace, name) in wanted]
+
+
+def _name(ident: DatasetId) -> dict[str, str]:
+    return {"namespace": ident.namespace, "name": ident.name}
 
 
 async def _replace_freezes(session: AsyncSession, freezes: Iterable[Freeze]) -> None:

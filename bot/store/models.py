@@ -193,6 +193,8 @@ class LineageDataset(SQLModel, table=True):
     fields: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     subject: str | None = Field(default=None, max_length=255)
     source: str = Field(max_length=16)
+    symlinks: list[dict[str, str]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False, server_default="[]"))  # its other
+    # names from OpenLineage's symlinks facet: [{namespace, name}]
 
 
 class LineageJob(SQLModel, table=True):

@@ -174,8 +174,9 @@ class LineageGraph:
     """Datasets, jobs and field edges, ready for impact queries."""
 
     def __init__(self, datasets: Iterable[Dataset], jobs: Iterable[Job], namespaces: Namespaces | None = None) -> None:
-        self.namespaces = namespaces or Namespaces()  # every dataset is kept under the catalog's name for its place
-        self.datasets: dict[DatasetId, Dataset] = {d.id: d for d in self.namespaces.datasets(datasets)}
+        found = list(datasets)  # every dataset is kept under the catalog's name for its place, and one name of its symlinks'
+        self.namespaces = (namespaces or Namespaces()).linked(found)
+        self.datasets: dict[DatasetId, Dataset] = {d.id: d for d in self.namespaces.datasets(found)}
         self.jobs: dict[JobId, Job] = {}
         self.graph = nx.DiGraph()
         self._next: dict[Node, list[Node] | tuple[()]] = {}  # each node's successors in ``graph``, as the walk reads them
@@ -250,11 +251,15 @@ class LineageGraph:
     # --- queries --------------------------------------------------------------------------------
 
     def find_dataset(self, name: str, namespace: str | None = None) -> DatasetId:
-        """The dataset called ``name`` (narrowed by ``namespace``, by any of its names), or the dataset of a subject."""
+        """The dataset called ``name`` (narrowed by ``namespace``, by any of its names), the dataset of a subject, or the
+        dataset one of whose symlinks that is."""
         namespace = None if namespace is None else self.namespaces.canonical(namespace)
         matches = [d for d in self.datasets if d.name == name and (namespace is None or d.namespace == namespace)]
         if not matches:
             matches = [d.id for d in self.datasets.values() if d.subject == name and (namespace is None or d.id.namespace == namespace)]
+        if not matches:
+            matches = list(dict.fromkeys(kept for other, kept in self.namespaces.same.items()
+                                         if other.name == name and (namespace is None or other.namespace == namespace)))
         if not matches:
             raise LineageError(f"unknown dataset or subject {name!r}" + (f" in namespace {namespace!r}" if namespace else ""))
         if len(matches) > 1:

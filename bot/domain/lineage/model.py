@@ -71,6 +71,8 @@ class Dataset:
     owners: list[str] = field(default_factory=list)
     fields: list[str] = field(default_factory=list)
     subject: str | None = None
+    symlinks: list[DatasetId] = field(default_factory=list)  # its other names (OpenLineage's ``symlinks`` facet: a table's
+    # name in a catalog beside its storage path, say)
 
 
 @dataclass(slots=True)

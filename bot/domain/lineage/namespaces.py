@@ -5,12 +5,16 @@ Spark integrations take the first), so two jobs that read one topic of one clust
 and ``kafka://broker-2:9092``. The catalog's ``namespace_aliases`` lists a place's other names. A Kafka namespace is also
 matched without a listener's protocol (``kafka://SASL_SSL://broker:9093``), past its first server
 (``kafka://broker:9092,broker-2:9092``) and with its host in any case, against the namespaces the catalog uses.
+
+One dataset, several names: OpenLineage's ``symlinks`` facet lists a dataset's other names (a Spark job writes a table
+by its storage path and names the table in its catalog as a symlink; a Flink or Trino job reads it by that name). The
+names of one dataset, linked by any event, are kept under one: the catalog's when it declares one of them.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,9 +34,11 @@ def place_of(namespace: str) -> str:
 
 @dataclass(frozen=True)
 class Namespaces:
-    """The namespace the catalog uses for each name of a place (by ``place_of``); a name it does not know stays as written."""
+    """The namespace the catalog uses for each name of a place (by ``place_of``); a name it does not know stays as written.
+    And ``same``: the dataset kept for each other name of it (symlinks), namespaces already the catalog's."""
 
     names: Mapping[str, str] = field(default_factory=dict)
+    same: Mapping[DatasetId, DatasetId] = field(default_factory=dict)
 
     @classmethod
     def of(cls, used: Iterable[str], aliases: Mapping[str, str]) -> Namespaces:
@@ -47,18 +53,44 @@ class Namespaces:
         return cls({str(k): str(v) for k, v in names.items()} if isinstance(names, dict) else {})
 
     def as_json(self) -> dict[str, Any]:
+        """The catalog's names (``same`` is learned from the datasets each time, see ``linked``)."""
         return {"names": dict(self.names)}
+
+    def linked(self, datasets: Sequence[Dataset]) -> Namespaces:
+        """These names, and every name of one dataset (its own and its symlinks', linked through any of them) kept under
+        the first of them that is a dataset's own name in ``datasets`` (list the catalog's first: its name is kept)."""
+        if not any(d.symlinks for d in datasets):
+            return self
+        plain = Namespaces(self.names)
+        first: dict[DatasetId, int] = {}
+        for position, dataset in enumerate(datasets):
+            first.setdefault(plain.dataset(dataset.id), position)
+        root: dict[DatasetId, DatasetId] = {}
+
+        def find(name: DatasetId) -> DatasetId:
+            while name in root:
+                name = root[name]
+            return name
+
+        for dataset in datasets:
+            for other in dataset.symlinks:
+                one, two = find(plain.dataset(dataset.id)), find(plain.dataset(other))
+                if one != two:  # the group keeps the name met first among datasets' own names
+                    keep, drop = sorted((one, two), key=lambda n: first.get(n, len(datasets)))
+                    root[drop] = keep
+        return Namespaces(self.names, {name: find(name) for name in root})
 
     def canonical(self, namespace: str) -> str:
         return self.names.get(place_of(namespace), namespace) if self.names else namespace
 
     def dataset(self, ident: DatasetId) -> DatasetId:
         namespace = self.canonical(ident.namespace)
-        return ident if namespace == ident.namespace else DatasetId(namespace, ident.name)
+        ident = ident if namespace == ident.namespace else DatasetId(namespace, ident.name)
+        return self.same.get(ident, ident) if self.same else ident
 
     def job(self, job: Job) -> Job:
-        """``job`` with every dataset it names under the catalog's name for its place."""
-        if not self.names:
+        """``job`` with every dataset it names under the catalog's name for its place, and the name kept for it."""
+        if not self.names and not self.same:
             return job
         same = self.dataset
 
@@ -70,18 +102,22 @@ class Namespaces:
                                    mappings=_unique(map(refs, job.mappings)), unmapped_outputs=_unique(map(same, job.unmapped_outputs)))
 
     def datasets(self, found: Iterable[Dataset]) -> list[Dataset]:
-        """One dataset per place, in the order found: the first to say its kind, owners, fields and subject is kept."""
-        if not self.names:
+        """One dataset per place and name kept, in the order found: the first to say its kind, owners, fields and subject is
+        kept; the symlinks are every other name any of them went by."""
+        if not self.names and not self.same:
             return list(found)
         merged: dict[DatasetId, Dataset] = {}
+        plain = Namespaces(self.names)
         for dataset in found:
             ident = self.dataset(dataset.id)
+            others = [n for n in (dataset.id, *dataset.symlinks) if plain.dataset(n) != ident] if self.same else dataset.symlinks
             kept = merged.get(ident)
             if kept is None:
-                merged[ident] = dataclasses.replace(dataset, id=ident)
+                merged[ident] = dataclasses.replace(dataset, id=ident, symlinks=_unique(others))
                 continue
             kept.owners, kept.fields = kept.owners or dataset.owners, kept.fields or dataset.fields
             kept.subject = kept.subject or dataset.subject
+            kept.symlinks = _unique([*kept.symlinks, *others])
         return list(merged.values())
 
 

@@ -1,7 +1,7 @@
 """OpenLineage events (spec 2.x) read into lineage: the job, its datasets, fields and owners.
 
 Reads RunEvents, JobEvents (which carry no run) and DatasetEvents (a dataset's own metadata, no job): job and
-dataset identities, the ``schema`` dataset facet (nested fields become dotted paths), the ``columnLineage`` facet
+dataset identities and their other names (the ``symlinks`` dataset facet), the ``schema`` dataset facet (nested fields become dotted paths), the ``columnLineage`` facet
 (output field <- input fields, and the input fields that bear on the whole output, such as a filter's or a join's,
 which every field of that output depends on) and the ``ownership`` facets. An output without a columnLineage facet
 makes the job a black box for that output. A job the event says runs on Flink (the ``jobType`` job facet's integration,
@@ -82,6 +82,7 @@ def parse_event(value: Any) -> LineageEvent:
             ident, facets = found.id, _facets(raw, place)
             dataset = datasets.setdefault(ident, found)
             dataset.fields, dataset.owners = found.fields or dataset.fields, found.owners or dataset.owners
+            dataset.symlinks += [name for name in found.symlinks if name not in dataset.symlinks]
             (job.inputs if side == "inputs" else job.outputs).append(ident)
             if side == "inputs":
                 job.consumer_groups += [g for g in _groups(facets) if g not in job.consumer_groups]
@@ -103,7 +104,26 @@ def _dataset(raw: dict[str, Any], place: str) -> Dataset:
     facets = _facets(raw, place)
     schema = facets.get("schema")
     fields = _schema_fields(schema, f"{place}.facets.schema") if schema is not None else []
-    return Dataset(ident, _kind(ident), _owners(facets, place), fields)
+    symlinks = _symlinks(facets["symlinks"], ident, f"{place}.facets.symlinks") if "symlinks" in facets else []
+    return Dataset(ident, _kind(ident), _owners(facets, place), fields, symlinks=symlinks)
+
+
+def _symlinks(facet: Any, ident: DatasetId, place: str) -> list[DatasetId]:
+    """The other names the ``symlinks`` facet gives a dataset (``identifiers``: {namespace, name, type}), its own left out."""
+    identifiers = facet.get("identifiers", []) if isinstance(facet, dict) else None
+    if not isinstance(identifiers, list):
+        raise OpenLineageError(f"{place}.identifiers: expected an array of {{namespace, name, type}}")
+    names: list[DatasetId] = []
+    for index, raw in enumerate(identifiers):
+        at = f"{place}.identifiers[{index}]"
+        if not isinstance(raw, dict):
+            raise OpenLineageError(f"{at}: expected an object")
+        name = DatasetId(_string(raw, "namespace", at), _string(raw, "name", at))
+        if "type" in raw and not isinstance(raw["type"], str):
+            raise OpenLineageError(f"{at}.type: expected a string (TABLE, LOCATION)")
+        if name != ident and name not in names:
+            names.append(name)
+    return names
 
 
 def _time(text: str) -> datetime:
