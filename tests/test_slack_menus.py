@@ -13,7 +13,7 @@ from bot.domain.lineage.catalog import read_catalog
 from bot.emulator.limits import validate_suggestions
 from bot.emulator.server import SlackError
 from bot.slack import ids
-from bot.slack.choices import MENU_MAX, matching, menu
+from bot.slack.choices import MENU_MAX, matching, menu, option
 from tests.conftest import SlackHarness
 from tests.test_proposals_slack import ALICE, V1, card_message, with_field
 
@@ -87,3 +87,57 @@ async def test_an_answer_past_slacks_limits_is_caught(slack: SlackHarness, monke
     with pytest.raises(SlackError) as refused:
         await slack.driver.suggest(form, ids.SUBJECT_ACTION, "", user=ALICE)
     assert refused.value.messages == ["[ERROR] no more than 100 items allowed [json-pointer:/options]"]
+
+
+LONG_KEY, LONG_VALUE = "orders." + "x" * 230 + "-key", "orders." + "x" * 230 + "-value"  # Kafka allows 249 characters
+
+
+def test_a_long_name_is_shown_by_its_start_and_end_and_told_by_a_digest() -> None:
+    key, value = option(LONG_KEY), option(LONG_VALUE)
+    assert key["text"]["text"] != value["text"]["text"] and value["text"]["text"].endswith("xxx-value")
+    assert len(value["text"]["text"]) == 75 and value["text"]["text"].startswith("orders.xxx") and "…" in value["text"]["text"]
+    assert len(value["value"]) <= 150 and key["value"] != value["value"]
+    assert option("orders-value") == {"text": {"type": "plain_text", "text": "orders-value"}, "value": "orders-value"}
+    assert validate_suggestions({"options": [key, value]}) == []
+
+
+async def test_a_subject_longer_than_an_option_value_is_proposed_and_booked(slack: SlackHarness) -> None:
+    from bot.domain.avro.parse import parse
+
+    groups = {g["handle"]: g["id"] for g in slack.ws.usergroups.values()}
+    catalog: dict[str, Any] = {
+        "teams": {"orders-team": {"usergroup": groups["orders-team"], "members": [ALICE], "oncall": [ALICE], "self_approval": True}},
+        "subjects": {name: {"owner": "orders-team", "channel": "#orders-pipeline"} for name in (LONG_KEY, LONG_VALUE, "orders-value")},
+    }
+    parsed, problems = read_catalog(catalog, lambda _: None)  # type: ignore[arg-type, return-value]
+    assert problems == []
+    await slack.bot.lineage.load_catalog(parsed)
+    await slack.bot.registry.record(LONG_VALUE, parse(V1))
+    await slack.driver.command("/schema propose", user=ALICE, channel="orders-pipeline")
+    form = await slack.ws.wait_for(lambda: next((v for v in slack.ws.views.values() if v.view.get("callback_id") == ids.PROPOSE_VIEW), None))
+    offered = {o["text"]["text"]: o for o in form.view["blocks"][0]["element"]["options"]}
+    [long_value] = [o for text, o in offered.items() if text.endswith("-value") and text != "orders-value"]
+    values = {ids.SUBJECT_BLOCK: {ids.SUBJECT_ACTION: {"type": "static_select", "selected_option": long_value}},
+              ids.SCHEMA_BLOCK: {ids.SCHEMA_ACTION: {"type": "plain_text_input", "value": json.dumps(
+                  with_field(V1, {"name": "extra", "type": ["null", "string"], "default": None}))}}}
+    answer = await slack.driver.submit(form.id, values, user=ALICE)
+    assert answer.status == 200 and not (answer.json or {}).get("errors")
+    await card_message(slack)
+    assert (await slack.bot.proposals.view(1)).subject.name == LONG_VALUE
+
+    await slack.driver.command("/calendar add", user=ALICE, channel="orders-pipeline")
+    booking = await slack.ws.wait_for(lambda: next((v for v in slack.ws.views.values() if v.view.get("callback_id") == ids.CALENDAR_ADD_VIEW), None))
+    [menu_block] = [b for b in booking.view["blocks"] if b.get("block_id") == ids.SUBJECTS_BLOCK]
+    picked = [o for o in menu_block["element"]["options"] if o["text"]["text"].endswith("-key")]
+    start = 1_800_000_000
+    booked = await slack.driver.submit(booking.id, {
+        ids.KIND_BLOCK: {ids.KIND_ACTION: {"type": "static_select", "selected_option": {"value": "maintenance"}}},
+        ids.TITLE_BLOCK: {ids.TITLE_ACTION: {"type": "plain_text_input", "value": "compaction"}},
+        ids.START_BLOCK: {ids.START_ACTION: {"type": "datetimepicker", "selected_date_time": start}},
+        ids.END_BLOCK: {ids.END_ACTION: {"type": "datetimepicker", "selected_date_time": start + 3600}},
+        ids.OWNER_BLOCK: {ids.OWNER_ACTION: {"type": "static_select", "selected_option": {"value": "orders-team"}}},
+        ids.SUBJECTS_BLOCK: {ids.SUBJECTS_ACTION: {"type": "multi_static_select", "selected_options": picked}}}, user=ALICE)
+    assert booked.json["response_action"] == "update", booked.json
+    entry = await slack.bot.calendar.entry(1)
+    assert entry is not None and entry.scope["subjects"] == [LONG_KEY]
+    await slack.bot.idle()

@@ -4,22 +4,40 @@ Slack lists at most 100 options in a menu. Up to that, the menu holds every name
 past it, the menu asks the bot as one types (``external_select``, Slack's ``block_suggestion``), and the bot answers
 with the names that match, those that start with what was typed first. A name chosen beforehand is shown chosen
 either way.
+
+An option's value holds 150 characters and its text 75 (Kafka topics, and so subjects, reach 249): a longer name is
+shown by its start and its end, and its value is a digest the form's submission turns back into the name (``name_of``).
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp
 
 MENU_MAX = 100  # options one Slack menu lists (and one block_suggestion answer holds)
+TEXT_MAX, VALUE_MAX = 75, 150  # characters of an option's text and of its value
+LONG = "sha256:"  # the value of a name longer than VALUE_MAX: this and the name's digest
 
 Names = Callable[[], Awaitable[list[str]]]
 
 
 def option(name: str) -> dict[str, Any]:
-    return {"text": {"type": "plain_text", "text": name[:75]}, "value": name[:150]}
+    shown = name if len(name) <= TEXT_MAX else f"{name[:TEXT_MAX // 2 - 1]}…{name[-(TEXT_MAX - TEXT_MAX // 2):]}"
+    return {"text": {"type": "plain_text", "text": shown}, "value": name if len(name) <= VALUE_MAX else _digest(name)}
+
+
+async def name_of(value: str, names: Names) -> str:
+    """The name an option's ``value`` stands for among ``names`` (the value itself when it is a name, or names none)."""
+    if not value.startswith(LONG):
+        return value
+    return next((name for name in await names() if len(name) > VALUE_MAX and _digest(name) == value), value)
+
+
+def _digest(name: str) -> str:
+    return LONG + hashlib.sha256(name.encode()).hexdigest()
 
 
 def menu(action_id: str, names: list[str], *, chosen: list[str] | None = None, multi: bool = False,

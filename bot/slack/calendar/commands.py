@@ -17,7 +17,7 @@ from bot.domain.lineage.catalog import duration, moment
 from bot.services.calendar import CalendarService
 from bot.services.proposals import Membership
 from bot.slack import ids
-from bot.slack.choices import menu
+from bot.slack.choices import menu, name_of
 from bot.slack.render import Reply, escape, section
 from bot.slack.request import CommandRequest
 
@@ -132,7 +132,7 @@ class CalendarCommands:
 
         kind = (picked(ids.KIND_BLOCK, ids.KIND_ACTION, "selected_option") or {}).get("value", "")
         owner = (picked(ids.OWNER_BLOCK, ids.OWNER_ACTION, "selected_option") or {}).get("value", "")
-        subjects = [o["value"] for o in picked(ids.SUBJECTS_BLOCK, ids.SUBJECTS_ACTION, "selected_options") or []]
+        subjects = [await name_of(o["value"], self.calendar.subjects) for o in picked(ids.SUBJECTS_BLOCK, ids.SUBJECTS_ACTION, "selected_options") or []]
         jobs, datasets = (_names(picked(block, action)) for block, action in ((ids.JOBS_BLOCK, ids.JOBS_ACTION), (ids.DATASETS_BLOCK, ids.DATASETS_ACTION)))
         starts, ends = picked(ids.START_BLOCK, ids.START_ACTION, "selected_date_time"), picked(ids.END_BLOCK, ids.END_ACTION, "selected_date_time")
         errors = {}

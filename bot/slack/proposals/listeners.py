@@ -18,7 +18,7 @@ from bot.domain.references import Reference, parse_pin, read_references
 from bot.services.outbox import Outbox
 from bot.services.proposals import ProposalError, Proposals, ProposalView, self_approves
 from bot.slack import delivery, ids
-from bot.slack.choices import menu
+from bot.slack.choices import menu, name_of
 from bot.slack.proposals.cards import STATE_TEXT
 from bot.slack.render import ephemeral, escape, mention, section
 
@@ -204,6 +204,7 @@ def register(app: AsyncApp, proposals: Proposals, outbox: Outbox, track: Callabl
     async def on_propose(ack: AsyncAck, body: dict[str, Any], view: dict[str, Any], client: AsyncWebClient) -> None:
         values = view["state"]["values"]
         subject = ((values.get(ids.SUBJECT_BLOCK, {}).get(ids.SUBJECT_ACTION) or {}).get("selected_option") or {}).get("value", "")
+        subject = await name_of(subject, proposals.registry.names)
         schema = (values.get(ids.SCHEMA_BLOCK, {}).get(ids.SCHEMA_ACTION) or {}).get("value") or ""
         files = (values.get(ids.FILE_BLOCK, {}).get(ids.FILE_ACTION) or {}).get("files") or []
         if files and schema.strip():

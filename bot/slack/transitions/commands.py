@@ -17,7 +17,7 @@ from bot.domain.transitions.model import TransitionError, listed, parse_mapping_
 from bot.services.proposals import ProposalError
 from bot.services.transitions import DEFAULT_DAYS, Transitions
 from bot.slack import ids
-from bot.slack.choices import menu
+from bot.slack.choices import menu, name_of
 from bot.slack.proposals.listeners import CHECK_WITHIN_ACK, notice_modal
 from bot.slack.render import Reply, ephemeral, escape
 from bot.slack.request import CommandRequest
@@ -170,6 +170,7 @@ def register(app: AsyncApp, slack: TransitionSlack, track: Callable[[Any], Any])
             subject, target, replaces = original.subject.name, original.proposal.schema_text, original.id
         else:
             subject = ((values.get(ids.SUBJECT_BLOCK, {}).get(ids.SUBJECT_ACTION) or {}).get("selected_option") or {}).get("value", "")
+            subject = await name_of(subject, transitions.proposals.registry.names)
             target, replaces = (values.get(ids.SCHEMA_BLOCK, {}).get(ids.SCHEMA_ACTION) or {}).get("value") or "", None
         starting = asyncio.create_task(transitions.start(subject, target, user, deadline=deadline, mapping=mapping, replaces=replaces))
         done, _ = await asyncio.wait({starting}, timeout=CHECK_WITHIN_ACK)
