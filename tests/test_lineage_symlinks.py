@@ -155,3 +155,14 @@ def test_tables_named_only_by_their_events_join_before_any_catalog(migrated_url:
     assert main(["impact", "lake/dwd_orders", "--fields", "amount", "--format", "json"]) == 0  # the table by its other name
     by_path = json.loads(capsys.readouterr().out)
     assert (by_path["dataset"], [j["name"] for j in by_path["jobs"]]) == ("sales.orders", ["ledger"])
+
+
+def test_two_datasets_the_catalog_declares_stay_two() -> None:
+    """An event that says two catalog datasets are one does not merge them (each keeps its owners); a third name joins one."""
+    view = DatasetId("hive://metastore", "lake.dwd_orders")
+    table, files = Dataset(TABLE, "iceberg", ["analytics-team"], ["amount"]), Dataset(PATH, "s3", ["storage-team"], ["amount"])
+    event = Dataset(PATH, symlinks=[TABLE, view])
+    names = Namespaces().linked([table, files, event], [TABLE, PATH])
+    assert names.dataset(PATH) == PATH and names.dataset(TABLE) == TABLE and names.dataset(view) in (TABLE, PATH)
+    graph = LineageGraph([table, files, event], [], declared=[TABLE, PATH])
+    assert (graph.datasets[TABLE].owners, graph.datasets[PATH].owners) == (["analytics-team"], ["storage-team"])

@@ -131,7 +131,8 @@ class LineageService:
         return changed
 
     async def _ingest_one(self, session: AsyncSession, event: LineageEvent, namespaces: Namespaces) -> int:
-        namespaces = namespaces.linked([*await _declared(session, namespaces, event.datasets), *event.datasets])
+        catalog = await _declared(session, namespaces, event.datasets)
+        namespaces = namespaces.linked([*catalog, *event.datasets], [d.id for d in catalog])
         if namespaces.names or namespaces.same:  # stored under the catalog's name for each place and dataset: the same event
             # by another name changes nothing
             event = dataclasses.replace(event, job=namespaces.job(event.job) if event.job else None, datasets=namespaces.datasets(event.datasets))
@@ -274,7 +275,8 @@ class LineageService:
             if owner is not None and job_row.source != CATALOG and not set(job.owners) & teams:
                 job.owners, job.learned = [owner], f"{job.learned}, claimed for {owner}"
             jobs.append(job)
-        return LineageGraph(datasets, jobs, await _namespaces(session))
+        declared = [DatasetId(row.namespace, row.name) for row in rows if row.source == CATALOG]
+        return LineageGraph(datasets, jobs, await _namespaces(session), declared)
 
     async def unowned_readers(self, owners: set[str]) -> list[tuple[Job, str]]:
         """Jobs nobody owns (no catalog team) that read a subject owned by one of ``owners``, with that subject."""
@@ -313,8 +315,8 @@ async def _namespaces(session: AsyncSession) -> Namespaces:
 
 
 async def _declared(session: AsyncSession, namespaces: Namespaces, datasets: list[Dataset]) -> list[Dataset]:
-    """The catalog's datasets that ``datasets`` name as symlinks (their name is the one kept)."""
-    wanted = {namespaces.dataset(n) for d in datasets for n in d.symlinks}
+    """The catalog's datasets among the names of ``datasets`` that have symlinks (their name is the one kept)."""
+    wanted = {namespaces.dataset(n) for d in datasets if d.symlinks for n in (d.id, *d.symlinks)}
     if not wanted:
         return []
     rows = (await session.exec(select(LineageDataset.namespace, LineageDataset.name).where(

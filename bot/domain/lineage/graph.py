@@ -173,9 +173,10 @@ class _Walk(NamedTuple):
 class LineageGraph:
     """Datasets, jobs and field edges, ready for impact queries."""
 
-    def __init__(self, datasets: Iterable[Dataset], jobs: Iterable[Job], namespaces: Namespaces | None = None) -> None:
+    def __init__(self, datasets: Iterable[Dataset], jobs: Iterable[Job], namespaces: Namespaces | None = None,
+                 declared: Collection[DatasetId] = ()) -> None:
         found = list(datasets)  # every dataset is kept under the catalog's name for its place, and one name of its symlinks'
-        self.namespaces = (namespaces or Namespaces()).linked(found)
+        self.namespaces = (namespaces or Namespaces()).linked(found, declared)  # (two the catalog ``declared`` stay two)
         self.datasets: dict[DatasetId, Dataset] = {d.id: d for d in self.namespaces.datasets(found)}
         self.jobs: dict[JobId, Job] = {}
         self.graph = nx.DiGraph()

@@ -14,7 +14,7 @@ names of one dataset, linked by any event, are kept under one: the catalog's whe
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,9 +56,10 @@ class Namespaces:
         """The catalog's names (``same`` is learned from the datasets each time, see ``linked``)."""
         return {"names": dict(self.names)}
 
-    def linked(self, datasets: Sequence[Dataset]) -> Namespaces:
+    def linked(self, datasets: Sequence[Dataset], declared: Collection[DatasetId] = ()) -> Namespaces:
         """These names, and every name of one dataset (its own and its symlinks', linked through any of them) kept under
-        the first of them that is a dataset's own name in ``datasets`` (list the catalog's first: its name is kept)."""
+        the first of them that is a dataset's own name in ``datasets`` (list the catalog's first: its name is kept). Two
+        datasets the catalog declares (``declared``) stay two, whatever an event says: the catalog's word stands."""
         if not any(d.symlinks for d in datasets):
             return self
         plain = Namespaces(self.names)
@@ -66,6 +67,7 @@ class Namespaces:
         for position, dataset in enumerate(datasets):
             first.setdefault(plain.dataset(dataset.id), position)
         root: dict[DatasetId, DatasetId] = {}
+        catalog = {plain.dataset(name) for name in declared}  # the groups' names that hold a declared dataset
 
         def find(name: DatasetId) -> DatasetId:
             while name in root:
@@ -75,9 +77,12 @@ class Namespaces:
         for dataset in datasets:
             for other in dataset.symlinks:
                 one, two = find(plain.dataset(dataset.id)), find(plain.dataset(other))
-                if one != two:  # the group keeps the name met first among datasets' own names
+                if one != two and not (one in catalog and two in catalog):  # the group keeps the name met first among
+                    # datasets' own names
                     keep, drop = sorted((one, two), key=lambda n: first.get(n, len(datasets)))
                     root[drop] = keep
+                    if drop in catalog:
+                        catalog.add(keep)
         return Namespaces(self.names, {name: find(name) for name in root})
 
     def canonical(self, namespace: str) -> str:
