@@ -125,6 +125,7 @@ def test_a_field_read_for_the_whole_output_and_a_dataset_event_are_read_as_the_s
     (lambda e: e["outputs"][0]["facets"]["columnLineage"]["fields"]["amount"]["inputFields"][0].pop("field"), "inputFields[0].field"),
     (lambda e: e["inputs"][0]["facets"]["schema"].update(fields=[{"type": "int"}]), "a field needs a name"),
     (lambda e: e["job"]["facets"]["ownership"].update(owners="me"), "ownership.owners"),
+    (lambda e: e["inputs"][0]["facets"]["schema"].update(_deleted="yes"), "inputs[0].facets.schema._deleted: expected true or false"),
 ])
 def test_malformed_events_are_refused_with_the_reason(mutate: Any, message: str) -> None:
     broken = event()
@@ -170,6 +171,33 @@ async def test_a_filter_field_reaches_the_job_and_a_dataset_event_fills_its_data
     refunds = graph.datasets[DatasetId(KAFKA, "refunds")]
     assert (refunds.fields, refunds.owners) == (["order_id", "cents"], ["payments-team"]) and len(graph.jobs) == 1
     assert (await post(http, bot, dataset_event()))[1]["changed"] == 0  # the same metadata again changes nothing
+
+
+async def test_a_deleted_facet_is_read_as_the_spec_says(api: tuple[Bot, aiohttp.ClientSession]) -> None:
+    """A facet sent with ``_deleted: true`` (the spec's way to delete one) is no malformed facet: a deleted schema or ownership
+    takes back what events said, a deleted columnLineage makes the job a black box for that output; a late deletion is ignored."""
+    bot, http = api
+    await post(http, bot, event())
+    gone = {"_producer": "x", "_schemaURL": "https://openlineage.io/spec/facets/1-0-1/SchemaDatasetFacet.json", "_deleted": True}
+    later = event("2026-12-01T11:00:00Z")
+    later["job"]["facets"]["ownership"] = dict(gone)
+    later["inputs"][0]["facets"]["schema"] = dict(gone)
+    later["outputs"][0]["facets"].update(ownership=dict(gone), columnLineage=dict(gone))
+    late = copy.deepcopy(later)
+    late["eventTime"] = "2026-12-01T09:00:00Z"
+    status, answer = await post(http, bot, later)
+    assert (status, answer["changed"]) == (200, 1)
+    graph = await bot.lineage.graph()
+    job = graph.jobs[JobId("flink://prod", "enrich-orders")]
+    assert (job.owners, job.black_box) == ([], True)
+    assert graph.datasets[DatasetId(KAFKA, "orders")].fields == [] and graph.datasets[DatasetId("iceberg://lake", "dwd_orders")].owners == []
+    assert graph.datasets[DatasetId("iceberg://lake", "dwd_orders")].fields == ["order_id", "amount"]  # its schema still sent
+    assert (await post(http, bot, later))[1]["changed"] == 0
+    assert (await post(http, bot, event("2026-12-01T12:00:00Z")))[1]["changed"] == 1  # said again
+    await post(http, bot, {**late, "eventTime": "2026-12-01T10:30:00Z"})  # older than what the 12:00 event said: its deletions are late
+    graph = await bot.lineage.graph()
+    assert graph.jobs[JobId("flink://prod", "enrich-orders")].owners == ["orders-team"] and not graph.jobs[JobId("flink://prod", "enrich-orders")].black_box
+    assert "price" in graph.datasets[DatasetId(KAFKA, "orders")].fields and graph.datasets[DatasetId("iceberg://lake", "dwd_orders")].owners == ["analytics-team"]
 
 
 async def test_resending_changes_nothing_and_a_later_event_replaces_edges(api: tuple[Bot, aiohttp.ClientSession]) -> None:

@@ -144,11 +144,22 @@ class LineageService:
                 row = LineageDataset(namespace=dataset.id.namespace, name=dataset.id.name, kind=dataset.kind, source=OPENLINEAGE)
                 moved = True
             declared = row.source == CATALOG  # the catalog's owners and fields stand; an event only fills what it left out
-            if dataset.fields and row.fields != dataset.fields and not (declared and row.fields):
+            fresh = bool(dataset.fields or dataset.owners or dataset.cleared)  # the event says something of it, and is not late
+            if fresh and row.said_at is not None and event.event_time < aware(row.said_at):
+                fresh = False  # older than what a newer event said of it
+            elif fresh:
+                row.said_at = event.event_time
+            if fresh and dataset.fields and row.fields != dataset.fields and not (declared and row.fields):
                 row.fields, moved = dataset.fields, True
-            if dataset.owners and row.owners != dataset.owners and not (declared and row.owners):
+            if fresh and dataset.owners and row.owners != dataset.owners and not (declared and row.owners):
                 row.owners, moved = dataset.owners, True
-            symlinks = list(row.symlinks or []) + [n for n in map(_name, dataset.symlinks) if n not in (row.symlinks or [])]
+            for facet, attribute in (("schema", "fields"), ("ownership", "owners")):  # a deleted facet takes back what events said
+                if fresh and facet in dataset.cleared and not declared and not getattr(dataset, attribute) and getattr(row, attribute):
+                    setattr(row, attribute, [])
+                    moved = True
+            cleared = fresh and "symlinks" in dataset.cleared and not dataset.symlinks
+            symlinks = [] if cleared else list(row.symlinks or [])
+            symlinks += [n for n in map(_name, dataset.symlinks) if n not in symlinks]
             if symlinks != (row.symlinks or []):
                 row.symlinks, moved = symlinks, True
             session.add(row)
@@ -163,9 +174,11 @@ class LineageService:
             return int(moved)
         if job is None:
             job = LineageJob(namespace=event.job.id.namespace, name=event.job.id.name, source=OPENLINEAGE)
+        newer = job.event_time is None or event.event_time >= aware(job.event_time)
         if event.job.owners and job.owners != event.job.owners:
             job.owners, moved = event.job.owners, True
-        newer = job.event_time is None or event.event_time >= aware(job.event_time)
+        elif "ownership" in event.job.cleared and job.owners and newer:  # the facet deleted: nobody owns it, as far as events say
+            job.owners, moved = [], True
         said = event.job.flink  # what runs the job, said by any event, with lineage or without: once Flink, always Flink
         if said is not None:
             later = job.flink_at is None or event.event_time >= aware(job.flink_at)

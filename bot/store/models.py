@@ -195,6 +195,8 @@ class LineageDataset(SQLModel, table=True):
     source: str = Field(max_length=16)
     symlinks: list[dict[str, str]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False, server_default="[]"))  # its other
     # names from OpenLineage's symlinks facet: [{namespace, name}]
+    said_at: datetime | None = _when(nullable=True)  # the newest event that
+    # said its fields or owners (an older one arriving late changes neither)
 
 
 class LineageJob(SQLModel, table=True):

@@ -73,6 +73,7 @@ class Dataset:
     subject: str | None = None
     symlinks: list[DatasetId] = field(default_factory=list)  # its other names (OpenLineage's ``symlinks`` facet: a table's
     # name in a catalog beside its storage path, say)
+    cleared: tuple[str, ...] = ()  # facets an event deleted (``_deleted``): "schema", "ownership", "symlinks"
 
 
 @dataclass(slots=True)
@@ -89,6 +90,7 @@ class Job:
     learned: str = "catalog"  # how the bot knows of it: "catalog", or "OpenLineage event of <time>"
     consumer_groups: list[str] = field(default_factory=list)  # the Kafka consumer groups it reads with
     flink: str | None = None  # a Flink job's Flink version (its release gate checks with that planner; '' not known: the bot's)
+    cleared: tuple[str, ...] = ()  # facets an event deleted (``_deleted``): "ownership"
 
     @property
     def black_box(self) -> bool:

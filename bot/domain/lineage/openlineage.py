@@ -5,8 +5,10 @@ dataset identities and their other names (the ``symlinks`` dataset facet), the `
 (output field <- input fields, and the input fields that bear on the whole output, such as a filter's or a join's,
 which every field of that output depends on) and the ``ownership`` facets. An output without a columnLineage facet
 makes the job a black box for that output. A job the event says runs on Flink (the ``jobType`` job facet's integration,
-the ``processing_engine`` run facet) is a Flink job, as one with ``flink:`` in the catalog. Anything malformed raises
-``OpenLineageError`` with the place and the reason.
+the ``processing_engine`` run facet) is a Flink job, as one with ``flink:`` in the catalog. A job or dataset facet sent
+with ``_deleted: true`` deletes that facet: it is read as absent, and a deleted schema, ownership or symlinks facet
+clears what earlier events said (``cleared``). Anything malformed raises ``OpenLineageError`` with the place and the
+reason.
 """
 
 from __future__ import annotations
@@ -67,7 +69,8 @@ def parse_event(value: Any) -> LineageEvent:
         raise OpenLineageError("job: required object is missing (a DatasetEvent has a dataset and neither job nor run)")
     job_id = JobId(_string(raw_job, "namespace", "job"), _string(raw_job, "name", "job"))
     job_facets = _facets(raw_job, "job")
-    job = Job(job_id, owners=_owners(job_facets, "job"), consumer_groups=_groups(job_facets), flink=_flink(job_facets, run_facets))
+    job = Job(job_id, owners=_owners(job_facets, "job"), consumer_groups=_groups(job_facets), flink=_flink(job_facets, run_facets),
+              cleared=_cleared(raw_job, ("ownership",)))
     datasets: dict[DatasetId, Dataset] = {}
     mapped: set[DatasetId] = set()
     for side in ("inputs", "outputs"):
@@ -83,6 +86,7 @@ def parse_event(value: Any) -> LineageEvent:
             dataset = datasets.setdefault(ident, found)
             dataset.fields, dataset.owners = found.fields or dataset.fields, found.owners or dataset.owners
             dataset.symlinks += [name for name in found.symlinks if name not in dataset.symlinks]
+            dataset.cleared = tuple(dict.fromkeys(dataset.cleared + found.cleared))
             (job.inputs if side == "inputs" else job.outputs).append(ident)
             if side == "inputs":
                 job.consumer_groups += [g for g in _groups(facets) if g not in job.consumer_groups]
@@ -105,7 +109,8 @@ def _dataset(raw: dict[str, Any], place: str) -> Dataset:
     schema = facets.get("schema")
     fields = _schema_fields(schema, f"{place}.facets.schema") if schema is not None else []
     symlinks = _symlinks(facets["symlinks"], ident, f"{place}.facets.symlinks") if "symlinks" in facets else []
-    return Dataset(ident, _kind(ident), _owners(facets, place), fields, symlinks=symlinks)
+    return Dataset(ident, _kind(ident), _owners(facets, place), fields, symlinks=symlinks,
+                   cleared=_cleared(raw, ("schema", "ownership", "symlinks")))
 
 
 def _symlinks(facet: Any, ident: DatasetId, place: str) -> list[DatasetId]:
@@ -144,13 +149,24 @@ def _string(raw: dict[str, Any], key: str, place: str) -> str:
 
 
 def _facets(raw: dict[str, Any], place: str) -> dict[str, Any]:
+    """The facets of ``raw`` (its ``facets``, and its ``inputFacets`` or ``outputFacets``), those deleted left out."""
     facets = raw.get("facets", {})
     if not isinstance(facets, dict):
         raise OpenLineageError(f"{place}.facets: expected an object")
     extra = raw.get("inputFacets") or raw.get("outputFacets") or {}
     if not isinstance(extra, dict):
         raise OpenLineageError(f"{place}: inputFacets/outputFacets must be objects")
-    return {**extra, **facets}
+    for name, facet in facets.items():
+        deleted = facet.get("_deleted") if isinstance(facet, dict) else None
+        if deleted is not None and not isinstance(deleted, bool):
+            raise OpenLineageError(f"{place}.facets.{name}._deleted: expected true or false")
+    return {name: facet for name, facet in {**extra, **facets}.items() if not (isinstance(facet, dict) and facet.get("_deleted") is True)}
+
+
+def _cleared(raw: dict[str, Any], names: tuple[str, ...]) -> tuple[str, ...]:
+    """Which of ``names`` the facets of ``raw`` delete (checked by ``_facets``)."""
+    facets = raw.get("facets") or {}
+    return tuple(name for name in names if isinstance(facets.get(name), dict) and facets[name].get("_deleted") is True)
 
 
 def _owners(facets: dict[str, Any], place: str) -> list[str]:
