@@ -11,11 +11,13 @@ import pytest
 import yaml
 
 from bot.cli import main
+from bot.domain.calendar import Scope
 from bot.domain.lineage.catalog import read_catalog
 from bot.domain.lineage.graph import LineageError, LineageGraph
 from bot.domain.lineage.model import Dataset, DatasetId, FieldRef, Job, JobId
 from bot.domain.lineage.namespaces import Namespaces
 from bot.domain.lineage.openlineage import OpenLineageError, parse_event
+from bot.services.calendar import reach
 from bot.services.lineage import LineageService
 from bot.store.database import Database
 
@@ -80,6 +82,8 @@ def test_a_graph_keeps_one_dataset_under_the_name_listed_first() -> None:
     assert graph.find_dataset("lake/dwd_orders", "s3://warehouse") == TABLE
     with pytest.raises(LineageError):
         graph.find_dataset("lake/dwd_orders", "s3://elsewhere")
+    assert graph.named("lake/dwd_orders") == graph.named("dwd_orders") == [TABLE] and graph.named("nope") == []
+    assert reach(graph, Scope(datasets=frozenset({"lake/dwd_orders"}))) == {"dataset dwd_orders", "dataset ledger/out", "job ledger"}
     apart = LineageGraph([table, Dataset(PATH, "s3", [], ["amount"])], [job])  # no symlink: two datasets
     assert apart.impact(TABLE, ["amount"]).owners == ()
     # names linked through a third, in any order: one dataset, named as the first of them listed

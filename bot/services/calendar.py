@@ -196,7 +196,7 @@ class CalendarService:
         async with self.db.session() as session:
             subjects = set((await session.exec(select(Subject.name))).all())
         unknown = [f"subject {s}" for s in sorted(scope.subjects - subjects)]
-        unknown += [f"dataset {d}" for d in sorted(scope.datasets) if not any(x.name == d for x in graph.datasets)]
+        unknown += [f"dataset {d}" for d in sorted(scope.datasets) if not graph.named(d)]
         unknown += [f"job {j}" for j in sorted(scope.jobs) if not any(x.name == j for x in graph.jobs)]
         if unknown:
             raise CalendarError(f"scope: unknown {', '.join(unknown)}")
@@ -285,7 +285,7 @@ def reach(graph: LineageGraph, scope: Scope) -> frozenset[str]:
             starts.append(graph.find_dataset(subject))
         except LineageError:
             continue
-    starts += [d for d in graph.datasets if d.name in scope.datasets]
+    starts += [d for name in sorted(scope.datasets) for d in graph.named(name)]
     reached: set[str] = set()
     for job in graph.jobs.values():
         if job.id.name in scope.jobs:

@@ -259,14 +259,19 @@ class LineageGraph:
         if not matches:
             matches = [d.id for d in self.datasets.values() if d.subject == name and (namespace is None or d.id.namespace == namespace)]
         if not matches:
-            matches = list(dict.fromkeys(kept for other, kept in self.namespaces.same.items()
-                                         if other.name == name and (namespace is None or other.namespace == namespace)))
+            other = self.namespaces.same.get(DatasetId(namespace, name)) if namespace is not None else None
+            matches = self.named(name) if namespace is None else [other] if other is not None else []
         if not matches:
             raise LineageError(f"unknown dataset or subject {name!r}" + (f" in namespace {namespace!r}" if namespace else ""))
         if len(matches) > 1:
             spaces = ", ".join(sorted(d.namespace for d in matches))
             raise LineageError(f"{name!r} exists in several namespaces ({spaces}): give --namespace")
         return matches[0]
+
+    def named(self, name: str) -> list[DatasetId]:
+        """The datasets called ``name``: by their own name, else by another of theirs (a symlink)."""
+        found = [d for d in self.datasets if d.name == name]
+        return found or list(dict.fromkeys(kept for other, kept in self.namespaces.same.items() if other.name == name))
 
     def known(self, dataset: DatasetId, paths: Iterable[str]) -> list[str]:
         """The paths the lineage knows for ``dataset`` (a new field nobody maps yet is dropped)."""
