@@ -131,8 +131,12 @@ async def test_claiming_the_job_makes_the_next_proposal_ask_that_team(slack: Sla
     claim = next(b for b in home.view["blocks"] if b.get("accessory", {}).get("action_id") == ids.CLAIM_JOB)
     assert "orders-enricher" in claim["text"]["text"] and "orders-value" in claim["text"]["text"]
     assert claim["accessory"]["text"]["text"] == "Claim for orders-team"
+    slack.ws.failing["chat.postMessage"] = 500  # Slack away as the button is clicked: what it did is told once Slack is back
     await slack.driver.click_in_view(home, ids.CLAIM_JOB, user=ALICE)
-    await slack.ws.wait_for(lambda: any("orders-team now owns" in m.text for m in slack.ws.channel_messages(slack.ws.open_dm(ALICE))))
+    await slack.ws.wait_for(lambda: [c for c in slack.ws.calls if c.method == "chat.postMessage" and "now owns" in str(c.args.get("text"))])
+    del slack.ws.failing["chat.postMessage"]
+    told = await slack.ws.wait_for(lambda: [m for m in slack.ws.channel_messages(slack.ws.open_dm(ALICE)) if "orders-team now owns" in m.text])
+    assert len(told) == 1
     view = await propose_api(slack, BREAKING)
     assert view.proposal.teams == ["orders-team"] and view.proposal.impact["unowned"] == []
     await slack.driver.command("/schema claim orders-enricher analytics-team", user=BOB, channel="changes")

@@ -60,6 +60,14 @@ def tell(outbox: Outbox, session: Any, user: str, text: str) -> None:
     outbox.add(session, kind, key, payload)
 
 
+async def dm(outbox: Outbox, db: Database, user: str, text: str) -> None:
+    """Owe ``user`` a DM, in a transaction of its own, and have the outbox send it now."""
+    async with db.session() as session:
+        tell(outbox, session, user, text)
+        await session.commit()
+    outbox.wake()
+
+
 async def call(client: AsyncWebClient, method: str, **args: Any) -> Any:
     """One Web API call; Slack's answer mapped to delivered, ``Retry`` or ``GiveUp``."""
     try:  # slack_sdk's method for it: each Web API method is encoded the way Slack accepts it (JSON only for writes)
@@ -88,10 +96,7 @@ async def unposted(outbox: Outbox, db: Database, key: str, user: str, what: str,
     text = (f":warning: The card of {what} could not be posted in {escape(channel)} ({escape(why)}).{asked} Invite the bot to that "
             "channel (a private channel it is not in is one it cannot see), or point `CHANGES_CHANNEL` elsewhere: the card is posted "
             "on the next change.")
-    async with db.session() as session:
-        tell(outbox, session, user, text)
-        await session.commit()
-    outbox.wake()
+    await dm(outbox, db, user, text)
 
 
 async def place(client: AsyncWebClient, where: tuple[str | None, str | None], channel: str, body: Mapping[str, Any],

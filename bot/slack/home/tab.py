@@ -17,6 +17,7 @@ from bot.services.proposals import Proposals
 from bot.slack import ids
 from bot.slack.calendar.commands import agenda_lines
 from bot.slack.commands import Router
+from bot.slack.delivery import dm
 from bot.slack.proposals.commands import Services, listed
 from bot.slack.render import Reply, escape, section
 
@@ -97,8 +98,8 @@ def register(app: AsyncApp, routers: dict[str, Router], proposals: Proposals, tr
             told = await services.claim_job(user, f"{namespace}/{name}", str(team))
         except (ValueError, TypeError):
             told = "That button does not name a job; nothing changed."
+        await dm(proposals.outbox, proposals.db, user, told)  # what the click did, told even when Slack is away now
         try:
-            await client.chat_postMessage(channel=user, text=told)
             await client.views_publish(user_id=user, view=await home_view(user, routers, proposals))
         except SlackApiError as err:
             log.error("could not answer a claim from the Home tab of %s: %s", user, err.response.get("error"))

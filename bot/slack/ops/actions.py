@@ -15,7 +15,7 @@ from bot.domain.ops import OpKind, OpsError, OpState, backfill_request, replay_r
 from bot.services.operations import Actor, Operations
 from bot.services.sli import SliError, SliService
 from bot.slack import ids
-from bot.slack.delivery import tell
+from bot.slack.delivery import dm
 from bot.slack.ops.forms import backfill_form, replay_form
 from bot.slack.render import ephemeral, escape
 
@@ -144,10 +144,7 @@ class OpsActions:
             await self._tell(user, f"Your replay of {escape(request.dlq)} was not planned: {escape(err)}")
 
     async def _tell(self, user: str, text: str) -> None:
-        async with self.ops.db.session() as session:
-            tell(self.ops.outbox, session, user, text)
-            await session.commit()
-        self.ops.outbox.wake()
+        await dm(self.ops.outbox, self.ops.db, user, text)
 
 
 def _value(values: dict[str, Any], block: str, action: str, key: str = "value") -> Any:

@@ -147,10 +147,7 @@ def register(app: AsyncApp, proposals: Proposals, outbox: Outbox, track: Callabl
     """Attach the workflow's listeners."""
 
     async def tell(user: str, text: str) -> None:
-        async with proposals.db.session() as session:
-            delivery.tell(outbox, session, user, text)
-            await session.commit()
-        outbox.wake()
+        await delivery.dm(outbox, proposals.db, user, text)
 
     async def on_approve(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
         await ack()
