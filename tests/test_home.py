@@ -10,6 +10,10 @@ async def test_opening_home_publishes_the_commands(slack: SlackHarness) -> None:
     view = await slack.ws.wait_for(lambda: slack.ws.home.get("U0000ALICE"))
     text = str(view.view["blocks"])
     assert "`/schema help`" in text
+    moment = slack.clock()  # a snapshot says when it was taken, in each reader's own zone
+    assert view.view["blocks"][1]["elements"][0]["text"].endswith(
+        f"As of <!date^{int(moment.timestamp())}^{{date_short_pretty}} {{time}}|{moment:%Y-%m-%d %H:%M} UTC>: open the tab again to see "
+        "what changed since.")
 
 
 async def test_messages_tab_does_not_publish(slack: SlackHarness) -> None:

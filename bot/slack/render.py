@@ -4,12 +4,22 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from bot.domain.text import unreordered
 
 SECTION_TEXT_MAX = 3000
 USER_ID = re.compile(r"[UW][A-Z0-9]{2,20}")
+
+
+def when(moment: datetime | str | None) -> str:
+    """A time each reader sees in their own zone (Slack's date formatting), with a UTC fallback; "—" for none."""
+    if moment is None:
+        return "—"
+    value = datetime.fromisoformat(moment) if isinstance(moment, str) else moment
+    value = (value if value.tzinfo else value.replace(tzinfo=UTC)).astimezone(UTC)
+    return f"<!date^{int(value.timestamp())}^{{date_short_pretty}} {{time}}|{value:%Y-%m-%d %H:%M} UTC>"
 
 
 def escape(text: object) -> str:

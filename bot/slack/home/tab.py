@@ -19,7 +19,7 @@ from bot.slack.calendar.commands import agenda_lines
 from bot.slack.commands import Router
 from bot.slack.delivery import dm
 from bot.slack.proposals.commands import Services, listed
-from bot.slack.render import Reply, escape, section
+from bot.slack.render import Reply, escape, section, when
 
 log = logging.getLogger(__name__)
 MAX_UNOWNED = 10
@@ -28,8 +28,10 @@ HOME_LISTED = 10  # proposals each of the Home tab's lists shows
 
 async def home_view(user: str, routers: dict[str, Router], proposals: Proposals) -> dict[str, Any]:
     """What the Home tab shows: what waits on the user, their proposals, recent decisions, the commands."""
+    shown = (f"Schema changes without surprises; safe hands on Kafka. As of {when(proposals.clock())}: open the tab again to see what "
+             "changed since.")
     blocks: list[dict[str, Any]] = [{"type": "header", "text": {"type": "plain_text", "text": "ChangeOps"}},
-                                    {"type": "context", "elements": [{"type": "mrkdwn", "text": "Schema changes without surprises; safe hands on Kafka."}]}]
+                                    {"type": "context", "elements": [{"type": "mrkdwn", "text": shown}]}]
     waiting = await proposals.listing(waiting_for=user, limit=HOME_LISTED + 1)
     mine = await proposals.listing(proposer=user, limit=HOME_LISTED + 1)
     recent = [v for v in await proposals.listing(limit=30) if v.state.final][:HOME_LISTED]

@@ -10,8 +10,8 @@ from bot.domain.flink.backfill import plan_lines, step_text
 from bot.domain.ops import BackfillRequest, OpKind, OpState, ReplayRequest, deleted_text, moves_table, skipped, stamp_notes, topics_named
 from bot.services.operations import DRY_RUN, Peek
 from bot.slack import ids
-from bot.slack.render import Reply, escape, mention, section
-from bot.store.models import Operation, aware
+from bot.slack.render import Reply, escape, mention, section, when
+from bot.store.models import Operation
 
 MAX_ROWS = 40  # partitions listed in a plan (the rest summed)
 CONFIRM_TEXT_MAX = 300  # Slack's limit on a confirmation dialog's text
@@ -85,16 +85,16 @@ def backfill_lines(row: Operation) -> list[str]:
     progress = row.progress
     if row.state == OpState.APPLIED.value and "lag" in progress:
         if progress.get("caught_up_at") and progress.get("members_seen", True):
-            lines.append(f":checkered_flag: Caught up at {_when(progress['caught_up_at'])}.")
+            lines.append(f":checkered_flag: Caught up at {when(progress['caught_up_at'])}.")
         elif progress.get("caught_up_at"):
-            lines.append(f":grey_question: Offsets at the end again at {_when(progress['caught_up_at'])}, with no client seen in the group: "
+            lines.append(f":grey_question: Offsets at the end again at {when(progress['caught_up_at'])}, with no client seen in the group: "
                          "not shown to have read them again (see the thread).")
         else:
             measured = progress.get("lag_at") or progress.get("applied_at")
-            lines.append(f"Lag: {progress['lag']:,} of {total:,} to re-read" + (f", as of {_when(measured)}" if measured else "")
+            lines.append(f"Lag: {progress['lag']:,} of {total:,} to re-read" + (f", as of {when(measured)}" if measured else "")
                          + (" (followed here until it has caught up)" if progress.get("following") else ""))
             if progress.get("unanswered_since"):
-                lines.append(f":warning: Kafka has not answered since {_when(progress['unanswered_since'])} "
+                lines.append(f":warning: Kafka has not answered since {when(progress['unanswered_since'])} "
                              f"({escape(progress.get('unanswered', ''))}): the lag above is from before")
     return lines
 
@@ -175,13 +175,13 @@ def freeze_line(row: Operation) -> list[str]:
     lines = []
     freeze = row.plan.get("freeze")
     if freeze:
-        lines.append(f":snowflake: *Inside the freeze {escape(freeze['name'])}* (until {_when(freeze['ends'])})"
+        lines.append(f":snowflake: *Inside the freeze {escape(freeze['name'])}* (until {when(freeze['ends'])})"
                      + (f": {escape(freeze['reason'])}" if freeze.get("reason") else "") + ". Oncall may act in an incident; the run is booked in "
                      "the calendar inside it, for everyone to see.")
     booked = row.plan.get("booked") or []
     if booked:
         lines.append(":calendar: *It meets booked changes:* " + "; ".join(
-            f"#{b['id']} {escape(b['title'])} ({escape(b['kind']).replace('_', ' ')}, {_when(b['start'])} – {_when(b['end'])}: {escape(b['why'])})"
+            f"#{b['id']} {escape(b['title'])} ({escape(b['kind']).replace('_', ' ')}, {when(b['start'])} – {when(b['end'])}: {escape(b['why'])})"
             for b in booked) + ". Tell their owners, or plan it around them.")
     return lines
 
@@ -212,7 +212,7 @@ def buttons(row: Operation) -> list[dict[str, Any]]:
             what = (f"stop *{escape(row.plan['flink']['job'])}* with a savepoint and restart it without its source's state, re-reading "
                     f"{sum(max(0, m['reread']) for m in row.plan['moves']):,} records (downstream sees them again)")
         freeze = row.plan.get("freeze")
-        inside = f", inside the freeze *{escape(freeze['name'])}* (until {_when(freeze['ends'])})" if freeze else ""
+        inside = f", inside the freeze *{escape(freeze['name'])}* (until {when(freeze['ends'])})" if freeze else ""
         return [_button("Confirm", ids.OPS_CONFIRM, value, "primary", {
                     "title": {"type": "plain_text", "text": "Run it?"},
                     "text": {"type": "mrkdwn", "text": confirm_text(what, inside, row)},
@@ -256,17 +256,14 @@ def status_lines(rows: list[Operation], links: list[str | None]) -> list[str]:
     """``/ops status``: one line each, running first, with a link to its message where there is one."""
     lines = []
     for row, url in zip(rows, links, strict=True):
-        extra = (f" — {escape(row.progress['text'])} (as of {_when(row.updated_at)})" if row.state == OpState.RUNNING.value
+        extra = (f" — {escape(row.progress['text'])} (as of {when(row.updated_at)})" if row.state == OpState.RUNNING.value
                  and row.progress.get("text") else "")
         extra = extra or (f" — {escape(row.result[:200])}" if row.result else "")
         link = f" · <{url}|message>" if url else ""
-        lines.append(f"• {title(row)} · {STATE_TEXT.get(row.state, row.state)} · {_when(row.created_at)}{extra}{link}")
+        lines.append(f"• {title(row)} · {STATE_TEXT.get(row.state, row.state)} · {when(row.created_at)}{extra}{link}")
     return lines
 
 
-def _when(moment: datetime | str) -> str:
-    value = datetime.fromisoformat(moment) if isinstance(moment, str) else aware(moment)
-    return f"<!date^{int(value.timestamp())}^{{date_short_pretty}} {{time}}|{value:%Y-%m-%d %H:%M} UTC>"
 
 
 PEEK_GROUPS = 20  # errors listed in a peek; the rest are counted
@@ -277,8 +274,8 @@ def peek_reply(peek: Peek) -> Reply:
     """``/replay peek``: the newest dead letters by error, the most frequent first, with examples decoded."""
     dlq = escape(peek.request.dlq)
     if not peek.read:
-        return Reply.text(f"`{dlq}` holds no dead letters now (read {_when(peek.at)}): nothing to replay.")
-    title = (f"*Dead letters of `{dlq}`*: the newest {peek.read:,} of the {peek.held:,} it holds, read {_when(peek.at)}, "
+        return Reply.text(f"`{dlq}` holds no dead letters now (read {when(peek.at)}): nothing to replay.")
+    title = (f"*Dead letters of `{dlq}`*: the newest {peek.read:,} of the {peek.held:,} it holds, read {when(peek.at)}, "
              f"by error ({len(peek.groups)} error{'s' if len(peek.groups) != 1 else ''}):")
     lines = []
     for group in peek.groups[:PEEK_GROUPS]:
@@ -297,4 +294,4 @@ def peek_reply(peek: Peek) -> Reply:
 
 
 def _when_ms(stamp: int) -> str:
-    return _when(datetime.fromtimestamp(stamp / 1000, UTC))
+    return when(datetime.fromtimestamp(stamp / 1000, UTC))

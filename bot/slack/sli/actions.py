@@ -17,9 +17,9 @@ from bot.services.proposals import Proposals
 from bot.services.sli import SliError
 from bot.slack import ids
 from bot.slack.proposals.cards import STATE_TEXT
-from bot.slack.render import ephemeral, escape, fold, section
+from bot.slack.render import ephemeral, escape, fold, section, when
 from bot.slack.sli.commands import SliCommands, until_of
-from bot.slack.sli.messages import RUNBOOK, when
+from bot.slack.sli.messages import RUNBOOK
 from bot.store.models import SliEpisode, aware
 
 CHANGES_WINDOW = timedelta(hours=72)

@@ -13,9 +13,9 @@ from bot.domain.sli.evaluator import StateError
 from bot.domain.sli.pipeline import TITLES, PipelineError, Sli, span
 from bot.services.proposals import Membership
 from bot.services.sli import SliError, SliService
-from bot.slack.render import Reply, escape, mention
+from bot.slack.render import Reply, escape, mention, when
 from bot.slack.request import CommandRequest
-from bot.slack.sli.messages import history_lines, overview, status_table, step, when
+from bot.slack.sli.messages import history_lines, overview, status_table, step
 
 SILENCE_USAGE = "`/sli silence PIPELINE SLI|all DURATION|UNTIL [reason…]` (for example `/sli silence orders-enrich source_lag 4h deploying`)"
 MAX_SILENCE = timedelta(days=30)

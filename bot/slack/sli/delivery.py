@@ -26,8 +26,8 @@ from bot.services.outbox import Expand, GiveUp, Handler, Item
 from bot.services.proposals import Membership
 from bot.services.sli import SLI_EVENT, SliService
 from bot.slack.delivery import Gone, call, kept, message_row
-from bot.slack.render import Reply, escape, mention
-from bot.slack.sli.messages import digest_message, episode_message, headline, step, value_text, when
+from bot.slack.render import Reply, escape, mention, when
+from bot.slack.sli.messages import digest_message, episode_message, headline, step, value_text
 from bot.store.models import SliEpisode
 
 SLI_MESSAGE, SLI_DIGEST, SLI_NOTE = "sli.message", "sli.digest", "sli.note"

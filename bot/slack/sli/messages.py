@@ -4,7 +4,7 @@ the silence, the runbook's buttons), a storm's digest, and the ``/sli`` tables."
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from bot.domain.sli.escalation import GLOBAL
@@ -13,7 +13,7 @@ from bot.domain.sli.folding import Firing
 from bot.domain.sli.pipeline import TITLES, UNITS, Rule, Sli
 from bot.domain.sli.retention import HORIZON, duration_text, read_lost
 from bot.slack import ids
-from bot.slack.render import Reply, escape, fold, mention, section
+from bot.slack.render import Reply, escape, fold, mention, section, when
 from bot.store.models import SliEpisode, aware
 
 RUNBOOK = {  # seed 004, section 7: the response to each breach
@@ -76,13 +76,6 @@ def sparkline(values: list[float]) -> str:
         return BARS[3] * len(values)
     return "".join(BARS[int((v - low) / (high - low) * (len(BARS) - 1))] for v in values)
 
-
-def when(moment: datetime | None) -> str:
-    """A time every reader sees in their own zone (with a UTC fallback)."""
-    if moment is None:
-        return "—"
-    moment = aware(moment)
-    return f"<!date^{int(moment.timestamp())}^{{date_short_pretty}} {{time}}|{moment.astimezone(UTC):%Y-%m-%d %H:%M} UTC>"
 
 
 def step(target: str) -> str:
