@@ -126,6 +126,8 @@ def test_a_field_read_for_the_whole_output_and_a_dataset_event_are_read_as_the_s
     (lambda e: e["inputs"][0]["facets"]["schema"].update(fields=[{"type": "int"}]), "a field needs a name"),
     (lambda e: e["job"]["facets"]["ownership"].update(owners="me"), "ownership.owners"),
     (lambda e: e["inputs"][0]["facets"]["schema"].update(_deleted="yes"), "inputs[0].facets.schema._deleted: expected true or false"),
+    (lambda e: e["outputs"][0].update(name="lake/" + "d" * 2000), "outputs[0].name: longer than 2,000 bytes ('lake/ddd"),
+    (lambda e: e["job"].update(namespace="é" * 251), "job.namespace: longer than 500 bytes"),
 ])
 def test_malformed_events_are_refused_with_the_reason(mutate: Any, message: str) -> None:
     broken = event()
@@ -198,6 +200,19 @@ async def test_a_deleted_facet_is_read_as_the_spec_says(api: tuple[Bot, aiohttp.
     graph = await bot.lineage.graph()
     assert graph.jobs[JobId("flink://prod", "enrich-orders")].owners == ["orders-team"] and not graph.jobs[JobId("flink://prod", "enrich-orders")].black_box
     assert "price" in graph.datasets[DatasetId(KAFKA, "orders")].fields and graph.datasets[DatasetId("iceberg://lake", "dwd_orders")].owners == ["analytics-team"]
+
+
+async def test_a_dataset_named_by_a_long_storage_path_is_stored(api: tuple[Bot, aiohttp.ClientSession]) -> None:
+    """OpenLineage sets no length on a name: a Spark output named by its S3 path runs past 255 characters."""
+    bot, http = api
+    long = event()
+    path = "warehouse/" + "/".join(f"part-{i:04d}-of-a-partitioned-table" for i in range(40))  # 1,370 characters
+    long["outputs"][0].update(namespace="s3://bucket", name=path)
+    long["job"]["name"] = "spark_app." + "execute_insert_into_hadoop_fs_relation_command." * 8
+    status, answer = await post(http, bot, long)
+    assert (status, answer["changed"]) == (200, 1), answer
+    graph = await bot.lineage.graph()
+    assert [i.dataset.name for i in graph.impact(DatasetId(KAFKA, "orders"), ["price"]).impacted] == [path]
 
 
 async def test_resending_changes_nothing_and_a_later_event_replaces_edges(api: tuple[Bot, aiohttp.ClientSession]) -> None:

@@ -23,6 +23,11 @@ def _when(**kwargs: Any) -> Any:
     return Field(sa_column=Column(DateTime(timezone=True), **kwargs))
 
 
+def _name(**kwargs: Any) -> Any:
+    """An OpenLineage namespace or name: no length of its own (a dataset named by its storage path runs long)."""
+    return Field(sa_column=Column(Text, nullable=False, **kwargs))
+
+
 class Subject(SQLModel, table=True):
     """A registry subject (usually a Kafka topic's value schema)."""
 
@@ -186,8 +191,8 @@ class LineageDataset(SQLModel, table=True):
     __table_args__ = (UniqueConstraint("namespace", "name", name="uq_lineage_datasets_identity"),)
 
     id: int | None = Field(default=None, primary_key=True)
-    namespace: str = Field(max_length=255)
-    name: str = Field(max_length=255, index=True)
+    namespace: str = _name()
+    name: str = _name(index=True)
     kind: str = Field(default="dataset", max_length=32)
     owners: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     fields: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
@@ -195,8 +200,8 @@ class LineageDataset(SQLModel, table=True):
     source: str = Field(max_length=16)
     symlinks: list[dict[str, str]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False, server_default="[]"))  # its other
     # names from OpenLineage's symlinks facet: [{namespace, name}]
-    said_at: datetime | None = _when(nullable=True)  # the newest event that
-    # said its fields or owners (an older one arriving late changes neither)
+    said_at: datetime | None = _when(nullable=True)  # the newest event that said its fields or owners (an older one arriving
+    # late changes neither)
 
 
 class LineageJob(SQLModel, table=True):
@@ -206,8 +211,8 @@ class LineageJob(SQLModel, table=True):
     __table_args__ = (UniqueConstraint("namespace", "name", name="uq_lineage_jobs_identity"),)
 
     id: int | None = Field(default=None, primary_key=True)
-    namespace: str = Field(max_length=255)
-    name: str = Field(max_length=255, index=True)
+    namespace: str = _name()
+    name: str = _name(index=True)
     owners: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     channel: str | None = Field(default=None, max_length=64)
     inputs: list[list[str]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
@@ -265,8 +270,8 @@ class LineageObservation(SQLModel, table=True):
     __tablename__ = "lineage_observations"
 
     id: int | None = Field(default=None, primary_key=True)
-    namespace: str = Field(max_length=255)
-    name: str = Field(max_length=255, index=True)
+    namespace: str = _name()
+    name: str = _name(index=True)
     event_time: datetime = _when(nullable=False)
     conflict: str = Field(sa_column=Column(Text, nullable=False))
     observed: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))

@@ -67,7 +67,7 @@ def parse_event(value: Any) -> LineageEvent:
     raw_job = value.get("job")
     if not isinstance(raw_job, dict):
         raise OpenLineageError("job: required object is missing (a DatasetEvent has a dataset and neither job nor run)")
-    job_id = JobId(_string(raw_job, "namespace", "job"), _string(raw_job, "name", "job"))
+    job_id = JobId(*_identity(raw_job, "job"))
     job_facets = _facets(raw_job, "job")
     job = Job(job_id, owners=_owners(job_facets, "job"), consumer_groups=_groups(job_facets), flink=_flink(job_facets, run_facets),
               cleared=_cleared(raw_job, ("ownership",)))
@@ -104,7 +104,7 @@ def parse_event(value: Any) -> LineageEvent:
 
 def _dataset(raw: dict[str, Any], place: str) -> Dataset:
     """A dataset's identity, and the fields and owners its facets name."""
-    ident = DatasetId(_string(raw, "namespace", place), _string(raw, "name", place))
+    ident = DatasetId(*_identity(raw, place))
     facets = _facets(raw, place)
     schema = facets.get("schema")
     fields = _schema_fields(schema, f"{place}.facets.schema") if schema is not None else []
@@ -123,7 +123,7 @@ def _symlinks(facet: Any, ident: DatasetId, place: str) -> list[DatasetId]:
         at = f"{place}.identifiers[{index}]"
         if not isinstance(raw, dict):
             raise OpenLineageError(f"{at}: expected an object")
-        name = DatasetId(_string(raw, "namespace", at), _string(raw, "name", at))
+        name = DatasetId(*_identity(raw, at))
         if "type" in raw and not isinstance(raw["type"], str):
             raise OpenLineageError(f"{at}.type: expected a string (TABLE, LOCATION)")
         if name != ident and name not in names:
@@ -139,6 +139,18 @@ def _time(text: str) -> datetime:
     if parsed.tzinfo is None:
         raise OpenLineageError(f"eventTime: {text!r} has no time zone offset")
     return parsed
+
+
+NAMESPACE_BYTES, NAME_BYTES = 500, 2000  # what one job's or dataset's identity may take (together, one index entry)
+
+
+def _identity(raw: dict[str, Any], place: str) -> tuple[str, str]:
+    """A job's or dataset's namespace and name (a storage path may be long, not past ``NAME_BYTES``)."""
+    namespace, name = _string(raw, "namespace", place), _string(raw, "name", place)
+    for key, value, most in (("namespace", namespace, NAMESPACE_BYTES), ("name", name, NAME_BYTES)):
+        if len(value.encode()) > most:
+            raise OpenLineageError(f"{place}.{key}: longer than {most:,} bytes ({value[:60]!r}…)")
+    return namespace, name
 
 
 def _string(raw: dict[str, Any], key: str, place: str) -> str:
@@ -260,7 +272,7 @@ def _column_lineage(facet: Any, output: DatasetId, output_fields: list[str], pla
 def _input_field(source: Any, at: str) -> FieldRef:
     if not isinstance(source, dict):
         raise OpenLineageError(f"{at}: expected an object")
-    return FieldRef(DatasetId(_string(source, "namespace", at), _string(source, "name", at)), _string(source, "field", at))
+    return FieldRef(DatasetId(*_identity(source, at)), _string(source, "field", at))
 
 
 def _kind(ident: DatasetId) -> str:
