@@ -65,6 +65,9 @@ def test_unknown_team_dangling_dataset_and_missing_field_are_all_reported() -> N
 
 def test_structural_problems() -> None:
     assert problems([]) == ["catalog: expected a mapping with teams, subjects, datasets and jobs"]  # type: ignore[arg-type]
+    long = example()
+    long["subjects"]["s" * 256] = {"owner": "orders-team"}
+    assert problems(long) == [f"subjects.{'s' * 60}…: a subject's name holds at most 255 characters (256 here)"]
     data = example()
     data["subjects"]["orders-value"]["schema"] = "schemas/missing.avsc"
     data["subjects"]["orders-value"]["compatibility"] = "SOMETIMES"

@@ -53,6 +53,8 @@ def test_classify_against_the_stored_history_in_the_subjects_mode(migrated_url: 
     for name, schema in (("v1", V1), ("v2", V2), ("v3", V3)):
         files.append(tmp_path / f"{name}.avsc")
         files[-1].write_text(json.dumps(schema))
+    assert main(["subject", "import", "o" * 256, str(files[0])]) == 2  # PostgreSQL would refuse it: said before, nothing stored
+    assert "a subject's name holds at most 255 characters (256 given); nothing was stored" in capsys.readouterr().err
     assert main(["subject", "import", "orders-value", str(files[0]), str(files[1])]) == 0
     assert "now at version 2 (1, 2)" in capsys.readouterr().out
     assert main(["classify", "--subject", "orders-value", str(files[2]), "--format", "json"]) == 0

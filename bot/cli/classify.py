@@ -19,6 +19,7 @@ from bot.domain.compat.classify import Mode, Verdict, classify
 from bot.domain.compat.formats import INVALID, SchemaType, classify_schemas, parse_schema
 from bot.domain.compat.report import as_json, as_text, rules_json, rules_markdown, rules_text
 from bot.domain.compat.rules import Level
+from bot.domain.lineage.model import SUBJECT_MAX
 from bot.domain.protobuf.compile import ROOT
 
 if TYPE_CHECKING:
@@ -158,6 +159,10 @@ def run_versions(args: argparse.Namespace) -> int:
 
 def run_import_versions(args: argparse.Namespace) -> int:
     """``bot subject import SUBJECT FILE...``: store versions in order; nothing is stored if one is invalid."""
+    if len(args.subject) > SUBJECT_MAX:
+        print(f"bot subject: a subject's name holds at most {SUBJECT_MAX} characters ({len(args.subject)} given); nothing was stored",
+              file=sys.stderr)
+        return USAGE_ERROR
     try:
         schemas = [parse(_read(path)) for path in args.files]
     except (UsageError, SchemaError) as err:

@@ -22,6 +22,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.config import ApiToken
 from bot.domain.calendar import CalendarError, Scope
 from bot.domain.lineage.catalog import moment
+from bot.domain.lineage.model import SUBJECT_MAX
 from bot.domain.lineage.openlineage import OpenLineageError, parse_event
 from bot.domain.references import read_references
 from bot.domain.sli.samples import SampleError, checked, latest_believed
@@ -321,8 +322,8 @@ async def _proposing(request: web.Request, schema_missing: str) -> tuple[dict[st
     if not isinstance(body, dict):
         raise BadRequest("expected an object with subject, schema and proposer")
     subject, schema = body.get("subject"), body.get("schema")
-    if not isinstance(subject, str) or not subject.strip() or len(subject) > 255:
-        raise BadRequest("subject: required string (at most 255 characters)", "subject")
+    if not isinstance(subject, str) or not subject.strip() or len(subject) > SUBJECT_MAX:
+        raise BadRequest(f"subject: required string (at most {SUBJECT_MAX} characters)", "subject")
     if isinstance(schema, dict | list):
         schema = json.dumps(schema)
     if not isinstance(schema, str) or not schema.strip():

@@ -18,7 +18,7 @@ from bot.domain.calendar import CalendarError, ChangeHours, Freeze, Scope
 from bot.domain.compat.formats import INVALID, SchemaType, field_paths_of, field_walk_of, parse_schema
 from bot.domain.dead_letters import MAX_REPLAYS
 from bot.domain.lineage.field_paths import FIELD_PATHS
-from bot.domain.lineage.model import FLINK_VERSION, GROUP, Dataset, DatasetId, FieldRef, Job, JobId, Team
+from bot.domain.lineage.model import FLINK_VERSION, GROUP, SUBJECT_MAX, Dataset, DatasetId, FieldRef, Job, JobId, Team
 from bot.domain.lineage.namespaces import Namespaces, place_of
 from bot.domain.ops import TOPIC
 from bot.domain.sli.pipeline import Pipeline, PipelineError, Sli, apply_override, span
@@ -412,6 +412,9 @@ class _Reader:
     def subjects(self, subjects: dict[str, Any], kafka: str) -> None:
         for name, raw in subjects.items():
             place = f"subjects.{name}"
+            if len(str(name)) > SUBJECT_MAX:
+                self.problem(f"subjects.{str(name)[:60]}…", f"a subject's name holds at most {SUBJECT_MAX} characters ({len(str(name))} here)")
+                continue
             if not isinstance(raw, dict):
                 self.problem(place, "expected a mapping (topic, owner, compatibility, channel, schema, schema_type, buf)")
                 continue

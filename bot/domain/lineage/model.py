@@ -20,6 +20,7 @@ class DatasetId(NamedTuple):
 
 
 GROUP = re.compile(r"[A-Za-z0-9._-]{1,249}")  # a Kafka consumer group name
+SUBJECT_MAX = 255  # characters of a subject's name (a Kafka topic's 249 and "-value")
 FLINK_VERSION = re.compile(r"\d+\.\d+(\.\d+)?")  # the Flink version a job runs on, such as 2.3.0
 
 
