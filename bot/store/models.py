@@ -24,7 +24,8 @@ def _when(**kwargs: Any) -> Any:
 
 
 def _name(**kwargs: Any) -> Any:
-    """An OpenLineage namespace or name: no length of its own (a dataset named by its storage path runs long)."""
+    """A name something outside gives with no length of its own: an OpenLineage namespace or name (a dataset named by its
+    storage path runs long), a Kafka consumer group's id."""
     return Field(sa_column=Column(Text, nullable=False, **kwargs))
 
 
@@ -431,7 +432,7 @@ class TopicReader(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     topic: str = Field(max_length=255, index=True)
-    group_id: str = Field(max_length=255, index=True)
+    group_id: str = _name(index=True)  # Kafka sets no length on a group's id
     state: str = Field(max_length=32)
     members: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     committed: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
@@ -460,7 +461,7 @@ class GroupAttribution(SQLModel, table=True):
 
     __tablename__ = "group_attributions"
 
-    group_id: str = Field(max_length=255, primary_key=True)
+    group_id: str = Field(sa_column=Column(Text, primary_key=True))
     team: str | None = Field(default=None, max_length=255)
     retired: bool = False
     by_user: str = Field(max_length=64)
