@@ -104,6 +104,29 @@ async def test_load_then_query_from_the_store(migrated_url: str) -> None:
         await db.close()
 
 
+async def test_channels_are_slack_channels_as_long_as_slack_names_them(migrated_url: str) -> None:
+    """A channel of 80 characters (Slack's longest) is kept wherever the catalog names one; what cannot be a channel is refused."""
+    longest = "#" + "data-platform-alerts-" * 3 + "x" * 17
+    data = example()
+    data["teams"]["orders-team"]["channel"] = longest
+    data["subjects"]["orders-value"]["channel"] = longest
+    data["jobs"][0]["channel"] = longest
+    data["pipelines"][0]["channel"] = longest
+    catalog, found = read_catalog(data, load)
+    assert found == [] and len(longest) == 81
+    db = Database(migrated_url)
+    try:
+        await LineageService(db).load_catalog(catalog)  # PostgreSQL kept 64 characters of a channel: it refused this catalog
+        assert (await LineageService(db).teams())["orders-team"].channel == longest
+    finally:
+        await db.close()
+    for bad in (42, "#orders pipeline", longest + "x", "##orders", ""):
+        data["subjects"]["orders-value"]["channel"] = bad
+        assert [p for p in problems(data) if ".channel" in p] == [
+            f"subjects.orders-value.channel: {str(bad)!r} is not a Slack channel (#name, at most 80 characters without spaces, or a "
+            "channel id such as C0123ABCD)"], bad
+
+
 def test_cli_validate_load_impact_coverage(migrated_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
                                            tmp_path: Path) -> None:
     monkeypatch.setenv("DATABASE_URL", migrated_url)

@@ -19,6 +19,9 @@ def aware(moment: datetime) -> datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
+CHANNEL_MAX = 128  # characters of a channel as the catalog names it (Slack's names hold 80, and the #)
+
+
 def _when(**kwargs: Any) -> Any:
     return Field(sa_column=Column(DateTime(timezone=True), **kwargs))
 
@@ -39,7 +42,7 @@ class Subject(SQLModel, table=True):
     format: str = Field(default="AVRO", max_length=16)  # the registry's schemaType of its versions: AVRO, PROTOBUF or JSON
     compatibility: str = Field(default="FULL", max_length=32)
     owner_team: str | None = Field(default=None, max_length=255)
-    channel: str | None = Field(default=None, max_length=64)
+    channel: str | None = Field(default=None, max_length=CHANNEL_MAX)
     topic: str | None = Field(default=None, max_length=255)
     namespace: str | None = Field(default=None, max_length=255)
     policy: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False, default=dict))
@@ -177,7 +180,7 @@ class TeamRow(SQLModel, table=True):
     oncall: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     oncall_usergroup: str | None = Field(default=None, max_length=64)
     consumer_groups: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False, default=list))
-    channel: str | None = Field(default=None, max_length=64)
+    channel: str | None = Field(default=None, max_length=CHANNEL_MAX)
     change_hours: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     self_approval: bool = False
     escalation: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False, default=list))  # unacknowledged pages go on to
@@ -215,7 +218,7 @@ class LineageJob(SQLModel, table=True):
     namespace: str = _name()
     name: str = _name(index=True)
     owners: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
-    channel: str | None = Field(default=None, max_length=64)
+    channel: str | None = Field(default=None, max_length=CHANNEL_MAX)
     inputs: list[list[str]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     outputs: list[list[str]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     mappings: list[list[str]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
@@ -371,7 +374,7 @@ class SliEpisode(SQLModel, table=True):
     peak: float | None = None
     acked_by: str | None = Field(default=None, max_length=64)
     acked_at: datetime | None = _when(nullable=True)
-    channel: str = Field(max_length=64)
+    channel: str = Field(max_length=CHANNEL_MAX)
     message_channel: str | None = Field(default=None, max_length=64)
     message_ts: str | None = Field(default=None, max_length=32)
     digest: bool = False  # shown in its channel's digest message rather than a message of its own
@@ -416,7 +419,7 @@ class Operation(SQLModel, table=True):
     version: int = 0  # grows on every write; writes are conditional on it
     lease_owner: str | None = Field(default=None, max_length=64)
     lease_until: datetime | None = _when(nullable=True)
-    channel: str | None = Field(default=None, max_length=64)  # where it was asked for (its message goes there)
+    channel: str | None = Field(default=None, max_length=CHANNEL_MAX)  # where it was asked for (its message goes there)
     message_channel: str | None = Field(default=None, max_length=64)
     message_ts: str | None = Field(default=None, max_length=32)
     calendar_entry: int | None = None
@@ -487,7 +490,7 @@ class ObservedSchema(SQLModel, table=True):
     seen_at: datetime = _when(nullable=False)
     acknowledged_by: str | None = Field(default=None, max_length=64)
     proposal_id: int | None = None  # the retroactive proposal opened for it
-    channel: str | None = Field(default=None, max_length=64)
+    channel: str | None = Field(default=None, max_length=CHANNEL_MAX)
     message_channel: str | None = Field(default=None, max_length=64)
     message_ts: str | None = Field(default=None, max_length=32)
 

@@ -29,6 +29,7 @@ MODES = {"BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FU
 USER = re.compile(r"[UW][A-Z0-9]{2,}\Z")
 USERGROUP = re.compile(r"S[A-Z0-9]{2,}\Z")
 ROUTING_KEY_ENV = re.compile(r"PAGERDUTY_ROUTING_KEY_[A-Z0-9_]+\Z")
+CHANNEL = re.compile(r"#?[^\s#]{1,80}")  # a Slack channel: its name (at most 80 characters, no spaces), with or without #, or its id
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,17 @@ class _Reader:
 
     def problem(self, place: str, message: str) -> None:
         self.problems.append(Problem(place, message))
+
+    def channel(self, raw: dict[str, Any], place: str) -> str | None:
+        """A Slack channel, ``#name`` (at most 80 characters, no spaces) or its id; None (and a problem) for anything else."""
+        value = raw.get("channel")
+        if value is None:
+            return None
+        if not isinstance(value, str) or not CHANNEL.fullmatch(value):
+            self.problem(f"{place}.channel", f"{str(value)[:90]!r} is not a Slack channel (#name, at most 80 characters without "
+                                             "spaces, or a channel id such as C0123ABCD)")
+            return None
+        return value
 
     def read(self, data: dict[str, Any]) -> None:
         unknown = set(data) - {"version", "kafka_namespace", "namespace_aliases", "teams", "subjects", "datasets", "jobs", "freezes",
@@ -182,9 +194,9 @@ class _Reader:
             for name in sorted(set(names["reports"]) - set(reports)):
                 self.problem(f"{place}.reports", f"unknown SLI {name!r} (one of {', '.join(Sli)})")
             dlq, dlq_header, max_replays = self.dead_letters(raw.get("dlq"), f"{place}.dlq")
-            for key in ("channel", "sink"):
-                if raw.get(key) is not None and not (isinstance(raw[key], str) and raw[key].strip()):
-                    self.problem(f"{place}.{key}", "expected a name")
+            self.channel(raw, place)
+            if raw.get("sink") is not None and not (isinstance(raw["sink"], str) and raw["sink"].strip()):
+                self.problem(f"{place}.sink", "expected a name")
             if isinstance(raw.get("sink"), str) and raw["sink"] not in datasets:
                 self.catalog.warnings.append(Problem(f"{place}.sink", f"{raw['sink']!r} is not a dataset of this catalog"))
             times = {}
@@ -316,7 +328,7 @@ class _Reader:
                 self.problem(place, "expected a mapping (usergroup, members, oncall, channel)")
                 continue
             team = Team(str(name), raw.get("usergroup"), self.users(raw, "members", place), self.users(raw, "oncall", place),
-                        raw.get("channel"))
+                        self.channel(raw, place))
             if raw.get("change_hours") is not None:
                 try:
                     if not isinstance(raw["change_hours"], dict):
@@ -423,7 +435,7 @@ class _Reader:
             if mode not in MODES:
                 self.problem(f"{place}.compatibility", f"{raw.get('compatibility')!r} is not one of {', '.join(sorted(MODES))}")
             owner = self.owner(raw, place)
-            subject = Subject(str(name), str(topic), str(raw.get("namespace", kafka)), owner or "", mode, raw.get("channel"),
+            subject = Subject(str(name), str(topic), str(raw.get("namespace", kafka)), owner or "", mode, self.channel(raw, place),
                               raw.get("schema"))
             try:
                 subject.schema_type = SchemaType.parse(str(raw.get("schema_type", "AVRO")))
@@ -496,7 +508,7 @@ class _Reader:
             owner = self.owner(raw, place)
             inputs = self.refs(raw, "inputs", place)
             outputs = self.refs(raw, "outputs", place)
-            job = Job(ident, [owner] if owner else [], raw.get("channel"), [d for _, d in inputs], [d for _, d in outputs])
+            job = Job(ident, [owner] if owner else [], self.channel(raw, place), [d for _, d in inputs], [d for _, d in outputs])
             job.mappings = self.mappings(raw.get("mappings", {}), inputs, outputs, f"{place}.mappings")
             targets = {target.dataset for _, target in job.mappings}
             job.unmapped_outputs = [d for d in job.outputs if d not in targets]
