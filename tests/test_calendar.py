@@ -89,6 +89,9 @@ def test_an_entry_inside_a_freeze_conflicts_and_a_touching_one_does_not() -> Non
     (lambda: Freeze("f", cron="0 18 * * 5", duration=timedelta(hours=1), timezone="Mars/Olympus"), "unknown time zone 'Mars/Olympus'"),
     (lambda: Freeze("f", cron="0 18 * * 5"), "needs a positive duration"),
     (lambda: Freeze("f"), "give cron, duration and timezone, or start and end"),
+    (lambda: Freeze("n" * 101, start=at(24), end=at(27)), "a freeze's name is 1 to 100 characters (101 given)"),  # as it is stored
+    (lambda: Freeze(" ", start=at(24), end=at(27)), "a freeze's name is 1 to 100 characters (1 given)"),
+    (lambda: Freeze("f", cron="0 18 * * 5" + " " * 95, duration=timedelta(hours=1)), "a cron expression of at most 100 characters (105"),
 ])
 def test_bad_windows_and_freezes_are_refused_with_the_reason(make: Any, message: str) -> None:
     with pytest.raises(CalendarError) as refused:

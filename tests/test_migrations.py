@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import MetaData, Table, insert, inspect, select
-from sqlmodel import SQLModel
+from sqlmodel import Session, SQLModel
 
 from bot.domain.ops import BackfillRequest, PartitionMove
 from bot.store import migrate, models  # noqa: F401
@@ -77,5 +77,68 @@ def test_stored_backfills_of_one_topic_are_rewritten_per_topic_and_back(database
         with engine.connect() as conn:
             again = conn.execute(select(operations.c.request, operations.c.plan, operations.c.progress).order_by(operations.c.id)).first()
         assert again is not None and (again.request, again.plan, again.progress) == (old["request"], old["plan"], old["progress"])
+    finally:
+        engine.dispose()
+
+
+def test_a_database_in_use_is_migrated_down_and_up_with_its_rows(migrated_url: str) -> None:
+    """Rows that other rows refer to (a subject, its versions and proposals): SQLite rebuilds a table it alters, which
+    failed on such rows with foreign keys enforced, so an existing playground could not be upgraded."""
+    engine = sync_engine(migrated_url)
+    now = datetime.now(UTC)
+    try:
+        with Session(engine) as session:
+            subject = models.Subject(name="orders-value", channel="#orders")
+            session.add(subject)
+            session.flush()
+            proposal = models.Proposal(subject_id=subject.id, proposer="U0000ALICE", schema_text="{}", level="safe")
+            session.add(proposal)
+            session.flush()
+            session.add(models.SchemaVersion(subject_id=subject.id, version=1, schema_text="{}", fingerprint="f", proposal_id=proposal.id))
+            session.add(models.Acknowledgement(proposal_id=proposal.id, team="orders-team", user="U0000ALICE", decision="approve"))
+            session.add(models.TopicReader(topic="orders", group_id="orders-reader", state="STABLE", first_seen=now, seen_at=now))
+            session.add(models.LineageDataset(namespace="s3://bucket", name="lake/orders", source="openlineage"))
+            session.commit()
+    finally:
+        engine.dispose()
+    migrate.downgrade(migrated_url, "0022")
+    migrate.upgrade(migrated_url)
+    engine = sync_engine(migrated_url)
+    try:
+        with Session(engine) as session:
+            assert [(s.name, s.channel) for s in session.scalars(select(models.Subject))] == [("orders-value", "#orders")]
+            assert [a.decision for a in session.scalars(select(models.Acknowledgement))] == ["approve"]
+            assert [r.group_id for r in session.scalars(select(models.TopicReader))] == ["orders-reader"]
+            assert [d.symlinks for d in session.scalars(select(models.LineageDataset))] == [[]]
+    finally:
+        engine.dispose()
+
+
+def test_a_migration_that_fails_on_sqlite_leaves_the_database_as_it_was(database_url: str) -> None:
+    """Every change of a run is in its one transaction, the tables' too: a failure (here, a row referring to nothing, found
+    by the check that follows the changes) leaves the previous revision whole, not half-copied tables."""
+    if not database_url.startswith("sqlite"):
+        return  # PostgreSQL changes tables inside transactions of its own accord
+    migrate.upgrade(database_url, "0022")
+    engine = sync_engine(database_url)
+    try:
+        with engine.begin() as conn:
+            conn.exec_driver_sql("PRAGMA foreign_keys=OFF")
+            conn.exec_driver_sql("INSERT INTO acknowledgements (proposal_id, team, user, decision, reason, created_at) "
+                                 "VALUES (999, 'orders-team', 'U0000ALICE', 'approve', '', '2026-12-01 00:00:00')")
+        before = sorted(inspect(engine).get_table_names())
+    finally:
+        engine.dispose()
+    try:
+        migrate.upgrade(database_url)
+    except RuntimeError as err:
+        assert "1 row(s) referring to rows that do not exist" in str(err)
+    else:
+        raise AssertionError("the upgrade went through")
+    assert migrate.current(database_url) == "0022"
+    engine = sync_engine(database_url)
+    try:
+        assert sorted(inspect(engine).get_table_names()) == before  # no _alembic_tmp_ table left
+        assert "symlinks" not in {c["name"] for c in inspect(engine).get_columns("lineage_datasets")}
     finally:
         engine.dispose()

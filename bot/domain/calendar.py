@@ -133,6 +133,9 @@ class Entry:
         return self.status is not Status.CANCELLED
 
 
+FREEZE_NAME_MAX, CRON_MAX = 100, 100  # characters of a freeze's name and of its cron expression
+
+
 @dataclass(frozen=True)
 class Freeze:
     """A window in which changes wait: recurring (cron, duration, zone) or one-off (start, end)."""
@@ -148,6 +151,10 @@ class Freeze:
     excepted: Scope = field(default_factory=Scope)  # what it leaves out (``except:``): teams, subjects, datasets, jobs
 
     def __post_init__(self) -> None:
+        if not self.name.strip() or len(self.name) > FREEZE_NAME_MAX:
+            raise CalendarError(f"a freeze's name is 1 to {FREEZE_NAME_MAX} characters ({len(self.name)} given)")
+        if self.cron is not None and len(self.cron) > CRON_MAX:
+            raise CalendarError(f"freeze {self.name}: a cron expression of at most {CRON_MAX} characters ({len(self.cron)} given)")
         if self.cron is not None:
             if self.duration is None or self.duration <= timedelta(0):
                 raise CalendarError(f"freeze {self.name}: a recurring freeze needs a positive duration")
