@@ -68,6 +68,9 @@ def test_structural_problems() -> None:
     long = example()
     long["subjects"]["s" * 256] = {"owner": "orders-team"}
     assert problems(long) == [f"subjects.{'s' * 60}…: a subject's name holds at most 255 characters (256 here)"]
+    long = example()
+    long["teams"]["t" * 300] = {"members": []}
+    assert problems(long) == [f"teams.{'t' * 60}…: a team's name holds at most 255 characters (300 here)"]
     data = example()
     data["subjects"]["orders-value"]["schema"] = "schemas/missing.avsc"
     data["subjects"]["orders-value"]["compatibility"] = "SOMETIMES"

@@ -29,6 +29,7 @@ MODES = {"BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FU
 USER = re.compile(r"[UW][A-Z0-9]{2,}\Z")
 USERGROUP = re.compile(r"S[A-Z0-9]{2,}\Z")
 ROUTING_KEY_ENV = re.compile(r"PAGERDUTY_ROUTING_KEY_[A-Z0-9_]+\Z")
+TEAM_MAX = 255  # characters of a team's name
 CHANNEL = re.compile(r"#?[^\s#]{1,80}")  # a Slack channel: its name (at most 80 characters, no spaces), with or without #, or its id
 
 
@@ -324,6 +325,9 @@ class _Reader:
     def teams(self, teams: dict[str, Any]) -> None:
         for name, raw in teams.items():
             place = f"teams.{name}"
+            if len(str(name)) > TEAM_MAX:
+                self.problem(f"teams.{str(name)[:60]}…", f"a team's name holds at most {TEAM_MAX} characters ({len(str(name))} here)")
+                continue
             if not isinstance(raw, dict):
                 self.problem(place, "expected a mapping (usergroup, members, oncall, channel)")
                 continue
