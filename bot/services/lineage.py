@@ -143,25 +143,7 @@ class LineageService:
             if row is None:
                 row = LineageDataset(namespace=dataset.id.namespace, name=dataset.id.name, kind=dataset.kind, source=OPENLINEAGE)
                 moved = True
-            declared = row.source == CATALOG  # the catalog's owners and fields stand; an event only fills what it left out
-            fresh = bool(dataset.fields or dataset.owners or dataset.cleared)  # the event says something of it, and is not late
-            if fresh and row.said_at is not None and event.event_time < aware(row.said_at):
-                fresh = False  # older than what a newer event said of it
-            elif fresh:
-                row.said_at = event.event_time
-            if fresh and dataset.fields and row.fields != dataset.fields and not (declared and row.fields):
-                row.fields, moved = dataset.fields, True
-            if fresh and dataset.owners and row.owners != dataset.owners and not (declared and row.owners):
-                row.owners, moved = dataset.owners, True
-            for facet, attribute in (("schema", "fields"), ("ownership", "owners")):  # a deleted facet takes back what events said
-                if fresh and facet in dataset.cleared and not declared and not getattr(dataset, attribute) and getattr(row, attribute):
-                    setattr(row, attribute, [])
-                    moved = True
-            cleared = fresh and "symlinks" in dataset.cleared and not dataset.symlinks
-            symlinks = [] if cleared else list(row.symlinks or [])
-            symlinks += [n for n in map(_name, dataset.symlinks) if n not in symlinks]
-            if symlinks != (row.symlinks or []):
-                row.symlinks, moved = symlinks, True
+            moved = _said(row, dataset, event.event_time) or moved
             session.add(row)
         if event.job is None:  # a DatasetEvent: the dataset's metadata alone
             await session.flush()
@@ -335,6 +317,29 @@ async def _declared(session: AsyncSession, namespaces: Namespaces, datasets: lis
     rows = (await session.exec(select(LineageDataset.namespace, LineageDataset.name).where(
         LineageDataset.source == CATALOG, col(LineageDataset.name).in_(sorted({n.name for n in wanted}))))).all()
     return [Dataset(DatasetId(namespace, name)) for namespace, name in rows if DatasetId(namespace, name) in wanted]
+
+
+def _said(row: LineageDataset, dataset: Dataset, when: datetime) -> bool:
+    """Apply to ``row`` what an event of ``when`` says of its dataset; whether that changed it. The catalog's owners and
+    fields stand (an event only fills what it left out); an event older than the newest that said them, late, changes
+    neither; a deleted facet takes back what events said."""
+    declared, moved = row.source == CATALOG, False
+    fresh = bool(dataset.fields or dataset.owners or dataset.cleared) and (row.said_at is None or when >= aware(row.said_at))
+    if fresh:
+        row.said_at = when
+        for facet, attribute in (("schema", "fields"), ("ownership", "owners")):
+            said, kept = getattr(dataset, attribute), getattr(row, attribute)
+            if said and kept != said and not (declared and kept):
+                setattr(row, attribute, said)
+                moved = True
+            elif facet in dataset.cleared and not said and kept and not declared:
+                setattr(row, attribute, [])
+                moved = True
+    symlinks = [] if fresh and "symlinks" in dataset.cleared and not dataset.symlinks else list(row.symlinks or [])
+    symlinks += [n for n in map(_name, dataset.symlinks) if n not in symlinks]
+    if symlinks != (row.symlinks or []):
+        row.symlinks, moved = symlinks, True
+    return moved
 
 
 def _name(ident: DatasetId) -> dict[str, str]:
