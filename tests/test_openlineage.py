@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import io
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -264,6 +265,10 @@ async def test_malformed_or_unauthorised_requests_store_nothing(api: tuple[Bot, 
     assert status == 400 and answer["error"].startswith("event 1: ")
     status, answer = await post(http, bot, "{oops")
     assert status == 400 and "malformed JSON" in answer["error"]
+    big = io.BytesIO(json.dumps([event()] * 3000).encode())  # about 6 MiB: answered in JSON, as every refusal is
+    async with http.post(f"{bot.url}/api/v1/lineage", data=big, headers={"Content-Type": "application/json"}) as response:
+        assert response.status == 413
+        assert (await response.json())["error"].startswith("the body is larger than the 4 MiB a request may carry")
     async with aiohttp.ClientSession() as anonymous:
         assert (await post(anonymous, bot, event()))[0] == 401
         assert (await post(anonymous, bot, event(), headers={"Authorization": "Bearer wrong"}))[0] == 401

@@ -75,6 +75,9 @@ BOOKING_FIELDS = ("kind", "title", "start", "end", "owner", "scope", "booked_by"
 MAX_SAMPLES = 10_000
 
 
+MAX_BODY = 4 * 1024 * 1024  # bytes a request's body may hold
+
+
 class BadRequest(Exception):
     """Input the API refuses: answered 400 with the message (and the field at fault)."""
 
@@ -108,6 +111,9 @@ def guarded(tokens: Sequence[ApiToken], scope: str, handler: Handler) -> Route:
             return await handler(request, token)
         except BadRequest as err:
             return _error(400, str(err), field=err.field)
+        except web.HTTPRequestEntityTooLarge:
+            return _error(413, f"the body is larger than the {MAX_BODY // 1024 ** 2} MiB a request may carry: send less at once "
+                               "(lineage: fewer events to a request)")
 
     return route
 

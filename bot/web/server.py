@@ -35,7 +35,6 @@ SERVED = (
     Endpoint("GET", "/calendar.ics", "the person's feed token (`?token=`, from `/calendar feed`)",
              "a person's iCalendar feed of the change calendar (`&team=`, `&subject=` narrow it)"),
 )
-MAX_BODY = 4 * 1024 * 1024
 FEED_PAST_DAYS, FEED_FUTURE_DAYS = 30, 365
 
 
@@ -96,7 +95,7 @@ def build_web_app(bolt: AsyncApp, db: Database, schema_head: str, config: Config
         return web.Response(body=body, content_type="text/calendar", charset="utf-8",
                             headers={"Cache-Control": "private, max-age=300"})
 
-    app = web.Application(client_max_size=MAX_BODY, middlewares=[figures.middleware()])
+    app = web.Application(client_max_size=api.MAX_BODY, middlewares=[figures.middleware()])
     if config.slack_signing_secret:
         verifier = SignatureVerifier(config.slack_signing_secret)
     handlers = {"/slack/events": slack_events, "/healthz": healthz, "/readyz": readyz, "/metrics": figures.route(), "/calendar.ics": calendar_feed}
