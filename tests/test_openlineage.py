@@ -269,6 +269,12 @@ async def test_malformed_or_unauthorised_requests_store_nothing(api: tuple[Bot, 
     async with http.post(f"{bot.url}/api/v1/lineage", data=big, headers={"Content-Type": "application/json"}) as response:
         assert response.status == 413
         assert (await response.json())["error"].startswith("the body is larger than the 4 MiB a request may carry")
+    async with http.delete(f"{bot.url}/api/v1/lineage") as response:  # what aiohttp refuses itself is JSON too
+        assert (response.status, response.headers["Allow"], await response.json()) == (
+            405, "POST", {"ok": False, "error": "/api/v1/lineage takes POST, not DELETE"})
+    async with http.get(f"{bot.url}/api/v1/lineages") as response:
+        assert (response.status, (await response.json())["error"]) == (404, "there is no /api/v1/lineages in the HTTP API (its reference "
+                                                                             "lists the routes)")
     async with aiohttp.ClientSession() as anonymous:
         assert (await post(anonymous, bot, event()))[0] == 401
         assert (await post(anonymous, bot, event(), headers={"Authorization": "Bearer wrong"}))[0] == 401

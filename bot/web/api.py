@@ -96,6 +96,24 @@ def authenticate(tokens: Sequence[ApiToken], header: str) -> ApiToken | None:
     return found
 
 
+@web.middleware
+async def json_refusals(request: web.Request, handler: Route) -> web.StreamResponse:
+    """What aiohttp itself refuses under ``/api/`` (a route that does not exist, a method a route does not take) is told in
+    JSON, as the API's own refusals are."""
+    try:
+        return await handler(request)
+    except web.HTTPException as err:
+        if not request.path.startswith("/api/") or err.status < 400:
+            raise
+        if isinstance(err, web.HTTPMethodNotAllowed):
+            message = f"{request.path} takes {', '.join(sorted(err.allowed_methods))}, not {request.method}"
+        elif isinstance(err, web.HTTPNotFound):
+            message = f"there is no {request.path} in the HTTP API (its reference lists the routes)"
+        else:
+            message = err.reason
+        return _error(err.status, message, headers={k: v for k, v in err.headers.items() if k == "Allow"})
+
+
 def guarded(tokens: Sequence[ApiToken], scope: str, handler: Handler) -> Route:
     """``handler``, for a known token with ``scope`` only; bad input answered 400."""
 

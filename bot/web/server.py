@@ -95,7 +95,7 @@ def build_web_app(bolt: AsyncApp, db: Database, schema_head: str, config: Config
         return web.Response(body=body, content_type="text/calendar", charset="utf-8",
                             headers={"Cache-Control": "private, max-age=300"})
 
-    app = web.Application(client_max_size=api.MAX_BODY, middlewares=[figures.middleware()])
+    app = web.Application(client_max_size=api.MAX_BODY, middlewares=[figures.middleware(), api.json_refusals])
     if config.slack_signing_secret:
         verifier = SignatureVerifier(config.slack_signing_secret)
     handlers = {"/slack/events": slack_events, "/healthz": healthz, "/readyz": readyz, "/metrics": figures.route(), "/calendar.ics": calendar_feed}
