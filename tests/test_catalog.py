@@ -71,6 +71,9 @@ def test_structural_problems() -> None:
     long = example()
     long["teams"]["t" * 300] = {"members": []}
     assert problems(long) == [f"teams.{'t' * 60}…: a team's name holds at most 255 characters (300 here)"]
+    long = example()
+    long["kafka_namespace"] = "kafka://" + ",".join(f"broker-{i}.kafka.internal:9092" for i in range(10))
+    assert problems(long) == ["kafka_namespace: expected a namespace such as kafka://broker:9092 (one server; at most 255 characters)"]
     data = example()
     data["subjects"]["orders-value"]["schema"] = "schemas/missing.avsc"
     data["subjects"]["orders-value"]["compatibility"] = "SOMETIMES"

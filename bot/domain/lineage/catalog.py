@@ -29,7 +29,7 @@ MODES = {"BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FU
 USER = re.compile(r"[UW][A-Z0-9]{2,}\Z")
 USERGROUP = re.compile(r"S[A-Z0-9]{2,}\Z")
 ROUTING_KEY_ENV = re.compile(r"PAGERDUTY_ROUTING_KEY_[A-Z0-9_]+\Z")
-TEAM_MAX = 255  # characters of a team's name
+TEAM_MAX = NAMESPACE_MAX = 255  # characters of a team's name, of a subject's namespace
 CHANNEL = re.compile(r"#?[^\s#]{1,80}")  # a Slack channel: its name (at most 80 characters, no spaces), with or without #, or its id
 
 
@@ -123,8 +123,8 @@ class _Reader:
             self.problem(section, "unknown section (expected version, kafka_namespace, namespace_aliases, oncall, teams, subjects, "
                                   "datasets, jobs, freezes, pipelines, retired_consumer_groups)")
         kafka = data.get("kafka_namespace", DEFAULT_KAFKA_NAMESPACE)
-        if not isinstance(kafka, str) or "://" not in kafka:
-            self.problem("kafka_namespace", "expected a namespace such as kafka://broker:9092")
+        if not isinstance(kafka, str) or "://" not in kafka or len(kafka) > NAMESPACE_MAX:
+            self.problem("kafka_namespace", f"expected a namespace such as kafka://broker:9092 (one server; at most {NAMESPACE_MAX} characters)")
             kafka = DEFAULT_KAFKA_NAMESPACE
         self.teams(_mapping(self, data, "teams"))
         self.global_oncall(data.get("oncall"))
@@ -439,6 +439,8 @@ class _Reader:
             if mode not in MODES:
                 self.problem(f"{place}.compatibility", f"{raw.get('compatibility')!r} is not one of {', '.join(sorted(MODES))}")
             owner = self.owner(raw, place)
+            if len(str(raw.get("namespace", kafka))) > NAMESPACE_MAX:
+                self.problem(f"{place}.namespace", f"expected a namespace such as kafka://broker:9092 (at most {NAMESPACE_MAX} characters)")
             subject = Subject(str(name), str(topic), str(raw.get("namespace", kafka)), owner or "", mode, self.channel(raw, place),
                               raw.get("schema"))
             try:
