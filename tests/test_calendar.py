@@ -163,6 +163,10 @@ async def test_windows_conflict_through_a_three_hop_downstream(slack: SlackHarne
     status, listed = await api(slack, "GET", "/api/v1/calendar?from=2026-12-03T00:00:00Z&to=2026-12-04T00:00:00Z")
     assert status == 200 and [e["id"] for e in listed] == [export["id"], upstream["id"], later["id"]]
     assert [c["with"] for c in listed[0]["conflicts"]] == [upstream["id"]]
+    status, refused = await api(slack, "GET", "/api/v1/calendar?start=2026-12-03T00:00:00Z")  # not silently the default window
+    assert (status, refused["error"]) == (400, "/api/v1/calendar does not take the query parameter start (it takes from, to); nothing changed")
+    status, refused = await api(slack, "GET", "/api/v1/proposals/1?verbose=1")
+    assert (status, refused["error"]) == (400, "/api/v1/proposals/1 does not take the query parameter verbose (it takes none); nothing changed")
 
 
 async def test_entries_conflict_on_their_own_datasets_not_only_below_them(slack: SlackHarness) -> None:

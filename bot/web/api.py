@@ -48,6 +48,7 @@ class Endpoint:
     path: str
     access: str  # the token scope it needs, or what else authenticates it
     summary: str
+    query: tuple[str, ...] = ()  # the query parameters it takes (any other is refused)
 
 
 ENDPOINTS = (
@@ -63,7 +64,7 @@ ENDPOINTS = (
     Endpoint("POST", "/api/v1/jobs/{job}/check", "proposals:read", "the Flink release gate: the job's SQL, sinks and savepoint state "
              "against the registry and the lineage"),
     Endpoint("GET", "/api/v1/calendar", "calendar:read", "the calendar's entries between `from` and `to`, each with its conflicts "
-             "(a freeze it falls in among them), as a JSON array"),
+             "(a freeze it falls in among them), as a JSON array", query=("from", "to")),
     Endpoint("POST", "/api/v1/calendar", "calendar:write", "book a window: `kind`, `title`, `start`, `end`, `owner`, `booked_by`, `scope`"),
     Endpoint("POST", "/api/v1/lineage", "lineage:write", "an OpenLineage run event (its column lineage facets give field-level lineage)"),
     Endpoint("POST", "/api/v1/metrics", "metrics:write", "SLI samples of pipelines: a JSON array of `{pipeline, sli, value, time, labels}`"),
@@ -114,8 +115,8 @@ async def json_refusals(request: web.Request, handler: Route) -> web.StreamRespo
         return _error(err.status, message, headers={k: v for k, v in err.headers.items() if k == "Allow"})
 
 
-def guarded(tokens: Sequence[ApiToken], scope: str, handler: Handler) -> Route:
-    """``handler``, for a known token with ``scope`` only; bad input answered 400."""
+def guarded(tokens: Sequence[ApiToken], scope: str, handler: Handler, query: tuple[str, ...] = ()) -> Route:
+    """``handler``, for a known token with ``scope`` only; bad input (a query parameter it does not take too) answered 400."""
 
     async def route(request: web.Request) -> web.StreamResponse:
         if not tokens:
@@ -125,6 +126,10 @@ def guarded(tokens: Sequence[ApiToken], scope: str, handler: Handler) -> Route:
             return _error(401, "missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"})
         if scope not in token.scopes:
             return _error(403, f"the token {token.name!r} does not have the scope {scope}")
+        unknown = sorted(set(request.query) - set(query))
+        if unknown:
+            takes = f"it takes {', '.join(query)}" if query else "it takes none"
+            return _error(400, f"{request.path} does not take the query parameter {', '.join(unknown)[:200]} ({takes}); nothing changed")
         try:
             return await handler(request, token)
         except BadRequest as err:
@@ -337,7 +342,8 @@ def add_routes(app: web.Application, tokens: Sequence[ApiToken], lineage: Lineag
                 "/api/v1/calendar": {"GET": get_calendar, "POST": post_calendar}, "/api/v1/lineage": {"POST": post_lineage},
                 "/api/v1/metrics": {"POST": post_metrics}}
     for endpoint in ENDPOINTS:
-        app.router.add_route(endpoint.method, endpoint.path, guarded(tokens, endpoint.access, handlers[endpoint.path][endpoint.method]))
+        app.router.add_route(endpoint.method, endpoint.path, guarded(tokens, endpoint.access, handlers[endpoint.path][endpoint.method],
+                                                                     endpoint.query))
 
 
 async def _proposing(request: web.Request, schema_missing: str) -> tuple[dict[str, Any], str, str]:
