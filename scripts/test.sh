@@ -24,7 +24,7 @@ NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir "$run_dir/site"
   || { grep -v "^INFO" "$run_dir/docs.log" >&2; echo "the documentation did not build" >&2; exit 1; }
 echo "the documentation site builds strictly"
 # One real Schema Registry per pytest worker (each test clears its registry), started while the rest starts
-scripts/registry.sh start "$run_dir" "${PYTEST_WORKERS:-2}" > "$run_dir/registry.env" &
+scripts/registry.sh start "$run_dir" "${PYTEST_WORKERS:-3}" > "$run_dir/registry.env" &
 registry=$!
 postgres_env=$(scripts/postgres.sh start "$run_dir") || { echo "PostgreSQL did not start" >&2; exit 1; }
 eval "$postgres_env"
@@ -42,7 +42,7 @@ unset FLINK_REST_URL FLINK_SAVEPOINT_DIR
 export TEST_DATABASE_URL KAFKA_BOOTSTRAP_SERVERS CHANGEOPS_FLINK_ROOT
 set +e
 started=$SECONDS
-.venv/bin/python -m pytest -n "${PYTEST_WORKERS:-2}" --dist worksteal "$@"
+.venv/bin/python -m pytest -n "${PYTEST_WORKERS:-3}" --dist worksteal "$@"
 status=$?
 set -e
 took=$((SECONDS - started))

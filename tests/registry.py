@@ -20,6 +20,8 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
+from tests.ports import free_port
+
 ROOT = Path(__file__).resolve().parent.parent
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 
@@ -120,9 +122,10 @@ class Outage:
         return f"http://127.0.0.1:{self.port}{self.path}"
 
     async def restore(self) -> None:
-        """Listen (again, on the same port)."""
+        """Listen (again, on the same port). The port is below the kernel's ephemeral range, so while it is closed no
+        outgoing connection (of another test, on another worker) can be given it as its own."""
+        self.port = self.port or free_port()
         self.server = await asyncio.start_server(self._link, "127.0.0.1", self.port)
-        self.port = self.server.sockets[0].getsockname()[1]
 
     async def cut(self) -> None:
         """Close the port and every open connection."""

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import random
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +13,7 @@ import pytest
 
 from bot.emulator import SlackDriver, Workspace
 from tests.conftest import seed_workspace, start_emulator
+from tests.ports import free_port
 
 SECRET_TOKEN = "xoxb-111-222-thisisverysecret"
 SIGNING_SECRET = "0123456789abcdef0123456789abcdef"
@@ -23,22 +22,6 @@ SIGNING_SECRET = "0123456789abcdef0123456789abcdef"
 def run_bot(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "DATABASE_URL"))}
     return subprocess.run([sys.executable, "-m", "bot", *args], env={**clean, **env}, capture_output=True, text=True, timeout=60)
-
-
-def free_port() -> int:
-    """A free port below the kernel's ephemeral range: the brokers and registries the scripts start take theirs from that range
-    (binding port 0), so one of them cannot take this port between now and when the test's process binds it."""
-    ephemeral = Path("/proc/sys/net/ipv4/ip_local_port_range")
-    low = int(ephemeral.read_text().split()[0]) if ephemeral.exists() else 32768
-    for _ in range(100):
-        port = random.randrange(10_000, max(10_001, low))
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise AssertionError("no free port below the ephemeral range")
 
 
 async def wait_ready(url: str, process: asyncio.subprocess.Process, seconds: float = 30.0) -> None:

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.leaks import descendants, in_group, wait_gone
-from tests.test_cli import free_port, run_bot
+from tests.ports import free_port
+from tests.test_cli import run_bot
 
 ROOT = Path(__file__).parents[1]
 

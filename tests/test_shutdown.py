@@ -26,7 +26,8 @@ from bot.store import migrate
 from bot.store.database import Database
 from bot.store.models import OutboxMessage
 from tests.conftest import API_TOKEN, seed_workspace, start_emulator
-from tests.test_cli import free_port, wait_ready
+from tests.ports import free_port
+from tests.test_cli import wait_ready
 from tests.test_proposals_slack import ALICE, BOB, V1, retyped
 
 SIGNING_SECRET = "0123456789abcdef0123456789abcdef"
