@@ -4,6 +4,8 @@ protocol, or another case) still reach the catalog's subject, its readers and th
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,7 @@ from bot.domain.lineage.catalog import read_catalog
 from bot.domain.lineage.graph import LineageGraph
 from bot.domain.lineage.model import Dataset, DatasetId, FieldRef, Job, JobId
 from bot.domain.lineage.namespaces import Namespaces, place_of
+from bot.domain.lineage.openlineage import parse_event
 from bot.services.lineage import LineageService
 from bot.store.database import Database
 
@@ -119,37 +122,35 @@ def test_readers_named_by_other_brokers_are_asked(migrated_url: str, tmp_path: P
     assert "fraud-scoring" in capsys.readouterr().out
 
 
-async def test_a_catalog_job_named_by_another_broker_is_no_disagreement(migrated_url: str) -> None:
-    from bot.domain.lineage.openlineage import parse_event
+@asynccontextmanager
+async def aliased(url: str) -> AsyncIterator[LineageService]:
+    """The lineage service on ``url`` with the example catalog loaded, kafka://broker-2:9092 an alias of its cluster."""
+    catalog, problems = read_catalog(catalog_data({KAFKA: ["kafka://broker-2:9092"]}), lambda r: (EXAMPLE.parent / r).read_text())
+    assert problems == []
+    db = Database(url)
+    try:
+        service = LineageService(db)
+        await service.load_catalog(catalog)
+        yield service
+    finally:
+        await db.close()
 
+
+async def test_a_catalog_job_named_by_another_broker_is_no_disagreement(migrated_url: str) -> None:
     def enrich(namespace: str, when: str) -> Any:
         event = reader("enrich-orders", namespace, "id", "orders-team", when)
         event["outputs"] = [{"namespace": "iceberg://lake", "name": "dwd_orders"}]
         return parse_event(event)
 
-    catalog, problems = read_catalog(catalog_data({KAFKA: ["kafka://broker-2:9092"]}), lambda r: (EXAMPLE.parent / r).read_text())
-    assert problems == []
-    db = Database(migrated_url)
-    try:
-        service = LineageService(db)
-        await service.load_catalog(catalog)
+    async with aliased(migrated_url) as service:
         await service.ingest([enrich("kafka://broker-2:9092", "2026-12-01T10:00:00Z")])
         assert await service.observations() == []  # the same topic, by another of the cluster's names
         await service.ingest([enrich("kafka://elsewhere:9092", "2026-12-01T11:00:00Z")])
         assert [o.conflict for o in await service.observations()] == ["inputs orders (the catalog says orders)"]
-    finally:
-        await db.close()
 
 
 async def test_the_same_event_under_another_name_of_the_place_changes_nothing(migrated_url: str) -> None:
-    from bot.domain.lineage.openlineage import parse_event
-
-    catalog, problems = read_catalog(catalog_data({KAFKA: ["kafka://broker-2:9092"]}), lambda r: (EXAMPLE.parent / r).read_text())
-    assert problems == []
-    db = Database(migrated_url)
-    try:
-        service = LineageService(db)
-        await service.load_catalog(catalog)
+    async with aliased(migrated_url) as service:
         first = parse_event(reader("fraud-scoring", "kafka://broker-2:9092", "buyer.country", "risk-team"))
         assert await service.ingest([first]) == 1
         for name in ("kafka://broker-2:9092", "kafka://SASL_SSL://BROKER:9092", KAFKA):  # a retry, and the same place by its other names
@@ -157,5 +158,3 @@ async def test_the_same_event_under_another_name_of_the_place_changes_nothing(mi
         graph = await service.graph()
         assert [d for d in graph.datasets if d.name == "orders"] == [DatasetId(KAFKA, "orders")]
         assert graph.jobs[JobId("flink://prod", "fraud-scoring")].inputs == [DatasetId(KAFKA, "orders")]
-    finally:
-        await db.close()
