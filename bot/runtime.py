@@ -50,6 +50,7 @@ from bot.slack.delivery import CARD, SlackDelivery
 from bot.slack.flink.commands import FlinkCommands
 from bot.slack.governance.health import HealthSlack
 from bot.slack.governance.out_of_band import OutOfBandSlack
+from bot.slack.home import HOME, HomeFollow, HomeTab
 from bot.slack.identity import Identity
 from bot.slack.inflight import Inflight
 from bot.slack.membership import SlackMembership
@@ -100,8 +101,9 @@ class Bot:
                                     timedelta(seconds=config.census_seconds))
         self.proposals = Proposals(self.db, self.registry, self.lineage, membership, self.outbox, self.calendar, clock, self.schema_registry,
                                    readers=self.census if config.kafka_bootstrap_servers else None)
-        delivery = SlackDelivery(self.connections.client(retries=False), self.proposals,
-                                 config.changes_channel)
+        self.home = HomeFollow(self.db, self.outbox, clock)
+        self.calendar.watchers.append(self.home.owe)  # the tab lists the next days' bookings and freezes too
+        delivery = SlackDelivery(self.connections.client(retries=False), self.proposals, config.changes_channel, self.home)
         alerts = SliDelivery(self.connections.client(retries=False), self.sli, membership)
         self.avro_registry = Registry(config.schema_registry_url) if config.schema_registry_url else None
         self.planner = Planner(config.flink_root)
@@ -121,19 +123,20 @@ class Bot:
         self.releases = Releases(self.db, self.lineage, self.registry, self.calendar, self.outbox, self.planner, config.flink_version, clock,
                                  self.flink, self.transitions.gate)
         self.pagers = ReceiverDelivery(self.sli, config)
+        calendar = CalendarCommands(self.calendar, self.slack.client, membership, lambda: config.public_url or self.url)
+        actions = AlertActions(SliCommands(self.sli, membership), self.proposals, self.calendar, self._dead_letters if config.kafka_bootstrap_servers else None)
+        routers = add_listeners(self.slack, Services(self.proposals, self.registry, self.slack.client), calendar, actions, OpsActions(self.ops, self.sli),
+                                Readers(self.census, self.proposals, self.registry, membership), HealthSlack(self.slack.client, self.health), out_of_band,
+                                self.proposals, self.outbox, self.inflight, FlinkCommands(self.flink, self.ops),
+                                TransitionSlack(self.transitions, self.slack.client), self.home)
         self.dispatcher = Dispatcher(self.db, self.outbox, {**delivery.handlers(), **alerts.handlers(), **operations.handlers(), **self.pagers.handlers(),
                                                             **out_of_band.handlers(), **health.handlers(), **ReleaseReports(self.releases).handlers(),
                                                             **AutoPause(self.ops, self.sli).handlers(),
                                                             **TransitionDelivery(self.connections.client(retries=False), self.transitions,
                                                                                  config.changes_channel).handlers(),
+                                                            **HomeTab(self.connections.client(retries=False), routers, self.proposals).handlers(),
                                                             REGISTER: self.proposals.register},
-                                     coalesce=frozenset({SLI_EVENT, CARD}))  # queued card edits: one render, the newest state
-        calendar = CalendarCommands(self.calendar, self.slack.client, membership, lambda: config.public_url or self.url)
-        actions = AlertActions(SliCommands(self.sli, membership), self.proposals, self.calendar, self._dead_letters if config.kafka_bootstrap_servers else None)
-        add_listeners(self.slack, Services(self.proposals, self.registry, self.slack.client), calendar, actions, OpsActions(self.ops, self.sli),
-                      Readers(self.census, self.proposals, self.registry, membership), HealthSlack(self.slack.client, self.health), out_of_band,
-                      self.proposals, self.outbox, self.inflight, FlinkCommands(self.flink, self.ops),
-                      TransitionSlack(self.transitions, self.slack.client))
+                                     coalesce=frozenset({SLI_EVENT, CARD, HOME}))  # queued card edits and tab publications: one render, the newest state
         self.figures = BotMetrics(self.db, self.dispatcher, self.sli, self.connections, clock)
         self.web = build_web_app(self.slack, self.db, migrate.head(), config, self.lineage, self.proposals, self.sli, self.releases,
                                  lambda: self.draining, self.figures, self.deliveries.claim, self.transitions, self.inflight)

@@ -457,6 +457,21 @@ async def test_the_home_tab_and_the_card_show_the_calendar(slack: SlackHarness) 
     await slack.bot.idle()
 
 
+async def test_an_open_home_tab_follows_bookings_and_cancellations(slack: SlackHarness) -> None:
+    await three_hops(slack)
+    await slack.driver.event({"type": "app_home_opened", "user": BOB, "channel": "D2", "tab": "home"})
+    await slack.ws.wait_for(lambda: slack.ws.home.get(BOB))
+    shown = lambda: json.dumps(slack.ws.home[BOB].view)  # noqa: E731 - what Bob's tab shows now
+    assert "export v2" not in shown()
+    number = await slack.bot.calendar.add(kind="job_upgrade", title="export v2", start=slack.clock.now + timedelta(days=1),
+                                          end=slack.clock.now + timedelta(days=1, hours=2), owner="analytics-team", booked_by=BOB,
+                                          scope=Scope(jobs=frozenset({"export"})), surface="test")
+    await slack.ws.wait_for(lambda: "*export v2* (analytics-team, confirmed)" in shown())  # booked: in the tab, not opened again
+    await slack.driver.command(f"/calendar cancel {number}", user=BOB, channel="changes")
+    await slack.ws.wait_for(lambda: "*export v2* (analytics-team, cancelled)" in shown())  # cancelled: shown so
+    await slack.bot.idle()
+
+
 async def test_the_booking_form_shows_every_problem_at_its_field_and_books(slack: SlackHarness) -> None:
     from bot.slack import ids
 

@@ -103,6 +103,13 @@ class _Stub:
         return [self._view]
 
 
+class _NoTabs:
+    """Nobody has the Home tab open."""
+
+    async def refreshes(self) -> list[Any]:
+        return []
+
+
 @settings(max_examples=60, deadline=None)
 @given(hostile)
 def test_cards_lines_and_audit_are_inert(text: str) -> None:
@@ -120,7 +127,7 @@ def test_cards_lines_and_audit_are_inert(text: str) -> None:
 def test_thread_notes_and_dms_are_inert(text: str, event: str) -> None:
     view = view_with(text)
     stub = _Stub(view)
-    delivery = SlackDelivery(None, stub, "#changes")  # type: ignore[arg-type]
+    delivery = SlackDelivery(None, stub, "#changes", _NoTabs())  # type: ignore[arg-type]
     payload = {"proposal": 7, "event": event, "actor": text, "teams": ["analytics", f"team-{text}", UNOWNED], "detail": text, "version": 3}
     expansion = asyncio.run(delivery.notice(Item(1, "proposal.notice", "proposal:7", payload, 1)))
     for _kind, _key, row in expansion.rows:

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
+from sqlmodel import select
+
+from bot.slack import ids
+from bot.store.models import OutboxMessage
 from tests.conftest import SlackHarness
+from tests.test_proposals_slack import BOB, CAROL, V1, card_message, propose, retyped, setup_catalog
 
 
 async def test_opening_home_publishes_the_commands(slack: SlackHarness) -> None:
@@ -12,8 +19,8 @@ async def test_opening_home_publishes_the_commands(slack: SlackHarness) -> None:
     assert "`/schema help`" in text
     moment = slack.clock()  # a snapshot says when it was taken, in each reader's own zone
     assert view.view["blocks"][1]["elements"][0]["text"].endswith(
-        f"As of <!date^{int(moment.timestamp())}^{{date_short_pretty}} {{time}}|{moment:%Y-%m-%d %H:%M} UTC>: open the tab again to see "
-        "what changed since.")
+        f"As of <!date^{int(moment.timestamp())}^{{date_short_pretty}} {{time}}|{moment:%Y-%m-%d %H:%M} UTC>; proposals and the "
+        "calendar show here as they change, for a day after you open the tab.")
 
 
 async def test_messages_tab_does_not_publish(slack: SlackHarness) -> None:
@@ -40,3 +47,77 @@ async def test_rate_limited_publish_is_retried_after_retry_after(slack: SlackHar
     await slack.ws.wait_for(lambda: slack.ws.home.get("U0000ALICE"))
     calls = slack.ws.calls_to("views.publish")
     assert [c.status for c in calls] == [429, 200]
+
+
+def _published(slack: SlackHarness, user: str) -> list[str]:
+    """Every view of ``user``'s tab Slack took, oldest first, as text."""
+    return [json.dumps(c.args["view"]) for c in slack.ws.calls_to("views.publish") if c.ok and c.args.get("user_id") == user]
+
+
+def _waiting(view: str) -> str:
+    """The tab's *Waiting on you* list."""
+    return view.split("Waiting on you", 1)[1].split("Your proposals", 1)[0]
+
+
+async def test_an_open_tab_follows_the_proposals_it_lists_without_being_opened_again(slack: SlackHarness) -> None:
+    await setup_catalog(slack)
+    await slack.driver.event({"type": "app_home_opened", "user": BOB, "channel": "D2", "tab": "home"})
+    await slack.ws.wait_for(lambda: _published(slack, BOB))
+    assert "#1 orders-value" not in _waiting(_published(slack, BOB)[-1])
+    await propose(slack, retyped(V1, "price", "string"))
+    await slack.ws.wait_for(lambda: "#1 orders-value" in _waiting(_published(slack, BOB)[-1]))  # asked of Bob's team: it waits on him
+    card = await card_message(slack)
+    await slack.driver.click(card, ids.APPROVE, user=BOB)
+    await slack.ws.wait_for(lambda: "#1 orders-value" not in _waiting(_published(slack, BOB)[-1]))  # answered: it waits no more
+    await slack.bot.idle()
+    assert "#1 orders-value" not in _waiting(slack.ws.home[BOB].view and json.dumps(slack.ws.home[BOB].view))
+    assert CAROL not in slack.ws.home and not _published(slack, CAROL)  # never opened it: nothing published
+
+
+async def test_a_tab_opened_over_a_day_ago_waits_to_be_opened_again(slack: SlackHarness) -> None:
+    await setup_catalog(slack)
+    await slack.driver.event({"type": "app_home_opened", "user": BOB, "channel": "D2", "tab": "home"})
+    await slack.ws.wait_for(lambda: _published(slack, BOB))
+    slack.clock.advance(hours=25)
+    await propose(slack, retyped(V1, "price", "string"))
+    await card_message(slack)
+    await slack.bot.idle()
+    assert len(_published(slack, BOB)) == 1
+    await slack.driver.event({"type": "app_home_opened", "user": BOB, "channel": "D2", "tab": "home"})
+    await slack.ws.wait_for(lambda: len(_published(slack, BOB)) == 2)
+    assert "#1 orders-value" in _waiting(_published(slack, BOB)[-1])
+
+
+async def test_while_slack_refuses_a_tab_it_catches_up_once_and_never_shows_an_older_state(slack: SlackHarness) -> None:
+    await setup_catalog(slack)
+    await slack.driver.event({"type": "app_home_opened", "user": BOB, "channel": "D2", "tab": "home"})
+    await slack.ws.wait_for(lambda: _published(slack, BOB))
+    slack.ws.failing["views.publish"] = 500
+    await propose(slack, retyped(V1, "price", "string"))
+    card = await card_message(slack)
+    await slack.driver.click(card, ids.APPROVE, user=BOB)
+    await slack.ws.wait_for(lambda: [c for c in slack.ws.calls_to("views.publish") if c.status == 500] or None)
+    await slack.ws.wait_for(lambda: (slack.ws.find_message(card.channel, card.ts) or card).edited or None)
+    del slack.ws.failing["views.publish"]
+    await slack.bot.idle()
+    shown = _published(slack, BOB)
+    assert len(shown) == 2 and "#1 orders-value" not in _waiting(shown[-1])  # one publication caught up, with Bob's answer in it
+    async with slack.bot.db.session() as session:
+        assert not (await session.exec(select(OutboxMessage).where(OutboxMessage.state == "failed"))).all()
+
+
+async def test_many_changes_while_a_tab_waits_are_one_publication_per_turn(slack: SlackHarness) -> None:
+    await setup_catalog(slack)
+    await slack.driver.event({"type": "app_home_opened", "user": BOB, "channel": "D2", "tab": "home"})
+    await slack.driver.event({"type": "app_home_opened", "user": BOB, "channel": "D2", "tab": "home"})  # two opens, one lane
+    await slack.ws.wait_for(lambda: _published(slack, BOB))
+    slack.ws.failing["views.publish"] = 500
+    for _ in range(3):
+        await propose(slack, retyped(V1, "price", "string"))
+    await slack.ws.wait_for(lambda: len(slack.ws.channel_messages("schema-changes")) >= 3 or None)
+    async with slack.bot.db.session() as session:  # one row owed however many changes came, each rendered when it runs
+        owed = (await session.exec(select(OutboxMessage).where(OutboxMessage.kind == "home.publish", OutboxMessage.state == "pending"))).all()
+    assert len(owed) <= 2
+    del slack.ws.failing["views.publish"]
+    await slack.bot.idle()
+    assert "#3 orders-value" in _waiting(_published(slack, BOB)[-1])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -29,6 +29,11 @@ class CalendarService:
 
     def __init__(self, db: Database, lineage: LineageService, clock: Callable[[], datetime] = utcnow) -> None:
         self.db, self.lineage, self.clock = db, lineage, clock
+        self.watchers: list[Callable[[AsyncSession], Awaitable[None]]] = []  # each told, in the transaction, of a change made here
+
+    async def _changed(self, session: AsyncSession) -> None:
+        for watcher in self.watchers:
+            await watcher(session)
 
     # --- writing --------------------------------------------------------------------------------
 
@@ -65,6 +70,7 @@ class CalendarService:
                 raise CalendarError(f"#{entry_id} is already cancelled; nothing changed")
             audit(session, user, surface, "moved" if window else "cancelled", "calendar", str(entry_id),
                   {"start": window.start.isoformat(), "end": window.end.isoformat()} if window else {})
+            await self._changed(session)
             await session.commit()
             await session.refresh(entry)
         return entry
@@ -101,6 +107,7 @@ class CalendarService:
                 raise CalendarError(f"a freeze called {freeze.name!r} exists already")
             session.add(freeze_row(freeze, "slack", user))
             audit(session, user, "slack", "froze", "freeze", freeze.name, {"reason": freeze.reason})
+            await self._changed(session)
             await session.commit()
 
     async def lift_freeze(self, name: str, user: str) -> str:
@@ -111,6 +118,7 @@ class CalendarService:
                 raise CalendarError(f"there is no freeze called {name!r}")
             await session.delete(row)
             audit(session, user, "slack", "lifted", "freeze", name, {"source": row.source})
+            await self._changed(session)
             await session.commit()
         return row.source
 
@@ -146,6 +154,7 @@ class CalendarService:
             assert entry.id is not None
             audit(session, booked_by, surface, "booked", "calendar", str(entry.id),
                   {"kind": wanted.value, "start": window.start.isoformat(), "end": window.end.isoformat(), "scope": scope.as_json()})
+            await self._changed(session)
             await session.commit()
         return entry.id
 

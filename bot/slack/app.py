@@ -14,10 +14,12 @@ from bot.services.proposals import Proposals
 from bot.slack import calendar, choices, commands, flink, governance, home, ids, ops, proposals, readers, sli
 from bot.slack.calendar.commands import CalendarCommands
 from bot.slack.client import SlackConnections
+from bot.slack.commands import Router
 from bot.slack.flink.actions import FlinkActions
 from bot.slack.flink.commands import FlinkCommands
 from bot.slack.governance.health import HealthSlack
 from bot.slack.governance.out_of_band import OutOfBandSlack
+from bot.slack.home import HomeFollow
 from bot.slack.identity import Identity
 from bot.slack.inflight import Inflight
 from bot.slack.middleware import OncePerDelivery
@@ -62,9 +64,9 @@ def create_app(config: Config, deliveries: Deliveries, connections: SlackConnect
 
 def add_listeners(app: AsyncApp, services: Services, calendar_commands: CalendarCommands, alerts: AlertActions, operations: OpsActions,
                   consumers: Readers, health: HealthSlack, watcher: OutOfBandSlack, proposing: Proposals, outbox: Outbox,
-                  inflight: Inflight, flink_commands: FlinkCommands, transitions: TransitionSlack) -> None:
+                  inflight: Inflight, flink_commands: FlinkCommands, transitions: TransitionSlack, follow: HomeFollow) -> dict[str, Router]:
     """Every slash command, action, view and event, each counted while it runs: the slash commands' routers, then each
-    feature's own listeners."""
+    feature's own listeners; returns the routers (the Home tab lists their help)."""
     routers = commands.register(app, services, calendar_commands, alerts.commands, OpsCommands(operations.ops, app.client), consumers, health,
                                 flink_commands, transitions, inflight.listener)
     proposals.register(app, proposing, outbox, inflight.listener)  # Bolt tries listeners in order: the cards' buttons are the busiest
@@ -75,10 +77,11 @@ def add_listeners(app: AsyncApp, services: Services, calendar_commands: Calendar
     ops.register(app, operations, inflight.listener)
     flink.register(app, FlinkActions(operations.ops, alerts.sli), inflight.listener)
     calendar.register(app, calendar_commands, inflight.listener)
-    home.register(app, routers, proposing, inflight.listener, services)
+    home.register(app, follow, inflight.listener, services)
 
     async def teams() -> list[str]:
         return list(await calendar_commands.calendar.lineage.teams())
 
     choices.register(app, {ids.SUBJECT_ACTION: services.registry.names, ids.SUBJECTS_ACTION: calendar_commands.calendar.subjects,
                            ids.OWNER_ACTION: teams, ids.TEAM_ACTION: teams}, inflight.listener)
+    return routers

@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 from slack_sdk.errors import SlackApiError
@@ -21,6 +21,9 @@ from bot.slack import ids
 from bot.slack.proposals.cards import card
 from bot.slack.render import Reply, escape, mention
 from bot.store.database import Database
+
+if TYPE_CHECKING:  # the Home tab's module uses this one's calls
+    from bot.slack.home.follow import HomeFollow
 
 MESSAGE, CARD, DM_CARD = "slack.message", "proposal.card", "proposal.dm_card"  # outbox kinds delivered here
 log = logging.getLogger(__name__)
@@ -129,8 +132,8 @@ async def kept(client: AsyncWebClient, posted: Any, saved: bool) -> bool:
 class SlackDelivery:
     """Outbox handlers for everything the bot says in Slack."""
 
-    def __init__(self, client: AsyncWebClient, proposals: Proposals, changes_channel: str) -> None:
-        self.client, self.proposals, self.changes_channel = client, proposals, changes_channel
+    def __init__(self, client: AsyncWebClient, proposals: Proposals, changes_channel: str, home: HomeFollow) -> None:
+        self.client, self.proposals, self.changes_channel, self.home = client, proposals, changes_channel, home
 
     def handlers(self) -> Mapping[str, Handler]:
         """Kind -> handler, for the dispatcher."""
@@ -216,7 +219,7 @@ class SlackDelivery:
     # --- expanding a notice ---------------------------------------------------------------------
 
     async def notice(self, item: Item) -> Expand:
-        """What one proposal event means in Slack, as rows: the card, thread notes, DMs."""
+        """What one proposal event means in Slack, as rows: the card, thread notes, DMs, and the open Home tabs again."""
         payload = item.payload
         view = await self.proposals.view(int(payload["proposal"]))
         event, actor, teams, detail = Event(payload["event"]), payload.get("actor"), list(payload.get("teams") or []), payload.get("detail") or ""
@@ -296,7 +299,7 @@ class SlackDelivery:
             note(f"{mention(actor)} {escape(detail)}")
             await self._team_dms(view, teams, "Kafka says a consumer group your team answers for reads this topic, so your team is asked "
                                               "to acknowledge this schema change.", rows)
-        return Expand(rows)
+        return Expand([*rows, *await self.home.refreshes()])
 
     async def _team_dms(self, view: ProposalView, teams: list[str], intro: str, rows: list[tuple[str, str, dict[str, Any]]]) -> None:
         for name in teams:

@@ -168,6 +168,15 @@ class SlackDelivery(SQLModel, table=True):
     received_at: datetime = _when(nullable=False, default=utcnow, index=True)
 
 
+class HomeViewer(SQLModel, table=True):
+    """Who opened the App Home tab, and when last: a tab opened lately is published again when what it lists changes."""
+
+    __tablename__ = "home_viewers"
+
+    user: str = Field(primary_key=True, max_length=64)
+    opened_at: datetime = _when(nullable=False, index=True)
+
+
 class TeamRow(SQLModel, table=True):
     """An owning team from the catalog."""
 

@@ -1,5 +1,6 @@
-"""The App Home tab: what waits on you, the next days' changes, jobs nobody owns, the commands."""
+"""The App Home tab: what waits on you, the next days' changes, jobs nobody owns, the commands; kept current while open."""
 
-from bot.slack.home.tab import register
+from bot.slack.home.follow import HOME, HomeFollow
+from bot.slack.home.tab import HomeTab, register
 
-__all__ = ["register"]
+__all__ = ["HOME", "HomeFollow", "HomeTab", "register"]

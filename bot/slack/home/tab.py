@@ -3,33 +3,32 @@
 from __future__ import annotations
 
 import json
-import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from slack_bolt.async_app import AsyncAck, AsyncApp
-from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.services.outbox import Handler, Item
 from bot.services.proposals import Proposals
 from bot.slack import ids
 from bot.slack.calendar.commands import agenda_lines
 from bot.slack.commands import Router
-from bot.slack.delivery import dm
+from bot.slack.delivery import call, dm
+from bot.slack.home.follow import HOME, HomeFollow
 from bot.slack.proposals.commands import Services, listed
 from bot.slack.render import Reply, escape, section, when
 
-log = logging.getLogger(__name__)
 MAX_UNOWNED = 10
 HOME_LISTED = 10  # proposals each of the Home tab's lists shows
 
 
 async def home_view(user: str, routers: dict[str, Router], proposals: Proposals) -> dict[str, Any]:
     """What the Home tab shows: what waits on the user, their proposals, recent decisions, the commands."""
-    shown = (f"Schema changes without surprises; safe hands on Kafka. As of {when(proposals.clock())}: open the tab again to see what "
-             "changed since.")
+    shown = (f"Schema changes without surprises; safe hands on Kafka. As of {when(proposals.clock())}; proposals and the calendar "
+             "show here as they change, for a day after you open the tab.")
     blocks: list[dict[str, Any]] = [{"type": "header", "text": {"type": "plain_text", "text": "ChangeOps"}},
                                     {"type": "context", "elements": [{"type": "mrkdwn", "text": shown}]}]
     waiting = await proposals.listing(waiting_for=user, limit=HOME_LISTED + 1)
@@ -80,19 +79,30 @@ async def _unowned_readers(user: str, proposals: Proposals) -> list[dict[str, An
     return blocks
 
 
-def register(app: AsyncApp, routers: dict[str, Router], proposals: Proposals, track: Callable[[Any], Any],
-             services: Services) -> None:
-    """Publish the Home tab whenever a user opens it."""
+class HomeTab:
+    """The outbox's handler for Home tab publications: each renders the user's tab as things are when it runs."""
 
-    async def on_home_opened(event: dict[str, Any], client: AsyncWebClient) -> None:
-        if event.get("tab", "home") != "home":
-            return
-        try:
-            await client.views_publish(user_id=event["user"], view=await home_view(event["user"], routers, proposals))
-        except SlackApiError as err:
-            log.error("could not publish the Home tab for %s: %s", event["user"], err.response.get("error"))
+    def __init__(self, client: AsyncWebClient, routers: dict[str, Router], proposals: Proposals) -> None:
+        self.client, self.routers, self.proposals = client, routers, proposals
 
-    async def on_claim(ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient) -> None:
+    def handlers(self) -> Mapping[str, Handler]:
+        """Kind -> handler, for the dispatcher."""
+        return {HOME: self.publish}
+
+    async def publish(self, item: Item) -> None:
+        """Publish the tab once for the rows coalesced here (they are all one user's)."""
+        user = str(item.payload["user"])
+        await call(self.client, "views.publish", user_id=user, view=await home_view(user, self.routers, self.proposals))
+
+
+def register(app: AsyncApp, follow: HomeFollow, track: Callable[[Any], Any], services: Services) -> None:
+    """Publish the Home tab whenever a user opens it, and answer its buttons."""
+
+    async def on_home_opened(event: dict[str, Any]) -> None:
+        if event.get("tab", "home") == "home":
+            await follow.opened(event["user"])
+
+    async def on_claim(ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
         user = body["user"]["id"]
         try:
@@ -100,11 +110,8 @@ def register(app: AsyncApp, routers: dict[str, Router], proposals: Proposals, tr
             told = await services.claim_job(user, f"{namespace}/{name}", str(team))
         except (ValueError, TypeError):
             told = "That button does not name a job; nothing changed."
-        await dm(proposals.outbox, proposals.db, user, told)  # what the click did, told even when Slack is away now
-        try:
-            await client.views_publish(user_id=user, view=await home_view(user, routers, proposals))
-        except SlackApiError as err:
-            log.error("could not answer a claim from the Home tab of %s: %s", user, err.response.get("error"))
+        await dm(follow.outbox, follow.db, user, told)  # what the click did, told even when Slack is away now
+        await follow.opened(user)  # the tab the button is on, without the job claimed
 
     app.event("app_home_opened")(track(on_home_opened))
     app.action(ids.CLAIM_JOB)(track(on_claim))
