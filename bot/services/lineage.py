@@ -251,8 +251,10 @@ class LineageService:
         for row in sorted(rows, key=lambda r: r.source != CATALOG):  # the catalog's word on a place first, where events name it
             # too; then in the order stored (the name a dataset's events gave it first is the one kept)
             fields = row.fields or (latest.get(row.subject, []) if row.subject else [])
+            names = row.symlinks or []
             datasets.append(Dataset(DatasetId(row.namespace, row.name), row.kind, list(row.owners), list(fields), row.subject,
-                                    [DatasetId(n["namespace"], n["name"]) for n in row.symlinks or []]))
+                                    [DatasetId(n["namespace"], n["name"]) for n in names if not n.get(RENAMED)],
+                                    previous=[DatasetId(n["namespace"], n["name"]) for n in names if n.get(RENAMED)]))
         teams = set((await session.exec(select(TeamRow.name))).all())
         claimed: dict[tuple[str, str], str] = {}
         for claim in (await session.exec(select(LineageObservation).order_by(col(LineageObservation.id)))).all():
@@ -310,8 +312,8 @@ async def _namespaces(session: AsyncSession) -> Namespaces:
 
 
 async def _declared(session: AsyncSession, namespaces: Namespaces, datasets: list[Dataset]) -> list[Dataset]:
-    """The catalog's datasets among the names of ``datasets`` that have symlinks (their name is the one kept)."""
-    wanted = {namespaces.dataset(n) for d in datasets if d.symlinks for n in (d.id, *d.symlinks)}
+    """The catalog's datasets among the names of ``datasets`` that have other names (their name is the one kept)."""
+    wanted = {namespaces.dataset(n) for d in datasets if d.symlinks or d.previous for n in (d.id, *d.symlinks, *d.previous)}
     if not wanted:
         return []
     rows = (await session.exec(select(LineageDataset.namespace, LineageDataset.name).where(
@@ -335,14 +337,20 @@ def _said(row: LineageDataset, dataset: Dataset, when: datetime) -> bool:
             elif facet in dataset.cleared and not said and kept and not declared:
                 setattr(row, attribute, [])
                 moved = True
-    symlinks = [] if fresh and "symlinks" in dataset.cleared and not dataset.symlinks else list(row.symlinks or [])
+    symlinks = list(row.symlinks or [])
+    if fresh and "symlinks" in dataset.cleared and not dataset.symlinks:  # the names it was renamed from are no symlinks
+        symlinks = [n for n in symlinks if n.get(RENAMED)]
     symlinks += [n for n in map(_name, dataset.symlinks) if n not in symlinks]
+    symlinks += [n for n in ({**_name(old), RENAMED: True} for old in dataset.previous) if n not in symlinks]
     if symlinks != (row.symlinks or []):
         row.symlinks, moved = symlinks, True
     return moved
 
 
-def _name(ident: DatasetId) -> dict[str, str]:
+RENAMED = "renamed_from"  # marks, among a stored dataset's other names, a name it was renamed from
+
+
+def _name(ident: DatasetId) -> dict[str, Any]:
     return {"namespace": ident.namespace, "name": ident.name}
 
 

@@ -75,6 +75,8 @@ class Dataset:
     symlinks: list[DatasetId] = field(default_factory=list)  # its other names (OpenLineage's ``symlinks`` facet: a table's
     # name in a catalog beside its storage path, say)
     cleared: tuple[str, ...] = ()  # facets an event deleted (``_deleted``): "schema", "ownership", "symlinks"
+    previous: list[DatasetId] = field(default_factory=list)  # the names it was renamed from (OpenLineage's
+    # ``lifecycleStateChange`` facet, RENAME with its ``previousIdentifier``): its name now is the one kept
 
 
 @dataclass(slots=True)

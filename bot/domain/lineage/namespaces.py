@@ -8,7 +8,9 @@ matched without a listener's protocol (``kafka://SASL_SSL://broker:9093``), past
 
 One dataset, several names: OpenLineage's ``symlinks`` facet lists a dataset's other names (a Spark job writes a table
 by its storage path and names the table in its catalog as a symlink; a Flink or Trino job reads it by that name). The
-names of one dataset, linked by any event, are kept under one: the catalog's when it declares one of them.
+names of one dataset, linked by any event, are kept under one: the catalog's when it declares one of them. And a
+dataset renamed (OpenLineage's ``lifecycleStateChange`` facet, RENAME) is one with the dataset of its old name, kept
+under its new name, so jobs last seen reading the old name stay downstream of it.
 """
 
 from __future__ import annotations
@@ -57,10 +59,11 @@ class Namespaces:
         return {"names": dict(self.names)}
 
     def linked(self, datasets: Sequence[Dataset], declared: Collection[DatasetId] = ()) -> Namespaces:
-        """These names, and every name of one dataset (its own and its symlinks', linked through any of them) kept under
-        the first of them that is a dataset's own name in ``datasets`` (list the catalog's first: its name is kept). Two
-        datasets the catalog declares (``declared``) stay two, whatever an event says: the catalog's word stands."""
-        if not any(d.symlinks for d in datasets):
+        """These names, and every name of one dataset (its own, its symlinks' and those it was renamed from, linked through
+        any of them) kept under one: a renamed dataset's name now, else the first of them that is a dataset's own name in
+        ``datasets`` (list the catalog's first: its name is kept). Two datasets the catalog declares (``declared``) stay two,
+        whatever an event says, and a name it declares is kept over a name an event gave: the catalog's word stands."""
+        if not any(d.symlinks or d.previous for d in datasets):
             return self
         plain = Namespaces(self.names)
         first: dict[DatasetId, int] = {}
@@ -74,15 +77,23 @@ class Namespaces:
                 name = root[name]
             return name
 
+        def join(own: DatasetId, other: DatasetId, renamed: bool) -> None:
+            one, two = find(plain.dataset(own)), find(plain.dataset(other))
+            if one == two or (one in catalog and two in catalog):
+                return
+            if renamed and (one in catalog or two not in catalog):  # the name it has now, unless only the old one is declared
+                keep, drop = one, two
+            else:  # the name met first among datasets' own names
+                keep, drop = sorted((one, two), key=lambda n: first.get(n, len(datasets)))
+            root[drop] = keep
+            if drop in catalog:
+                catalog.add(keep)
+
         for dataset in datasets:
             for other in dataset.symlinks:
-                one, two = find(plain.dataset(dataset.id)), find(plain.dataset(other))
-                if one != two and not (one in catalog and two in catalog):  # the group keeps the name met first among
-                    # datasets' own names
-                    keep, drop = sorted((one, two), key=lambda n: first.get(n, len(datasets)))
-                    root[drop] = keep
-                    if drop in catalog:
-                        catalog.add(keep)
+                join(dataset.id, other, False)
+            for old in dataset.previous:
+                join(dataset.id, old, True)
         return Namespaces(self.names, {name: find(name) for name in root})
 
     def canonical(self, namespace: str) -> str:
@@ -107,8 +118,9 @@ class Namespaces:
                                    mappings=_unique(map(refs, job.mappings)), unmapped_outputs=_unique(map(same, job.unmapped_outputs)))
 
     def datasets(self, found: Iterable[Dataset]) -> list[Dataset]:
-        """One dataset per place and name kept, in the order found: the first to say its kind, owners, fields and subject is
-        kept; the symlinks are every other name any of them went by."""
+        """One dataset per place and name kept, in the order found: the kept name's own dataset says its kind, owners, fields
+        and subject, the others fill what it leaves out (the first of them first); the symlinks are every other name any of
+        them went by, and ``previous`` every name they were renamed from."""
         if not self.names and not self.same:
             return list(found)
         merged: dict[DatasetId, Dataset] = {}
@@ -116,13 +128,18 @@ class Namespaces:
         for dataset in found:
             ident = self.dataset(dataset.id)
             others = [n for n in (dataset.id, *dataset.symlinks) if plain.dataset(n) != ident] if self.same else dataset.symlinks
+            previous = [n for n in dataset.previous if plain.dataset(n) != ident]
             kept = merged.get(ident)
             if kept is None:
-                merged[ident] = dataclasses.replace(dataset, id=ident, symlinks=_unique(others))
+                merged[ident] = dataclasses.replace(dataset, id=ident, symlinks=_unique(others), previous=_unique(previous))
                 continue
-            kept.owners, kept.fields = kept.owners or dataset.owners, kept.fields or dataset.fields
-            kept.subject = kept.subject or dataset.subject
-            kept.symlinks = _unique([*kept.symlinks, *others])
+            if dataset.id == ident:  # the kept name's own dataset (a renamed one, met after its old name) says first
+                kept.kind, kept.owners, kept.fields = dataset.kind, dataset.owners or kept.owners, dataset.fields or kept.fields
+                kept.subject = dataset.subject or kept.subject
+            else:
+                kept.owners, kept.fields = kept.owners or dataset.owners, kept.fields or dataset.fields
+                kept.subject = kept.subject or dataset.subject
+            kept.symlinks, kept.previous = _unique([*kept.symlinks, *others]), _unique([*kept.previous, *previous])
         return list(merged.values())
 
 

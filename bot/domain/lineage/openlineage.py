@@ -1,7 +1,8 @@
 """OpenLineage events (spec 2.x) read into lineage: the job, its datasets, fields and owners.
 
 Reads RunEvents, JobEvents (which carry no run) and DatasetEvents (a dataset's own metadata, no job): job and
-dataset identities and their other names (the ``symlinks`` dataset facet), the ``schema`` dataset facet (nested fields become dotted paths), the ``columnLineage`` facet
+dataset identities and their other names (the ``symlinks`` dataset facet, and the name a dataset was renamed from: the
+``lifecycleStateChange`` facet's ``previousIdentifier`` for RENAME), the ``schema`` dataset facet (nested fields become dotted paths), the ``columnLineage`` facet
 (output field <- input fields, and the input fields that bear on the whole output, such as a filter's or a join's,
 which every field of that output depends on) and the ``ownership`` facets. An output without a columnLineage facet
 makes the job a black box for that output. A job the event says runs on Flink (the ``jobType`` job facet's integration,
@@ -86,6 +87,7 @@ def parse_event(value: Any) -> LineageEvent:
             dataset = datasets.setdefault(ident, found)
             dataset.fields, dataset.owners = found.fields or dataset.fields, found.owners or dataset.owners
             dataset.symlinks += [name for name in found.symlinks if name not in dataset.symlinks]
+            dataset.previous += [name for name in found.previous if name not in dataset.previous]
             dataset.cleared = tuple(dict.fromkeys(dataset.cleared + found.cleared))
             (job.inputs if side == "inputs" else job.outputs).append(ident)
             if side == "inputs":
@@ -109,8 +111,24 @@ def _dataset(raw: dict[str, Any], place: str) -> Dataset:
     schema = facets.get("schema")
     fields = _schema_fields(schema, f"{place}.facets.schema") if schema is not None else []
     symlinks = _symlinks(facets["symlinks"], ident, f"{place}.facets.symlinks") if "symlinks" in facets else []
+    previous = _renamed_from(facets["lifecycleStateChange"], ident, f"{place}.facets.lifecycleStateChange") if "lifecycleStateChange" in facets else []
     return Dataset(ident, _kind(ident), _owners(facets, place), fields, symlinks=symlinks,
-                   cleared=_cleared(raw, ("schema", "ownership", "symlinks")))
+                   cleared=_cleared(raw, ("schema", "ownership", "symlinks")), previous=previous)
+
+
+def _renamed_from(facet: Any, ident: DatasetId, place: str) -> list[DatasetId]:
+    """The name a RENAME gave up (``previousIdentifier``: {namespace, name}); none for the facet's other changes (ALTER,
+    CREATE, DROP, OVERWRITE, TRUNCATE, and any a later spec adds)."""
+    change = facet.get("lifecycleStateChange") if isinstance(facet, dict) else None
+    if not isinstance(change, str):
+        raise OpenLineageError(f"{place}.lifecycleStateChange: expected a string (RENAME, CREATE, ALTER, DROP, OVERWRITE, TRUNCATE)")
+    before = facet.get("previousIdentifier")
+    if before is None or change != "RENAME":
+        return []
+    if not isinstance(before, dict):
+        raise OpenLineageError(f"{place}.previousIdentifier: expected an object {{namespace, name}}")
+    name = DatasetId(*_identity(before, f"{place}.previousIdentifier"))
+    return [] if name == ident else [name]
 
 
 def _symlinks(facet: Any, ident: DatasetId, place: str) -> list[DatasetId]:

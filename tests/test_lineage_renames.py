@@ -1,0 +1,102 @@
+"""A dataset renamed: OpenLineage's ``lifecycleStateChange`` facet (RENAME, with ``previousIdentifier``) makes the table
+under its new name the one a job last seen reading the old name is downstream of."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bot.domain.lineage.graph import LineageGraph
+from bot.domain.lineage.model import Dataset, DatasetId
+from bot.domain.lineage.openlineage import OpenLineageError, parse_event
+from bot.services.lineage import LineageService
+from bot.store.database import Database
+
+TOPIC = DatasetId("kafka://broker:9092", "orders")
+OLD, NEW = DatasetId("iceberg://lake", "sales.orders"), DatasetId("iceberg://lake", "sales.orders_eu")
+
+
+def table(ident: DatasetId, fields: list[str], renamed_from: DatasetId | None = None, change: str = "RENAME") -> dict[str, Any]:
+    facets: dict[str, Any] = {"schema": {"_producer": "x", "_schemaURL": "x", "fields": [{"name": f, "type": "string"} for f in fields]}}
+    if renamed_from is not None:
+        facets["lifecycleStateChange"] = {
+            "_producer": "x", "_schemaURL": "https://openlineage.io/spec/facets/1-0-1/LifecycleStateChangeDatasetFacet.json",
+            "lifecycleStateChange": change, "previousIdentifier": {"namespace": renamed_from.namespace, "name": renamed_from.name}}
+    return {"namespace": ident.namespace, "name": ident.name, "facets": facets}
+
+
+def run(job: str, read: DatasetId, write: dict[str, Any], source: str, target: str, team: str, when: str) -> dict[str, Any]:
+    """A Spark job reading ``read`` into ``write``, its ``target`` field from ``source``."""
+    return {
+        "eventType": "COMPLETE", "eventTime": when, "producer": "https://github.com/OpenLineage/OpenLineage/tree/1.40.0/integration/spark",
+        "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
+        "run": {"runId": "0192c2a0-0000-7000-8000-000000000002"},
+        "job": {"namespace": "spark://prod", "name": job,
+                "facets": {"ownership": {"_producer": "x", "_schemaURL": "x", "owners": [{"name": f"team:{team}"}]}}},
+        "inputs": [{"namespace": read.namespace, "name": read.name}],
+        "outputs": [{**write, "facets": {**write.get("facets", {}), "columnLineage": {"_producer": "x", "_schemaURL": "x", "fields": {
+            target: {"inputFields": [{"namespace": read.namespace, "name": read.name, "field": source}]}}}}}],
+    }
+
+
+def rename(when: str) -> dict[str, Any]:
+    """``ALTER TABLE sales.orders RENAME TO sales.orders_eu``, as a DatasetEvent."""
+    return {"eventTime": when, "producer": "x", "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/DatasetEvent",
+            "dataset": table(NEW, ["amount", "region"], OLD)}
+
+
+def test_the_old_name_is_read_from_a_rename_and_nothing_else() -> None:
+    assert parse_event(rename("2026-12-02T10:00:00Z")).datasets[0].previous == [OLD]
+    assert parse_event({**rename("2026-12-02T10:00:00Z"), "dataset": table(NEW, ["amount"], OLD, "ALTER")}).datasets[0].previous == []
+    assert parse_event({**rename("2026-12-02T10:00:00Z"), "dataset": table(NEW, ["amount"], NEW)}).datasets[0].previous == []  # itself
+    created = table(NEW, ["amount"])
+    created["facets"]["lifecycleStateChange"] = {"_producer": "x", "_schemaURL": "x", "lifecycleStateChange": "CREATE"}
+    assert parse_event({**rename("2026-12-02T10:00:00Z"), "dataset": created}).datasets[0].previous == []
+    later = table(NEW, ["amount"], OLD, "MERGE")  # a change a later spec may add: read, and no rename
+    assert parse_event({**rename("2026-12-02T10:00:00Z"), "dataset": later}).datasets[0].previous == []
+    place = "dataset.facets.lifecycleStateChange"
+    bad: list[tuple[Any, str]] = [
+        ({"lifecycleStateChange": 3}, f"{place}.lifecycleStateChange: expected a string (RENAME, CREATE, ALTER, DROP, OVERWRITE, TRUNCATE)"),
+        ("RENAME", f"{place}.lifecycleStateChange: expected a string (RENAME, CREATE, ALTER, DROP, OVERWRITE, TRUNCATE)"),
+        ({"lifecycleStateChange": "RENAME", "previousIdentifier": "sales.orders"}, f"{place}.previousIdentifier: expected an object {{namespace, name}}"),
+        ({"lifecycleStateChange": "RENAME", "previousIdentifier": {"namespace": "iceberg://lake"}}, f"{place}.previousIdentifier.name: required string is missing"),
+    ]
+    for facet, message in bad:
+        raw = table(NEW, ["amount"])
+        raw["facets"]["lifecycleStateChange"] = facet
+        with pytest.raises(OpenLineageError) as refused:
+            parse_event({**rename("2026-12-02T10:00:00Z"), "dataset": raw})
+        assert str(refused.value) == message
+
+
+async def test_a_reader_of_the_old_name_stays_downstream_under_the_new_one(migrated_url: str) -> None:
+    db = Database(migrated_url)
+    try:
+        service = LineageService(db)
+        events = [run("etl", TOPIC, table(OLD, ["amount"]), "amount", "amount", "sales-team", "2026-12-01T10:00:00Z"),
+                  run("report", OLD, {"namespace": "s3://reports", "name": "daily"}, "amount", "total", "finance-team", "2026-12-01T11:00:00Z")]
+        assert await service.ingest([parse_event(e) for e in events]) == 2
+        assert await service.ingest([parse_event(rename("2026-12-02T10:00:00Z"))]) == 1
+        assert await service.ingest([parse_event(rename("2026-12-02T10:00:00Z"))]) == 0  # a retry changes nothing
+        graph = await service.graph()
+        assert OLD not in graph.datasets and graph.datasets[NEW].fields == ["amount", "region"]  # the table as it is now
+        assert graph.find_dataset("sales.orders") == graph.find_dataset("sales.orders_eu") == NEW
+        assert graph.jobs[next(j for j in graph.jobs if j.name == "report")].inputs == [NEW]
+        assert "finance-team" in graph.impact(TOPIC, ["amount"]).owners  # orders.amount -> the table's amount -> the report
+        # the writer moves to the new name: still one table
+        await service.ingest([parse_event(run("etl", TOPIC, table(NEW, ["amount", "region"]), "amount", "amount", "sales-team",
+                                              "2026-12-02T11:00:00Z"))])
+        graph = await service.graph()
+        assert [d for d in graph.datasets if d.namespace == "iceberg://lake"] == [NEW]
+        assert "finance-team" in graph.impact(TOPIC, ["amount"]).owners
+    finally:
+        await db.close()
+
+
+def test_the_catalogs_name_stands_over_a_rename() -> None:
+    old, new = Dataset(OLD, fields=["amount"]), Dataset(NEW, fields=["amount", "region"], previous=[OLD])
+    assert list(LineageGraph([old, new], []).datasets) == [NEW]
+    assert list(LineageGraph([old, new], [], declared=[OLD]).datasets) == [OLD]  # the catalog still says the old name
+    assert LineageGraph([old, new], [], declared=[OLD]).datasets[OLD].fields == ["amount"]  # and its fields
+    assert sorted(LineageGraph([old, new], [], declared=[OLD, NEW]).datasets) == [OLD, NEW]  # declares both: two
