@@ -102,7 +102,8 @@ class Bot:
         self.proposals = Proposals(self.db, self.registry, self.lineage, membership, self.outbox, self.calendar, clock, self.schema_registry,
                                    readers=self.census if config.kafka_bootstrap_servers else None)
         self.home = HomeFollow(self.db, self.outbox, clock)
-        self.calendar.watchers.append(self.home.owe)  # the tab lists the next days' bookings and freezes too
+        for watched in (self.calendar, self.lineage):  # the tab lists the next days' bookings and freezes, and jobs nobody owns
+            watched.watchers.add(self.home.owe)
         delivery = SlackDelivery(self.connections.client(retries=False), self.proposals, config.changes_channel, self.home)
         alerts = SliDelivery(self.connections.client(retries=False), self.sli, membership)
         self.avro_registry = Registry(config.schema_registry_url) if config.schema_registry_url else None

@@ -19,8 +19,8 @@ async def test_opening_home_publishes_the_commands(slack: SlackHarness) -> None:
     assert "`/schema help`" in text
     moment = slack.clock()  # a snapshot says when it was taken, in each reader's own zone
     assert view.view["blocks"][1]["elements"][0]["text"].endswith(
-        f"As of <!date^{int(moment.timestamp())}^{{date_short_pretty}} {{time}}|{moment:%Y-%m-%d %H:%M} UTC>; proposals and the "
-        "calendar show here as they change, for a day after you open the tab.")
+        f"As of <!date^{int(moment.timestamp())}^{{date_short_pretty}} {{time}}|{moment:%Y-%m-%d %H:%M} UTC>; kept current as "
+        "things change, for a day after you open the tab.")
 
 
 async def test_messages_tab_does_not_publish(slack: SlackHarness) -> None:

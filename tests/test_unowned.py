@@ -146,6 +146,20 @@ async def test_claiming_the_job_makes_the_next_proposal_ask_that_team(slack: Sla
     await slack.bot.idle()
 
 
+async def test_an_open_home_tab_follows_the_readers_nobody_owns(slack: SlackHarness) -> None:
+    await load(slack)
+    await slack.driver.event({"type": "app_home_opened", "user": ALICE, "channel": "D1", "tab": "home"})
+    await slack.ws.wait_for(lambda: slack.ws.home.get(ALICE))
+    claims = lambda: [b for b in slack.ws.home[ALICE].view["blocks"] if b.get("accessory", {}).get("action_id") == ids.CLAIM_JOB]  # noqa: E731
+    assert claims() == []
+    await slack.bot.lineage.ingest([parse_event(flink_event())])  # a job nobody owns starts reading Alice's subject
+    shown = await slack.ws.wait_for(claims)
+    assert "orders-enricher" in shown[0]["text"]["text"]
+    await slack.driver.command("/schema claim orders-enricher analytics-team", user=BOB, channel="changes")  # claimed elsewhere
+    await slack.ws.wait_for(lambda: not claims())
+    await slack.bot.idle()
+
+
 def test_impact_and_coverage_name_the_readers_nobody_owns(migrated_url: str, tmp_path: Path) -> None:
     catalog = {"teams": {"orders-team": {"members": [ALICE]}}, "subjects": {"orders-value": {"owner": "orders-team"}}}
     (tmp_path / "catalog.yaml").write_text(yaml.safe_dump(catalog))

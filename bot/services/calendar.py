@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -18,6 +18,7 @@ from bot.domain.lineage.graph import LineageError, LineageGraph
 from bot.domain.lineage.model import DatasetId
 from bot.services.audit import record as audit
 from bot.services.lineage import LineageService, freeze_row
+from bot.services.watchers import Watchers
 from bot.store.database import Database
 from bot.store.models import CalendarEntry, CalendarFeed, FreezeRow, Subject, aware, utcnow
 
@@ -29,11 +30,7 @@ class CalendarService:
 
     def __init__(self, db: Database, lineage: LineageService, clock: Callable[[], datetime] = utcnow) -> None:
         self.db, self.lineage, self.clock = db, lineage, clock
-        self.watchers: list[Callable[[AsyncSession], Awaitable[None]]] = []  # each told, in the transaction, of a change made here
-
-    async def _changed(self, session: AsyncSession) -> None:
-        for watcher in self.watchers:
-            await watcher(session)
+        self.watchers = Watchers()  # told of each booking, move, cancellation and freeze made here
 
     # --- writing --------------------------------------------------------------------------------
 
@@ -70,7 +67,7 @@ class CalendarService:
                 raise CalendarError(f"#{entry_id} is already cancelled; nothing changed")
             audit(session, user, surface, "moved" if window else "cancelled", "calendar", str(entry_id),
                   {"start": window.start.isoformat(), "end": window.end.isoformat()} if window else {})
-            await self._changed(session)
+            await self.watchers.changed(session)
             await session.commit()
             await session.refresh(entry)
         return entry
@@ -107,7 +104,7 @@ class CalendarService:
                 raise CalendarError(f"a freeze called {freeze.name!r} exists already")
             session.add(freeze_row(freeze, "slack", user))
             audit(session, user, "slack", "froze", "freeze", freeze.name, {"reason": freeze.reason})
-            await self._changed(session)
+            await self.watchers.changed(session)
             await session.commit()
 
     async def lift_freeze(self, name: str, user: str) -> str:
@@ -118,7 +115,7 @@ class CalendarService:
                 raise CalendarError(f"there is no freeze called {name!r}")
             await session.delete(row)
             audit(session, user, "slack", "lifted", "freeze", name, {"source": row.source})
-            await self._changed(session)
+            await self.watchers.changed(session)
             await session.commit()
         return row.source
 
@@ -154,7 +151,7 @@ class CalendarService:
             assert entry.id is not None
             audit(session, booked_by, surface, "booked", "calendar", str(entry.id),
                   {"kind": wanted.value, "start": window.start.isoformat(), "end": window.end.isoformat(), "scope": scope.as_json()})
-            await self._changed(session)
+            await self.watchers.changed(session)
             await session.commit()
         return entry.id
 

@@ -23,6 +23,7 @@ from bot.domain.lineage.model import Dataset, DatasetId, FieldRef, Job, JobId, T
 from bot.domain.lineage.namespaces import Namespaces
 from bot.domain.lineage.openlineage import LineageEvent
 from bot.domain.sli.pipeline import Pipeline
+from bot.services.watchers import Watchers
 from bot.store.database import Database
 from bot.store.models import (
     CatalogSetting,
@@ -52,6 +53,7 @@ class LineageService:
 
     def __init__(self, db: Database) -> None:
         self.db = db
+        self.watchers = Watchers()  # told of each change to the lineage: a catalog load, events that changed it, a claim
         self._graph: LineageGraph | None = None
         self._revision = -1
         self._lock = asyncio.Lock()
@@ -88,6 +90,7 @@ class LineageService:
             await _replace_freezes(session, catalog.freezes)
             await _replace_pipelines(session, catalog.pipelines)
             await bump_revision(session)
+            await self.watchers.changed(session)
             await session.commit()
 
     async def _replace_catalog_rows(self, session: AsyncSession, catalog: Catalog) -> None:
@@ -127,6 +130,7 @@ class LineageService:
                 changed += await self._ingest_one(session, event, namespaces)
             if changed:
                 await bump_revision(session)
+                await self.watchers.changed(session)
             await session.commit()
         return changed
 
@@ -230,6 +234,7 @@ class LineageService:
             session.add(LineageObservation(namespace=job.namespace, name=job.name, event_time=when,
                                            conflict=f"claimed for {team} by {user}", observed={CLAIMED: team, "user": user}))
             await bump_revision(session)
+            await self.watchers.changed(session)
             await session.commit()
 
     # --- reading --------------------------------------------------------------------------------

@@ -27,8 +27,8 @@ HOME_LISTED = 10  # proposals each of the Home tab's lists shows
 
 async def home_view(user: str, routers: dict[str, Router], proposals: Proposals) -> dict[str, Any]:
     """What the Home tab shows: what waits on the user, their proposals, recent decisions, the commands."""
-    shown = (f"Schema changes without surprises; safe hands on Kafka. As of {when(proposals.clock())}; proposals and the calendar "
-             "show here as they change, for a day after you open the tab.")
+    shown = (f"Schema changes without surprises; safe hands on Kafka. As of {when(proposals.clock())}; kept current as things "
+             "change, for a day after you open the tab.")
     blocks: list[dict[str, Any]] = [{"type": "header", "text": {"type": "plain_text", "text": "ChangeOps"}},
                                     {"type": "context", "elements": [{"type": "mrkdwn", "text": shown}]}]
     waiting = await proposals.listing(waiting_for=user, limit=HOME_LISTED + 1)
