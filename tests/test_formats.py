@@ -52,7 +52,12 @@ def test_protobuf_fields_by_number_with_the_registrys_verdict_each_way() -> None
     assert found(wider) == {("FIELD_JSON_CHANGED", "Order.quantity"): "compatible"} and wider.backward and wider.forward
     same_wire = verdict(P, proto(ORDER), proto(ORDER.replace("int32 quantity", "uint32 quantity")))
     assert found(same_wire) == {("FIELD_TYPE_CHANGED_SAME_WIRE", "Order.quantity"): "compatible"} and same_wire.backward  # beyond the registry
-    for before, after, forms in (("int32", "bool", "int32 as a number and bool as true or false"),
+    for before, after, forms in (("int32", "bool", "int32 as a number and bool as true or false (and on the wire, values outside bool's "
+                                                    "range are cut or change sign)"),
+                                 ("int64", "int32", "int64 as a string of digits and int32 as a number (and on the wire, values outside "
+                                                    "int32's range are cut or change sign)"),  # a 64-bit value keeps its low 32 bits
+                                 ("sint32", "sint64", "sint32 as a number and sint64 as a string of digits"),  # every value kept
+                                 ("uint32", "int64", "uint32 as a number and int64 as a string of digits"),
                                  ("string", "bytes", "string as text and bytes as base64 text"),
                                  ("bytes", "string", "bytes as base64 text and string as text (and a reader of string refuses bytes that "
                                                      "are not valid UTF-8)")):

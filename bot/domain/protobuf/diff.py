@@ -25,6 +25,10 @@ JSON_FORMS = {  # how Protobuf's JSON mapping writes a value of each scalar type
     **dict.fromkeys(("int32", "uint32", "sint32", "fixed32", "sfixed32", "float", "double"), "a number"),
     **dict.fromkeys(("int64", "uint64", "sint64", "fixed64", "sfixed64"), "a string of digits"),
     "bool": "true or false", "string": "text", "bytes": "base64 text"}
+_SIGNED32, _SIGNED64, _UNSIGNED32, _UNSIGNED64 = (-2**31, 2**31 - 1), (-2**63, 2**63 - 1), (0, 2**32 - 1), (0, 2**64 - 1)
+RANGES = {  # the values of each integer type (an enum's: int32's), to tell a change that keeps them all from one that cuts some
+    **dict.fromkeys(("int32", "sint32", "sfixed32"), _SIGNED32), **dict.fromkeys(("int64", "sint64", "sfixed64"), _SIGNED64),
+    **dict.fromkeys(("uint32", "fixed32"), _UNSIGNED32), **dict.fromkeys(("uint64", "fixed64"), _UNSIGNED64), "bool": (0, 1)}
 
 
 def differences(original: ProtoSchema, update: ProtoSchema) -> list[Difference]:
@@ -183,7 +187,8 @@ class _Diff:
             self.add("FIELD_ENUM_CHANGED", ("enum", *key[1:]), path, o_type.removeprefix("enum "), u_type.removeprefix("enum "))
         elif (o_json := _json_form(old)) != (u_json := _json_form(new)):
             utf8 = " (and a reader of string refuses bytes that are not valid UTF-8)" if (old.type, new.type) == ("bytes", "string") else ""
-            self.add("FIELD_JSON_CHANGED", ("json", *key[1:]), path, o_type, u_type, f"{o_type} as {o_json} and {u_type} as {u_json}{utf8}")
+            cut = f" (and on the wire, values outside {u_type}'s range are cut or change sign)" if _narrowed(old, new) else ""
+            self.add("FIELD_JSON_CHANGED", ("json", *key[1:]), path, o_type, u_type, f"{o_type} as {o_json} and {u_type} as {u_json}{utf8}{cut}")
         else:
             self.add("FIELD_TYPE_CHANGED_SAME_WIRE", ("json", *key[1:]), path, o_type, u_type)
 
@@ -222,6 +227,12 @@ def _type_name(item: ProtoField, schema: ProtoSchema) -> str:
 
 def _json_form(item: ProtoField) -> str:
     return "its value's name" if item.kind == "enum" else JSON_FORMS[item.type]
+
+
+def _narrowed(old: ProtoField, new: ProtoField) -> bool:
+    """Whether some value of ``old``'s integer type is not one of ``new``'s (int64 read as int32 keeps its low 32 bits)."""
+    o_range, u_range = (RANGES.get("int32" if f.kind == "enum" else f.type) for f in (old, new))
+    return o_range is not None and u_range is not None and not (u_range[0] <= o_range[0] and o_range[1] <= u_range[1])
 
 
 def _kind(item: ProtoField) -> str:
