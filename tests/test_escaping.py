@@ -106,8 +106,8 @@ class _Stub:
 class _NoTabs:
     """Nobody has the Home tab open."""
 
-    async def refreshes(self) -> list[Any]:
-        return []
+    async def refresh(self) -> None:
+        return None
 
 
 @settings(max_examples=60, deadline=None)

@@ -299,7 +299,8 @@ class SlackDelivery:
             note(f"{mention(actor)} {escape(detail)}")
             await self._team_dms(view, teams, "Kafka says a consumer group your team answers for reads this topic, so your team is asked "
                                               "to acknowledge this schema change.", rows)
-        return Expand([*rows, *await self.home.refreshes()])
+        await self.home.refresh()
+        return Expand(rows)
 
     async def _team_dms(self, view: ProposalView, teams: list[str], intro: str, rows: list[tuple[str, str, dict[str, Any]]]) -> None:
         for name in teams:

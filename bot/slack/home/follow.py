@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any
 
 from sqlalchemy import event, inspect
 from sqlalchemy.dialects import postgresql, sqlite
@@ -18,8 +17,8 @@ from bot.store.database import Database
 from bot.store.models import HomeViewer, OutboxMessage
 
 HOME = "home.publish"  # outbox kind: publish a user's Home tab as things are when it runs
+BACKGROUND = -1  # the outbox's priority of a tab published again for a change (opening it is answered first)
 FOLLOWED = timedelta(hours=24)  # a tab opened this recently is kept current; an older one is published when opened again
-Row = tuple[str, str, dict[str, Any]]
 
 
 def home_key(user: str) -> str:
@@ -46,25 +45,27 @@ class HomeFollow:
             await session.commit()
         self.outbox.wake()
 
-    async def refreshes(self) -> list[Row]:
-        """Rows publishing again each tab opened in the last day, but for those owed a publication that has not begun
-        (it will render what is there when it runs)."""
+    async def refresh(self) -> None:
+        """Owe a publication to each tab opened in the last day, in a transaction of its own."""
         async with self.db.session() as session:
-            return await self._owed(session)
+            await self.owe(session)
+            await session.commit()
 
     async def owe(self, session: AsyncSession) -> None:
-        """Owe those publications in the caller's transaction (what changed is committed with them); they go once it commits."""
-        rows = await self._owed(session)
-        for kind, key, payload in rows:
-            self.outbox.add(session, kind, key, payload)
-        if rows:
+        """Owe a publication to each tab opened in the last day, in the caller's transaction (what changed is committed with
+        them), but to those owed one that has not begun (it will render what is there when it runs). They go once it commits,
+        after what else is owed: a tab never holds up a card or a DM."""
+        users = await self._unowed(session)
+        for user in users:
+            self.outbox.add(session, HOME, home_key(user), {"user": user}, priority=BACKGROUND)
+        if users:
             event.listen(session.sync_session, "after_commit", lambda _: self.outbox.wake(), once=True)
 
-    async def _owed(self, session: AsyncSession) -> list[Row]:
+    async def _unowed(self, session: AsyncSession) -> list[str]:
         viewers = (await session.exec(select(HomeViewer.user).where(col(HomeViewer.opened_at) >= self.clock() - FOLLOWED))).all()
         if not viewers:
             return []
         owed = set((await session.exec(select(OutboxMessage.key).where(
             col(OutboxMessage.kind) == HOME, col(OutboxMessage.state) == PENDING, col(OutboxMessage.lease_until).is_(None),
             col(OutboxMessage.key).in_([home_key(u) for u in viewers])))).all())
-        return [(HOME, home_key(user), {"user": user}) for user in sorted(viewers) if home_key(user) not in owed]
+        return [user for user in sorted(viewers) if home_key(user) not in owed]
