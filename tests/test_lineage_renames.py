@@ -12,6 +12,7 @@ from bot.domain.lineage.model import Dataset, DatasetId
 from bot.domain.lineage.openlineage import OpenLineageError, parse_event
 from bot.services.lineage import LineageService
 from bot.store.database import Database
+from tests.test_lineage_symlinks import spark
 
 TOPIC = DatasetId("kafka://broker:9092", "orders")
 OLD, NEW = DatasetId("iceberg://lake", "sales.orders"), DatasetId("iceberg://lake", "sales.orders_eu")
@@ -28,16 +29,10 @@ def table(ident: DatasetId, fields: list[str], renamed_from: DatasetId | None = 
 
 def run(job: str, read: DatasetId, write: dict[str, Any], source: str, target: str, team: str, when: str) -> dict[str, Any]:
     """A Spark job reading ``read`` into ``write``, its ``target`` field from ``source``."""
-    return {
-        "eventType": "COMPLETE", "eventTime": when, "producer": "https://github.com/OpenLineage/OpenLineage/tree/1.40.0/integration/spark",
-        "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
-        "run": {"runId": "0192c2a0-0000-7000-8000-000000000002"},
-        "job": {"namespace": "spark://prod", "name": job,
-                "facets": {"ownership": {"_producer": "x", "_schemaURL": "x", "owners": [{"name": f"team:{team}"}]}}},
-        "inputs": [{"namespace": read.namespace, "name": read.name}],
-        "outputs": [{**write, "facets": {**write.get("facets", {}), "columnLineage": {"_producer": "x", "_schemaURL": "x", "fields": {
-            target: {"inputFields": [{"namespace": read.namespace, "name": read.name, "field": source}]}}}}}],
-    }
+    event = spark(job, {"namespace": read.namespace, "name": read.name}, team, when)
+    event["outputs"] = [{**write, "facets": {**write.get("facets", {}), "columnLineage": {"_producer": "x", "_schemaURL": "x", "fields": {
+        target: {"inputFields": [{"namespace": read.namespace, "name": read.name, "field": source}]}}}}}]
+    return event
 
 
 def rename(when: str) -> dict[str, Any]:
