@@ -508,6 +508,28 @@ async def test_the_proposer_extends_the_deadline_once_by_one_window(slack: Slack
     await slack.bot.idle()
 
 
+async def test_an_extension_after_every_reminder_reminds_again_before_its_new_deadline(slack: SlackHarness) -> None:
+    await setup_catalog(slack)
+    await propose(slack, retyped(V1, "price", "string"))
+    card = await card_message(slack)
+    await slack.bot.idle()
+    slack.clock.advance(hours=22)  # past 50% and 90% of the first 24 hours: both reminders went
+    assert await slack.bot.proposals.sweep() == 1 and await slack.bot.proposals.sweep() == 1
+    await slack.bot.idle()
+    await slack.bot.proposals.extend(1, ALICE, "the analytics team is offsite", surface="test")
+    assert await slack.bot.proposals.sweep() == 0  # nothing due yet in the 48 hours
+    slack.clock.advance(hours=2, minutes=1)  # 50% of the 48 hours
+    assert await slack.bot.proposals.sweep() == 1
+    await slack.bot.idle()
+    slack.clock.advance(hours=19, minutes=12)  # 90% of them
+    assert await slack.bot.proposals.sweep() == 1
+    await slack.ws.wait_for(lambda: len([t for t in thread(slack, card) if "Reminder" in t]) == 4)
+    await slack.bot.idle()
+    slack.clock.advance(hours=5)
+    assert await slack.bot.proposals.sweep() == 1 and await state_of(slack) == "expired"
+    await slack.bot.idle()
+
+
 async def test_a_card_slack_will_not_post_is_told_to_the_proposer_and_posted_once_the_bot_is_invited(slack: SlackHarness) -> None:
     """The changes channel is private and the bot was never invited (Slack: channel_not_found): the proposer is told
     once, the teams still answer from their DMs, and the card appears on the next change once the bot is in."""

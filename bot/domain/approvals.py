@@ -87,6 +87,11 @@ class Policy:
         """Whether the proposal waits for teams (safe changes, and changes nobody reads, do not)."""
         return level in self.acknowledge and bool(teams)
 
+    def reminders_past(self, created: datetime, deadline: datetime, now: datetime) -> int:
+        """How many reminders' moments in the span from ``created`` to ``deadline`` are past at ``now`` (after an extension:
+        those still ahead in the longer span are sent, so the teams still waiting hear of it before the new deadline)."""
+        return sum(now >= created + (deadline - created) * share for share in self.reminders)
+
     def reminder_due(self, created: datetime, deadline: datetime, sent: int, now: datetime) -> bool:
         """Whether reminder number ``sent`` (0-based) is due."""
         if sent >= len(self.reminders):

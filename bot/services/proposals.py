@@ -646,11 +646,16 @@ class Proposals:
         if view.proposal.deadline is None:
             raise ProposalError(f"#{proposal_id} cannot be extended (it waits for no acknowledgement)")
         later = aware(view.proposal.deadline) + policy.window  # in Python: SQLite cannot add an interval to a stored time
+        reminded = min(view.proposal.reminders_sent, policy.reminders_past(aware(view.proposal.created_at), later, self.clock()))
         async with self.db.session() as session:
             moved = await session.exec(update(Proposal).where(col(Proposal.id) == proposal_id, col(Proposal.state) == State.PENDING.value,
-                                                              col(Proposal.extended).is_(False))
-                                       .values(extended=True, deadline=later))
+                                                              col(Proposal.extended).is_(False),
+                                                              col(Proposal.reminders_sent) == view.proposal.reminders_sent)
+                                       .values(extended=True, deadline=later, reminders_sent=reminded))
             if not getattr(moved, "rowcount", 0):
+                now = await self.view(proposal_id)
+                if now.state is State.PENDING and not now.proposal.extended:  # a reminder went out meanwhile: nothing changed
+                    raise ProposalError(f"#{proposal_id} changed as you asked (a reminder went out); nothing changed: try again")
                 raise ProposalError(f"#{proposal_id} cannot be extended (it is not pending, or was extended once already)")
             audit(session, user, surface, "extended", "proposal", str(proposal_id), {"reason": reason.strip()})
             self._notice(session, proposal_id, Event.EXTENDED, user, detail=reason.strip())
