@@ -655,7 +655,7 @@ class Proposals:
             if not getattr(moved, "rowcount", 0):
                 now = await self.view(proposal_id)
                 if now.state is State.PENDING and not now.proposal.extended:  # a reminder went out meanwhile: nothing changed
-                    raise ProposalError(f"#{proposal_id} changed as you asked (a reminder went out); nothing changed: try again")
+                    raise ProposalError(f"a reminder of #{proposal_id} went out as you asked; nothing changed: extend it again")
                 raise ProposalError(f"#{proposal_id} cannot be extended (it is not pending, or was extended once already)")
             audit(session, user, surface, "extended", "proposal", str(proposal_id), {"reason": reason.strip()})
             self._notice(session, proposal_id, Event.EXTENDED, user, detail=reason.strip())
