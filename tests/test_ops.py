@@ -308,6 +308,26 @@ async def test_earliest_latest_and_shifts_each_checked_by_the_committed_offsets_
     assert any(f"#{row.id}" in e["title"] and extra in e["title"] for e in entries)  # booked over both topics
 
 
+async def test_a_group_named_with_spaces_and_colons_is_reset_as_kafka_names_it(ops: tuple[SlackHarness, dict[str, str]],
+                                                                               kafka_bootstrap: str) -> None:
+    """Kafka takes any string as a group's id (Kafka Connect names a sink's group after its connector): quoted, it is planned,
+    applied and undone, checked by the offsets Kafka commits for it."""
+    slack, names = ops  # no pipeline declares the group: the global oncall (carol) runs it
+    group = f"connect-{names['group']} sink:v2"
+    await asyncio.to_thread(produce, kafka_bootstrap, names["source"], 60, NOW - timedelta(hours=1), timedelta(seconds=1))
+    await asyncio.to_thread(read_some, kafka_bootstrap, names["source"], group, {0: 20, 1: 20, 2: 20})
+    assert "is posted" in await answer(slack, f"/backfill '{group}' {names['source']} --to-earliest", CAROL)
+    row = await latest(slack)
+    assert row.request["group"] == group
+    message = await op_message(slack, int(row.id or 0), lambda t: "60 messages will be read again" in t)
+    assert "is applied" in await clicked(slack, message, ids.OPS_CONFIRM, CAROL)
+    assert committed(kafka_bootstrap, group, names["source"]) == {0: 0, 1: 0, 2: 0}
+    done = await op_message(slack, int(row.id or 0), lambda t: "applied" in t)
+    assert "undone" in await clicked(slack, done, ids.OPS_UNDO, CAROL)
+    assert committed(kafka_bootstrap, group, names["source"]) == {0: 20, 1: 20, 2: 20}
+    assert "is not a consumer group id" in await answer(slack, f"/backfill 'a\tb' {names['source']} --to-earliest", CAROL)
+
+
 def read_some(bootstrap: str, topic: str, group: str, upto: dict[int, int]) -> None:
     """Commit ``group`` at ``upto`` on each partition (as a job that read that far), then leave."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})

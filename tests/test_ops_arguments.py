@@ -102,6 +102,16 @@ def test_bad_backfill_arguments_are_named(text: str, message: str) -> None:
         backfill_request(shlex.split(text), NOW)
 
 
+def test_a_group_is_any_id_kafka_takes() -> None:
+    """Kafka takes any string as a group's id: Kafka Connect names a sink's group after its connector, spaces and all."""
+    for group in ("connect-orders sink", "payments:reconciler", "spark-kafka-source-3f1c/driver", "приказы"):
+        assert backfill_request(shlex.split(f"'{group}' orders --to-earliest"), NOW).group == group
+    for group, shown in (("a\tb", "'a\\tb'"), ("x" * 1001, repr("x" * 80))):
+        with pytest.raises(OpsError, match=re.escape(f"{shown} is not a consumer group id (1 to 1,000 characters, none of them a control "
+                                                      "character)")):
+            backfill_request([group, "orders", "--to-earliest"], NOW)
+
+
 def test_every_reset_of_kafka_consumer_groups_is_read_and_survives_storage() -> None:
     earliest = backfill_request(shlex.split("g orders --to-earliest --partitions 0"), NOW)
     latest = backfill_request(shlex.split("g orders --to-latest"), NOW)

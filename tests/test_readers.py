@@ -208,9 +208,10 @@ async def test_the_bot_answers_while_a_census_is_being_taken(readers: tuple[Slac
 
 def test_jobs_declare_consumer_groups_in_the_catalog_and_in_openlineage() -> None:
     catalog = {"teams": {"t": {"members": [ALICE]}}, "subjects": {"orders-value": {"owner": "t"}},
-               "jobs": [{"name": "j", "owner": "t", "inputs": ["orders-value"], "consumer_groups": ["enrich-orders", "bad group!"]}]}
+               "jobs": [{"name": "j", "owner": "t", "inputs": ["orders-value"],
+                         "consumer_groups": ["enrich-orders", "connect-orders sink", "bad\ngroup"]}]}  # a connector's group has spaces
     parsed, problems = read_catalog(catalog, lambda _: None)  # type: ignore[arg-type, return-value]
-    assert [p.place for p in problems] == ["jobs[0] (j).consumer_groups"] and "'bad group!' is not a Kafka consumer group name" in problems[0].message
+    assert [p.place for p in problems] == ["jobs[0] (j).consumer_groups"] and "'bad\\ngroup' is not a Kafka consumer group id" in problems[0].message
     event = {"eventTime": "2026-12-01T09:00:00Z", "producer": "https://flink", "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json",
              "eventType": "START", "job": {"namespace": "flink://prod", "name": "scorer", "facets": {"kafka": {"consumerGroup": "scorer-v2"}}},
              "inputs": [{"namespace": "kafka://broker:9092", "name": "orders", "inputFacets": {"kafkaSource": {"consumerGroups": ["scorer-v3"]}}}]}

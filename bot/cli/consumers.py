@@ -9,7 +9,7 @@ from typing import Any
 
 from bot.cli.errors import USAGE_ERROR, CommandError, command
 from bot.cli.lineage import census_lines, census_of
-from bot.domain.ops import OpsError, name
+from bot.domain.ops import OpsError, topic_name
 
 EVERY_READER_DECLARED, UNDECLARED_READERS, NOT_LIVE = 0, 1, 3
 
@@ -31,7 +31,7 @@ def run_consumers(args: argparse.Namespace) -> int:
     declared read the topic; 3 when the answer is not a live census (the cluster did not answer, the newest census failed, or
     none was taken within its interval)."""
     try:
-        name(args.topic, "topic")
+        topic_name(args.topic)
     except OpsError as err:
         raise CommandError(str(err), USAGE_ERROR) from None
     census = census_of(args.topic, args.refresh, ask=True)

@@ -29,6 +29,7 @@ from bot.domain.ops import (
     ReplayRequest,
     backfill_request,
     deleted_text,
+    group_id,
     moves_table,
     offsets_csv,
     replay_request,
@@ -37,7 +38,6 @@ from bot.domain.ops import (
     topics_named,
     topics_of,
 )
-from bot.domain.ops import name as checked_name
 from bot.domain.text import ago
 from bot.flink.planner import Planner
 from bot.kafka.avro import Registry
@@ -212,7 +212,7 @@ def run_export(args: argparse.Namespace) -> int:
     """``bot backfill GROUP TOPIC[,TOPIC...] | --all-topics --export``: the group's committed offsets now, as ``--from-file``
     reads them."""
     try:
-        checked_name(args.group, "consumer group")
+        group_id(args.group)
         if bool(args.topic) == args.all_topics:
             raise OpsError("give the topics or --all-topics, one of them")
         topics = topics_of(args.topic) if args.topic else ()

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.domain.ops import REPLAY_HEADER_ID, REPLAY_HEADER_SOURCE, OpsError, name
+from bot.domain.ops import REPLAY_HEADER_ID, REPLAY_HEADER_SOURCE, OpsError, topic_name
 from bot.domain.text import CONTROL
 
 PEEK_DEFAULT = 20
@@ -98,7 +98,7 @@ def peek_request(args: list[str]) -> PeekRequest:
         raise OpsError(f"give the DLQ topic, and how many to read if not {PEEK_DEFAULT}. Usage: {PEEK_USAGE}")
     if len(words) == 2:
         count = _count(words[1])
-    return PeekRequest(name(words[0], "topic"), PEEK_DEFAULT if count is None else count, header)
+    return PeekRequest(topic_name(words[0]), PEEK_DEFAULT if count is None else count, header)
 
 
 def _count(text: str) -> int:

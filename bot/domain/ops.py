@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
+from bot.domain.lineage.model import GROUP, GROUP_RULE
 from bot.domain.readers import Member
 
 TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
@@ -184,7 +185,7 @@ def backfill_request(args: list[str], now: datetime, file: str | None = None) ->
     if len(positional) != (1 if every else 2):
         raise OpsError(("give the consumer group, and the topics or --all-topics, not both" if every else
                         "give the consumer group and the topic (several separated by commas, or --all-topics)") + f". Usage: {BACKFILL_USAGE}")
-    group = name(positional[0], "consumer group")
+    group = group_id(positional[0])
     topics = () if every else topics_of(positional[1])
     given = [k for k in (*TARGETS, "--from-file") if k in options]
     if len(given) != 1:
@@ -222,7 +223,7 @@ def backfill_request(args: list[str], now: datetime, file: str | None = None) ->
 
 def topics_of(text: str) -> tuple[str, ...]:
     """``orders,payments`` -> ("orders", "payments"), each a topic name, none twice."""
-    topics = tuple(name(part.strip(), "topic") for part in text.split(","))
+    topics = tuple(topic_name(part.strip()) for part in text.split(","))
     twice = sorted({t for t in topics if topics.count(t) > 1})
     if twice:
         raise OpsError(f"{', '.join(twice)} is named twice")
@@ -235,11 +236,11 @@ def replay_request(args: list[str], now: datetime) -> tuple[ReplayRequest, bool]
     positional, options = _split(args, {"--to", "--since", "--until", "--limit", "--filter", "--rate"}, {"--again", "--dry-run", "--to-original"})
     if len(positional) != 1:
         raise OpsError(f"give the DLQ topic. Usage: {REPLAY_USAGE}")
-    dlq = name(positional[0], "topic")
+    dlq = topic_name(positional[0])
     if ("--to" in options) == ("--to-original" in options):
         raise OpsError("say where to: --to TOPIC (a replay-only topic keeps replays out of live windows) or --to-original (each back to the "
                        f"topic its headers name), not both. Usage: {REPLAY_USAGE}")
-    target = name(options["--to"], "topic") if "--to" in options else None
+    target = topic_name(options["--to"]) if "--to" in options else None
     if target == dlq:
         raise OpsError("the target is the DLQ itself: replaying a topic into itself would copy forever")
     since = moment(options["--since"], "--since") if "--since" in options else None
@@ -297,10 +298,17 @@ def _split(args: list[str], valued: set[str], flags: set[str]) -> tuple[list[str
     return positional, options
 
 
-def name(text: str, what: str) -> str:
-    """A Kafka topic or group name, or OpsError (Kafka refuses a topic called ``.`` or ``..``)."""
-    if not TOPIC.fullmatch(text) or what == "topic" and text in (".", ".."):
-        raise OpsError(f"{text[:80]!r} is not a {what} name (at most 249 letters, digits, . _ -{'; not . or ..' if what == 'topic' else ''})")
+def topic_name(text: str) -> str:
+    """A Kafka topic name, or OpsError (Kafka refuses a topic called ``.`` or ``..``)."""
+    if not TOPIC.fullmatch(text) or text in (".", ".."):
+        raise OpsError(f"{text[:80]!r} is not a topic name (at most 249 letters, digits, . _ -; not . or ..)")
+    return text
+
+
+def group_id(text: str) -> str:
+    """A consumer group's id (Kafka takes any string), or OpsError for one that is surely a mistake."""
+    if not GROUP.fullmatch(text):
+        raise OpsError(f"{text[:80]!r} is not a consumer group id ({GROUP_RULE})")
     return text
 
 

@@ -18,7 +18,7 @@ from bot.domain.calendar import CalendarError, ChangeHours, Freeze, Scope
 from bot.domain.compat.formats import INVALID, SchemaType, field_paths_of, field_walk_of, parse_schema
 from bot.domain.dead_letters import MAX_REPLAYS
 from bot.domain.lineage.field_paths import FIELD_PATHS
-from bot.domain.lineage.model import FLINK_VERSION, GROUP, SUBJECT_MAX, Dataset, DatasetId, FieldRef, Job, JobId, Team
+from bot.domain.lineage.model import FLINK_VERSION, GROUP, GROUP_RULE, SUBJECT_MAX, Dataset, DatasetId, FieldRef, Job, JobId, Team
 from bot.domain.lineage.namespaces import Namespaces, place_of
 from bot.domain.ops import TOPIC
 from bot.domain.sli.pipeline import Pipeline, PipelineError, Sli, apply_override, span
@@ -534,7 +534,7 @@ class _Reader:
             return []
         for group in groups:
             if not GROUP.fullmatch(group):
-                self.problem(place, f"{group!r} is not a Kafka consumer group name (letters, digits, . _ -)")
+                self.problem(place, f"{group[:80]!r} is not a Kafka consumer group id ({GROUP_RULE})")
         return list(groups)
 
     # --- references -----------------------------------------------------------------------------

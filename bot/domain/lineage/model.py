@@ -19,7 +19,9 @@ class DatasetId(NamedTuple):
         return self.name
 
 
-GROUP = re.compile(r"[A-Za-z0-9._-]{1,249}")  # a Kafka consumer group name
+GROUP = re.compile(r"[^\x00-\x1f\x7f]{1,1000}")  # a Kafka consumer group's id: Kafka takes any string (Kafka Connect names a
+# sink's group after its connector, spaces and all); a control character, or past 1,000 characters, is taken for a mistake
+GROUP_RULE = "1 to 1,000 characters, none of them a control character"
 SUBJECT_MAX = 255  # characters of a subject's name (a Kafka topic's 249 and "-value")
 FLINK_VERSION = re.compile(r"\d+\.\d+(\.\d+)?")  # the Flink version a job runs on, such as 2.3.0
 
