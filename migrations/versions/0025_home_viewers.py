@@ -1,5 +1,5 @@
-"""Who opened the App Home tab, and when last: a tab opened in the last day is published again when a proposal it may
-list changes, so it never shows an answer already given or a decision already taken.
+"""Who opened the App Home tab, and when last: a tab opened in the last day is published again when a proposal, the
+calendar or the lineage changes, so it never shows an answer already given or a decision already taken.
 
 Revision ID: 0025
 Revises: 0024

@@ -1,5 +1,5 @@
 """The Home tab follows what it lists: opening it owes a publication, and a tab opened in the last day is owed one again
-whenever a proposal changes. Each user's publications run one at a time in their own outbox lane and render things as
+whenever a proposal, the calendar or the lineage changes. Each user's publications run one at a time in their own outbox lane and render things as
 they are when they run, so a tab never shows an answer already given, nor goes back to an older state."""
 
 from __future__ import annotations
