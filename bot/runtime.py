@@ -135,7 +135,7 @@ class Bot:
                                                             **AutoPause(self.ops, self.sli).handlers(),
                                                             **TransitionDelivery(self.connections.client(retries=False), self.transitions,
                                                                                  config.changes_channel).handlers(),
-                                                            **HomeTab(self.connections.client(retries=False), routers, self.proposals).handlers(),
+                                                            **HomeTab(self.connections.client(retries=False), routers, self.proposals, self.home).handlers(),
                                                             REGISTER: self.proposals.register},
                                      coalesce=frozenset({SLI_EVENT, CARD, HOME}))  # queued card edits and tab publications: one render, the newest state
         self.figures = BotMetrics(self.db, self.dispatcher, self.sli, self.connections, clock)

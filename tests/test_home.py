@@ -121,3 +121,21 @@ async def test_many_changes_while_a_tab_waits_are_one_publication_per_turn(slack
     del slack.ws.failing["views.publish"]
     await slack.bot.idle()
     assert "#3 orders-value" in _waiting(_published(slack, BOB)[-1])
+
+
+async def test_a_viewer_slack_no_longer_knows_is_owed_nothing_more(slack: SlackHarness) -> None:
+    await setup_catalog(slack)
+    dave = "U00000DAVE"
+    slack.ws.add_user(dave, "dave")
+    await slack.driver.event({"type": "app_home_opened", "user": dave, "channel": "D4", "tab": "home"})
+    await slack.ws.wait_for(lambda: _published(slack, dave))
+    del slack.ws.users[dave]  # dave leaves the workspace
+    await propose(slack, retyped(V1, "price", "string"))
+    await card_message(slack)
+    await slack.bot.idle()
+    tried = [c for c in slack.ws.calls_to("views.publish") if c.args.get("user_id") == dave]
+    assert [(c.ok, c.error) for c in tried] == [(True, None), (False, "user_not_found")]
+    await propose(slack, retyped(V1, "price", "bytes"))  # the next change owes dave nothing
+    await card_message(slack, 2)
+    await slack.bot.idle()
+    assert len([c for c in slack.ws.calls_to("views.publish") if c.args.get("user_id") == dave]) == 2

@@ -35,6 +35,10 @@ class Gone(GiveUp):
     """The message to edit, or the one whose thread to post in, is no longer in Slack: someone deleted it."""
 
 
+class NoSuchUser(GiveUp):
+    """The user the call names is not in the workspace (any more)."""
+
+
 def message_row(channel: str, reply: Reply, *, thread_of: int | None = None, key: str | None = None) -> tuple[str, str, dict[str, Any]]:
     """An outbox row that posts ``reply`` to a channel or a user's DM (``channel`` a user id), or into the
     thread of a proposal's card (``thread_of``). Each message has its own lane: a DM by user, thread notes by card."""
@@ -86,6 +90,8 @@ async def call(client: AsyncWebClient, method: str, **args: Any) -> Any:
         details = "; ".join(err.response.get("response_metadata", {}).get("messages", [])) if isinstance(err.response.data, dict) else ""
         if error in GONE_ERRORS:
             raise Gone(f"Slack refused {method}: {error}") from None
+        if error == "user_not_found":
+            raise NoSuchUser(f"Slack refused {method}: {error}") from None
         raise GiveUp(f"Slack refused {method}: {error}{' (' + details + ')' if details else ''}") from None
     except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as err:
         raise Retry(f"{method}: Slack could not be reached ({type(err).__name__})") from None

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from sqlalchemy import event, inspect
+from sqlalchemy import delete, event, inspect
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
@@ -44,6 +44,12 @@ class HomeFollow:
             self.outbox.add(session, HOME, home_key(user), {"user": user})
             await session.commit()
         self.outbox.wake()
+
+    async def forget(self, user: str) -> None:
+        """``user`` is no longer followed (Slack says they are not in the workspace)."""
+        async with self.db.session() as session:
+            await session.exec(delete(HomeViewer).where(col(HomeViewer.user) == user))
+            await session.commit()
 
     async def refresh(self) -> None:
         """Owe a publication to each tab opened in the last day, in a transaction of its own."""

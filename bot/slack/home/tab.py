@@ -16,7 +16,7 @@ from bot.services.proposals import Proposals
 from bot.slack import ids
 from bot.slack.calendar.commands import agenda_lines
 from bot.slack.commands import Router
-from bot.slack.delivery import call, dm
+from bot.slack.delivery import NoSuchUser, call, dm
 from bot.slack.home.follow import HOME, HomeFollow
 from bot.slack.proposals.commands import Services, listed
 from bot.slack.render import Reply, escape, section, when
@@ -82,8 +82,8 @@ async def _unowned_readers(user: str, proposals: Proposals) -> list[dict[str, An
 class HomeTab:
     """The outbox's handler for Home tab publications: each renders the user's tab as things are when it runs."""
 
-    def __init__(self, client: AsyncWebClient, routers: dict[str, Router], proposals: Proposals) -> None:
-        self.client, self.routers, self.proposals = client, routers, proposals
+    def __init__(self, client: AsyncWebClient, routers: dict[str, Router], proposals: Proposals, follow: HomeFollow) -> None:
+        self.client, self.routers, self.proposals, self.follow = client, routers, proposals, follow
 
     def handlers(self) -> Mapping[str, Handler]:
         """Kind -> handler, for the dispatcher."""
@@ -92,7 +92,11 @@ class HomeTab:
     async def publish(self, item: Item) -> None:
         """Publish the tab once for the rows coalesced here (they are all one user's)."""
         user = str(item.payload["user"])
-        await call(self.client, "views.publish", user_id=user, view=await home_view(user, self.routers, self.proposals))
+        try:
+            await call(self.client, "views.publish", user_id=user, view=await home_view(user, self.routers, self.proposals))
+        except NoSuchUser:
+            await self.follow.forget(user)  # gone from the workspace: owed nothing more
+            raise
 
 
 def register(app: AsyncApp, follow: HomeFollow, track: Callable[[Any], Any], services: Services) -> None:
