@@ -13,6 +13,7 @@ from sqlmodel import select
 from bot.domain.lineage.catalog import read_catalog
 from bot.emulator.workspace import Message
 from bot.runtime import Bot
+from bot.services.proposals import ProposalError
 from bot.slack import ids
 from bot.store.models import OutboxMessage
 from tests.conftest import SlackHarness, bot_config
@@ -527,6 +528,32 @@ async def test_an_extension_after_every_reminder_reminds_again_before_its_new_de
     await slack.bot.idle()
     slack.clock.advance(hours=5)
     assert await slack.bot.proposals.sweep() == 1 and await state_of(slack) == "expired"
+    await slack.bot.idle()
+
+
+async def test_an_extension_that_meets_a_reminder_going_out_changes_nothing_and_says_so(slack: SlackHarness,
+                                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    await setup_catalog(slack)
+    await propose(slack, retyped(V1, "price", "string"))
+    await card_message(slack)
+    await slack.bot.idle()
+    proposals = slack.bot.proposals
+    read = proposals.view
+
+    async def read_then_remind(number: int) -> Any:  # the sweep sends a reminder between the extension's read and its write
+        view = await read(number)
+        monkeypatch.setattr(proposals, "view", read)
+        slack.clock.advance(hours=12, minutes=1)
+        assert await proposals.sweep() == 1
+        return view
+
+    monkeypatch.setattr(proposals, "view", read_then_remind)
+    with pytest.raises(ProposalError, match="a reminder of #1 went out as you asked; nothing changed: extend it again"):
+        await proposals.extend(1, ALICE, "offsite", surface="test")
+    view = await proposals.view(1)
+    assert not view.proposal.extended and view.proposal.reminders_sent == 1
+    await proposals.extend(1, ALICE, "offsite", surface="test")  # asked again, it goes
+    assert (await proposals.view(1)).proposal.extended
     await slack.bot.idle()
 
 
