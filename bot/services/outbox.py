@@ -113,6 +113,7 @@ class Dispatcher:
                  clock: Callable[[], datetime] = utcnow, coalesce: frozenset[str] = frozenset()) -> None:
         self.db, self.outbox, self.handlers = db, outbox, dict(handlers)
         self.coalesce = coalesce  # kinds whose handler takes a row together with the rows of its kind queued right behind it
+        # batch: how many rows one replica has in hand at once
         self.batch, self.lease, self.backoff, self.max_backoff = batch, lease, backoff, max_backoff
         self.give_up_after, self.poll, self.clock = give_up_after, poll, clock
         self.owner = secrets.token_hex(8)
@@ -129,43 +130,66 @@ class Dispatcher:
         self._task = asyncio.create_task(self._run(), name="outbox-dispatcher")
 
     async def stop(self, timeout: float) -> None:
-        """Deliver what is due now, the batch in hand included (at most ``timeout`` seconds), then stop."""
+        """Deliver what is due now, the rows in hand included (at most ``timeout`` seconds), then stop."""
         self._stopping = True
         self.outbox.wake()
         if self._task is None:
             return
         done, _ = await asyncio.wait({self._task}, timeout=timeout)
         if not done:
-            log.warning("outbox: the batch in hand did not finish within %.0f s; its rows go out after their lease", timeout)
+            log.warning("outbox: the rows in hand were not done within %.0f s; they go out after their lease", timeout)
             self._task.cancel()
         self._task = None
 
     async def _run(self) -> None:
+        """Claim a batch and wait for it; past a poll, claim for the places its done rows left. So rows are claimed a batch at
+        a time while Slack answers, and a slow call (one Slack sits on until the client's timeout) holds up only its own
+        key's line, never the rows of other keys for longer than a poll."""
         wake = self.outbox.wakeup_event()
-        while True:
-            wake.clear()
-            try:
-                handled = await self.dispatch_once()
-            except Exception:  # the database is away: try again at the next poll
-                log.exception("outbox: could not claim rows")
-                handled = 0
-            if self._stopping and not handled:
-                return
-            if handled or self._stopping:
-                continue
-            try:
-                await asyncio.wait_for(wake.wait(), timeout=self.poll)
-            except TimeoutError:
-                pass
+        running: set[asyncio.Task[None]] = set()
+        try:
+            while True:
+                wake.clear()
+                claimed = await self._fill(running)
+                if self._stopping and not claimed and not running:
+                    return
+                if running:
+                    await asyncio.wait(set(running), timeout=self.poll)
+                    continue
+                if claimed:
+                    continue
+                try:
+                    await asyncio.wait_for(wake.wait(), timeout=self.poll)
+                except TimeoutError:
+                    pass
+        finally:
+            for task in running:
+                task.cancel()
+            await asyncio.gather(*running, return_exceptions=True)
 
-    async def dispatch_once(self) -> int:
-        """Claim and handle one batch of due rows (at most one per key); how many were handled."""
-        items = await self._claim()
-        if items:
-            await asyncio.gather(*(self._handle(item) for item in items))
-            async with self._progress:
-                self._progress.notify_all()
+    async def _fill(self, running: set[asyncio.Task[None]]) -> int:
+        """Claim due rows for the free places in hand and start their handlers; how many were claimed."""
+        room = self.batch - len(running)
+        if room <= 0:
+            return 0
+        try:
+            items = await self._claim(room)
+        except Exception:  # the database is away: try again at the next poll
+            log.exception("outbox: could not claim rows")
+            return 0
+        for item in items:
+            task = asyncio.create_task(self._deliver(item), name=f"outbox-{item.kind}-{item.id}")
+            running.add(task)
+            task.add_done_callback(running.discard)
         return len(items)
+
+    async def _deliver(self, item: Item) -> None:
+        try:
+            await self._handle(item)
+        except Exception:  # the outcome could not be recorded (the database is away): the row goes again after its lease
+            log.exception("outbox: could not record the outcome of %s row %d", item.kind, item.id)
+        async with self._progress:
+            self._progress.notify_all()
 
     async def idle(self) -> None:
         """Wait until no row is pending (for tests and orderly shutdowns)."""
@@ -185,7 +209,8 @@ class Dispatcher:
 
     # --- claiming -------------------------------------------------------------------------------
 
-    async def _claim(self) -> list[Item]:
+    async def _claim(self, room: int) -> list[Item]:
+        """Lease at most ``room`` due rows, the head of each key's line (and, for a coalescing kind, the rows behind it)."""
         now = self.clock()
         earlier = aliased(OutboxMessage)
         mine, theirs = _place(OutboxMessage), _place(earlier)
@@ -196,7 +221,7 @@ class Dispatcher:
         query = (select(OutboxMessage)
                  .where(col(OutboxMessage.state) == PENDING, col(OutboxMessage.next_attempt_at) <= now,
                         or_(col(OutboxMessage.lease_until).is_(None), col(OutboxMessage.lease_until) < now), ~blocked)
-                 .order_by(col(OutboxMessage.priority).desc(), mine, col(OutboxMessage.part), col(OutboxMessage.id)).limit(self.batch))
+                 .order_by(col(OutboxMessage.priority).desc(), mine, col(OutboxMessage.part), col(OutboxMessage.id)).limit(room))
         if self.db.engine.dialect.name == "postgresql":
             query = query.with_for_update(of=OutboxMessage, skip_locked=True)
         items: list[Item] = []
