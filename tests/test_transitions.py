@@ -385,20 +385,26 @@ async def test_a_breaking_card_ships_as_a_transition_whose_deadline_the_owners_e
     assert asked is not None
     buttons = [e["action_id"] for b in asked.blocks if b.get("type") == "actions" for e in b["elements"]]
     assert buttons == [ids.TRANSITION_EXTEND, ids.TRANSITION_CONTRACT, ids.TRANSITION_ROLLBACK]
+    # A day more: the halfway reminder went already and its moment in the longer span is past, so it is not sent again at
+    # once; the one at nine tenths is still ahead, and goes
+    assert "Transition #1 now ends 2026-12-06 23:59 UTC." in await command(slack, ALICE, "/schema transition 1 extend 1")
+    assert await slack.bot.transitions.sweep() == 0
+    slack.clock.advance(hours=2)
+    assert await slack.bot.transitions.sweep() == 1 and await slack.bot.transitions.sweep() == 0
     before = len(slack.ws.ephemerals_for(BOB))
     await slack.driver.click(asked, ids.TRANSITION_EXTEND, user=BOB)
     assert "only a member of orders-team" in (await slack.ws.wait_for(lambda: slack.ws.ephemerals_for(BOB)[before:]))[-1].text
     before = len(slack.ws.ephemerals_for(ALICE))
     slack.ws.failing["chat.update"] = 500  # Slack fails the card's edit: the extension stands, and the card shows it once Slack answers
     await slack.driver.click(asked, ids.TRANSITION_EXTEND, user=ALICE)
-    assert "now ends 2026-12-12 23:59 UTC" in (await slack.ws.wait_for(lambda: slack.ws.ephemerals_for(ALICE)[before:]))[-1].text
+    assert "now ends 2026-12-13 23:59 UTC" in (await slack.ws.wait_for(lambda: slack.ws.ephemerals_for(ALICE)[before:]))[-1].text
     await slack.ws.wait_for(lambda: any(c.method == "chat.update" and c.status == 500 for c in slack.ws.calls))
     del slack.ws.failing["chat.update"]
     await slack.bot.idle()
-    assert "Deadline: 2026-12-12 23:59 UTC" in await transition_card(slack, 1)
-    assert (await slack.bot.transitions.view(1)).row.deadline.isoformat().startswith("2026-12-12T23:59")  # the extension, once
+    assert "Deadline: 2026-12-13 23:59 UTC" in await transition_card(slack, 1)
+    assert (await slack.bot.transitions.view(1)).row.deadline.isoformat().startswith("2026-12-13T23:59")  # the extension, once
     entries = await slack.bot.calendar.listing(slack.clock(), slack.clock() + timedelta(days=30))
-    assert [e["end"][:16] for e in entries if e["kind"] == "transition"] == ["2026-12-12T23:59"]
+    assert [e["end"][:16] for e in entries if e["kind"] == "transition"] == ["2026-12-13T23:59"]
 
     # Past the new deadline the owners contract knowingly: the team left acknowledges the break like any break
     slack.clock.advance(days=8)

@@ -521,19 +521,24 @@ class Transitions:
         return recorded
 
     async def extend(self, number: int, user: str, deadline: datetime, surface: str = "slack") -> TransitionView:
-        """The subject's owners give the readers left more time: the deadline moves (and its calendar entry with it)."""
+        """The subject's owners give the readers left more time: the deadline moves (and its calendar entry with it), and the
+        reminders still ahead in the longer span go (one whose moment is already past is not sent at once)."""
         view = await self.view(number)
         await self._owner(view, user, "extend")
         now = self.clock()
         if not aware(view.row.deadline) < deadline <= now + timedelta(days=MAX_DAYS):
             raise ProposalError(f"the new deadline must be later than the current one ({aware(view.row.deadline):%Y-%m-%d %H:%M} UTC) "
                                 f"and within {MAX_DAYS} days", "deadline")
+        sent = view.row.reminders_sent
+        reminded = min(sent, Policy.from_json(view.subject.policy).reminders_past(aware(view.row.created_at), deadline, now))
         async with self.db.session() as session:
             moved = await session.exec(update(Transition).where(col(Transition.id) == number, col(Transition.deadline) == view.row.deadline,
+                                                                col(Transition.reminders_sent) == sent,
                                                                 col(Transition.phase).in_([Phase.EXPAND.value, Phase.MIGRATE.value]))
-                                       .values(deadline=deadline, deadline_asked=False, reminders_sent=0))
+                                       .values(deadline=deadline, deadline_asked=False, reminders_sent=reminded))
             if not getattr(moved, "rowcount", 0):
-                raise ProposalError(f"transition #{number} changed meanwhile (its deadline moved, or it is contracting or over); nothing changed")
+                raise ProposalError(f"transition #{number} changed meanwhile (its deadline moved, a reminder went out, or it is contracting "
+                                    "or over); nothing changed")
             if view.row.calendar_entry_id is not None:
                 await session.exec(update(CalendarEntry).where(col(CalendarEntry.id) == view.row.calendar_entry_id)
                                    .values(start=deadline - DEADLINE_ENTRY, end=deadline, sequence=CalendarEntry.sequence + 1, updated_at=now))
