@@ -3,6 +3,7 @@ under its new name the one a job last seen reading the old name is downstream of
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -42,14 +43,14 @@ def rename(when: str) -> dict[str, Any]:
 
 
 def test_the_old_name_is_read_from_a_rename_and_nothing_else() -> None:
-    assert parse_event(rename("2026-12-02T10:00:00Z")).datasets[0].previous == [OLD]
-    assert parse_event({**rename("2026-12-02T10:00:00Z"), "dataset": table(NEW, ["amount"], OLD, "ALTER")}).datasets[0].previous == []
-    assert parse_event({**rename("2026-12-02T10:00:00Z"), "dataset": table(NEW, ["amount"], NEW)}).datasets[0].previous == []  # itself
+    assert parse_event(rename("2026-12-02T10:00:00Z")).datasets[0].previous == {OLD: datetime(2026, 12, 2, 10, tzinfo=UTC)}
+    assert parse_event({**rename("2026-12-02T10:00:00Z"), "dataset": table(NEW, ["amount"], OLD, "ALTER")}).datasets[0].previous == {}
+    assert parse_event({**rename("2026-12-02T10:00:00Z"), "dataset": table(NEW, ["amount"], NEW)}).datasets[0].previous == {}  # itself
     created = table(NEW, ["amount"])
     created["facets"]["lifecycleStateChange"] = {"_producer": "x", "_schemaURL": "x", "lifecycleStateChange": "CREATE"}
-    assert parse_event({**rename("2026-12-02T10:00:00Z"), "dataset": created}).datasets[0].previous == []
+    assert parse_event({**rename("2026-12-02T10:00:00Z"), "dataset": created}).datasets[0].previous == {}
     later = table(NEW, ["amount"], OLD, "MERGE")  # a change a later spec may add: read, and no rename
-    assert parse_event({**rename("2026-12-02T10:00:00Z"), "dataset": later}).datasets[0].previous == []
+    assert parse_event({**rename("2026-12-02T10:00:00Z"), "dataset": later}).datasets[0].previous == {}
     place = "dataset.facets.lifecycleStateChange"
     bad: list[tuple[Any, str]] = [
         ({"lifecycleStateChange": 3}, f"{place}.lifecycleStateChange: expected a string (RENAME, CREATE, ALTER, DROP, OVERWRITE, TRUNCATE)"),
@@ -90,8 +91,36 @@ async def test_a_reader_of_the_old_name_stays_downstream_under_the_new_one(migra
 
 
 def test_the_catalogs_name_stands_over_a_rename() -> None:
-    old, new = Dataset(OLD, fields=["amount"]), Dataset(NEW, fields=["amount", "region"], previous=[OLD])
+    old, new = Dataset(OLD, fields=["amount"]), Dataset(NEW, fields=["amount", "region"], previous={OLD: datetime(2026, 12, 2, tzinfo=UTC)})
     assert list(LineageGraph([old, new], []).datasets) == [NEW]
     assert list(LineageGraph([old, new], [], declared=[OLD]).datasets) == [OLD]  # the catalog still says the old name
     assert LineageGraph([old, new], [], declared=[OLD]).datasets[OLD].fields == ["amount"]  # and its fields
     assert sorted(LineageGraph([old, new], [], declared=[OLD, NEW]).datasets) == [OLD, NEW]  # declares both: two
+
+
+def renamed(old: DatasetId, new: DatasetId, when: str) -> dict[str, Any]:
+    """``ALTER TABLE old RENAME TO new`` at ``when``, as a DatasetEvent."""
+    return {**rename(when), "dataset": table(new, ["amount"], old)}
+
+
+async def test_a_table_renamed_and_renamed_back_is_under_its_first_name_whatever_order_the_events_come_in(migrated_url: str) -> None:
+    db = Database(migrated_url)
+    try:
+        service = LineageService(db)
+        report = run("report", OLD, {"namespace": "s3://reports", "name": "daily"}, "amount", "total", "finance-team", "2026-12-01T11:00:00Z")
+        await service.ingest([parse_event(run("etl", TOPIC, table(OLD, ["amount"]), "amount", "amount", "sales-team", "2026-12-01T10:00:00Z")),
+                              parse_event(report)])
+        # renamed to orders_eu on the 2nd and back on the 3rd; the rename back arrives first
+        assert await service.ingest([parse_event(renamed(NEW, OLD, "2026-12-03T10:00:00Z"))]) == 1
+        assert await service.ingest([parse_event(renamed(OLD, NEW, "2026-12-02T10:00:00Z"))]) == 1
+        graph = await service.graph()
+        assert NEW not in graph.datasets and graph.find_dataset("sales.orders_eu") == OLD
+        assert "finance-team" in graph.impact(TOPIC, ["amount"]).owners
+        # renamed again to orders_eu on the 4th: the newest rename's name is kept
+        assert await service.ingest([parse_event(renamed(OLD, NEW, "2026-12-04T10:00:00Z"))]) == 1
+        assert await service.ingest([parse_event(renamed(OLD, NEW, "2026-12-04T10:00:00Z"))]) == 0  # a retry changes nothing
+        graph = await service.graph()
+        assert OLD not in graph.datasets and graph.find_dataset("sales.orders") == NEW
+        assert "finance-team" in graph.impact(TOPIC, ["amount"]).owners
+    finally:
+        await db.close()

@@ -7,7 +7,7 @@ import dataclasses
 import hashlib
 import json
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import update
@@ -259,7 +259,7 @@ class LineageService:
             names = row.symlinks or []
             datasets.append(Dataset(DatasetId(row.namespace, row.name), row.kind, list(row.owners), list(fields), row.subject,
                                     [DatasetId(n["namespace"], n["name"]) for n in names if not n.get(RENAMED)],
-                                    previous=[DatasetId(n["namespace"], n["name"]) for n in names if n.get(RENAMED)]))
+                                    previous={DatasetId(n["namespace"], n["name"]): _renamed_at(n) for n in names if n.get(RENAMED)}))
         teams = set((await session.exec(select(TeamRow.name))).all())
         claimed: dict[tuple[str, str], str] = {}
         for claim in (await session.exec(select(LineageObservation).order_by(col(LineageObservation.id)))).all():
@@ -342,17 +342,29 @@ def _said(row: LineageDataset, dataset: Dataset, when: datetime) -> bool:
             elif facet in dataset.cleared and not said and kept and not declared:
                 setattr(row, attribute, [])
                 moved = True
-    symlinks = list(row.symlinks or [])
+    symlinks: list[dict[str, Any]] = list(row.symlinks or [])
     if fresh and "symlinks" in dataset.cleared and not dataset.symlinks:  # the names it was renamed from are no symlinks
         symlinks = [n for n in symlinks if n.get(RENAMED)]
     symlinks += [n for n in map(_name, dataset.symlinks) if n not in symlinks]
-    symlinks += [n for n in ({**_name(old), RENAMED: True} for old in dataset.previous) if n not in symlinks]
+    for old, at in dataset.previous.items():
+        known = next((n for n in symlinks if n.get(RENAMED) and _name(old).items() <= n.items()), None)
+        if known is None:
+            symlinks.append({**_name(old), RENAMED: True, RENAMED_AT: at.isoformat()})
+        elif at > _renamed_at(known):  # renamed again from that name since: the newest time is kept
+            symlinks = [{**n, RENAMED_AT: at.isoformat()} if n is known else n for n in symlinks]
     if symlinks != (row.symlinks or []):
         row.symlinks, moved = symlinks, True
     return moved
 
 
 RENAMED = "renamed_from"  # marks, among a stored dataset's other names, a name it was renamed from
+RENAMED_AT = "at"  # and when (the newest event that said so)
+
+
+def _renamed_at(name: dict[str, Any]) -> datetime:
+    """When a stored dataset was renamed from ``name`` (a rename stored without its time counts as the oldest)."""
+    at = name.get(RENAMED_AT)
+    return aware(datetime.fromisoformat(at)) if isinstance(at, str) else datetime.min.replace(tzinfo=UTC)
 
 
 def _name(ident: DatasetId) -> dict[str, Any]:

@@ -211,8 +211,8 @@ class LineageDataset(SQLModel, table=True):
     fields: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     subject: str | None = Field(default=None, max_length=255)
     source: str = Field(max_length=16)
-    symlinks: list[dict[str, str]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False, server_default="[]"))  # its other
-    # names from OpenLineage's symlinks facet: [{namespace, name}]
+    symlinks: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False, server_default="[]"))  # its other
+    # names from OpenLineage's symlinks facet, [{namespace, name}], and those it was renamed from, [{namespace, name, renamed_from, at}]
     said_at: datetime | None = _when(nullable=True)  # the newest event that said its fields or owners (an older one arriving
     # late changes neither)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, NamedTuple
 
 WHOLE = "*"  # the pseudo-field that stands for "the whole dataset" when its fields are unknown
@@ -77,8 +78,9 @@ class Dataset:
     symlinks: list[DatasetId] = field(default_factory=list)  # its other names (OpenLineage's ``symlinks`` facet: a table's
     # name in a catalog beside its storage path, say)
     cleared: tuple[str, ...] = ()  # facets an event deleted (``_deleted``): "schema", "ownership", "symlinks"
-    previous: list[DatasetId] = field(default_factory=list)  # the names it was renamed from (OpenLineage's
-    # ``lifecycleStateChange`` facet, RENAME with its ``previousIdentifier``): its name now is the one kept
+    previous: dict[DatasetId, datetime] = field(default_factory=dict)  # the names it was renamed from (OpenLineage's
+    # ``lifecycleStateChange`` facet, RENAME with its ``previousIdentifier``), each with the time of the newest event that
+    # said so: the name the newest rename gave is the one kept
 
 
 @dataclass(slots=True)

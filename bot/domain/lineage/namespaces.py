@@ -60,7 +60,8 @@ class Namespaces:
 
     def linked(self, datasets: Sequence[Dataset], declared: Collection[DatasetId] = ()) -> Namespaces:
         """These names, and every name of one dataset (its own, its symlinks' and those it was renamed from, linked through
-        any of them) kept under one: a renamed dataset's name now, else the first of them that is a dataset's own name in
+        any of them) kept under one: the name the newest rename gave (renames are taken by their time, whatever order their
+        events came in, so a table renamed and renamed back is under its first name again), else the first of them that is a dataset's own name in
         ``datasets`` (list the catalog's first: its name is kept). Two datasets the catalog declares (``declared``) stay two,
         whatever an event says, and a name it declares is kept over a name an event gave: the catalog's word stands."""
         if not any(d.symlinks or d.previous for d in datasets):
@@ -92,8 +93,9 @@ class Namespaces:
         for dataset in datasets:
             for other in dataset.symlinks:
                 join(dataset.id, other, False)
-            for old in dataset.previous:
-                join(dataset.id, old, True)
+        renames = [(at, dataset.id, old) for dataset in datasets for old, at in dataset.previous.items()]
+        for _, now, old in sorted(renames, key=lambda rename: rename[0], reverse=True):  # the newest first: its name is kept
+            join(now, old, True)
         return Namespaces(self.names, {name: find(name) for name in root})
 
     def canonical(self, namespace: str) -> str:
@@ -128,10 +130,10 @@ class Namespaces:
         for dataset in found:
             ident = self.dataset(dataset.id)
             others = [n for n in (dataset.id, *dataset.symlinks) if plain.dataset(n) != ident] if self.same else dataset.symlinks
-            previous = [n for n in dataset.previous if plain.dataset(n) != ident]
+            previous = {n: at for n, at in dataset.previous.items() if plain.dataset(n) != ident}
             kept = merged.get(ident)
             if kept is None:
-                merged[ident] = dataclasses.replace(dataset, id=ident, symlinks=_unique(others), previous=_unique(previous))
+                merged[ident] = dataclasses.replace(dataset, id=ident, symlinks=_unique(others), previous=previous)
                 continue
             if dataset.id == ident:  # the kept name's own dataset (a renamed one, met after its old name) says first
                 kept.kind, kept.owners, kept.fields = dataset.kind, dataset.owners or kept.owners, dataset.fields or kept.fields
@@ -139,7 +141,8 @@ class Namespaces:
             else:
                 kept.owners, kept.fields = kept.owners or dataset.owners, kept.fields or dataset.fields
                 kept.subject = kept.subject or dataset.subject
-            kept.symlinks, kept.previous = _unique([*kept.symlinks, *others]), _unique([*kept.previous, *previous])
+            kept.symlinks = _unique([*kept.symlinks, *others])
+            kept.previous = {n: max(at, kept.previous.get(n, at)) for n, at in {**kept.previous, **previous}.items()}
         return list(merged.values())
 
 

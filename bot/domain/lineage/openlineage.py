@@ -64,7 +64,7 @@ def parse_event(value: Any) -> LineageEvent:
         raw = value["dataset"]
         if not isinstance(raw, dict):
             raise OpenLineageError("dataset: expected an object")
-        return LineageEvent(None, event_time, event_type, run_id, [_dataset(raw, "dataset")])
+        return LineageEvent(None, event_time, event_type, run_id, [_dataset(raw, "dataset", event_time)])
     raw_job = value.get("job")
     if not isinstance(raw_job, dict):
         raise OpenLineageError("job: required object is missing (a DatasetEvent has a dataset and neither job nor run)")
@@ -82,12 +82,12 @@ def parse_event(value: Any) -> LineageEvent:
             place = f"{side}[{index}]"
             if not isinstance(raw, dict):
                 raise OpenLineageError(f"{place}: expected an object")
-            found = _dataset(raw, place)
+            found = _dataset(raw, place, event_time)
             ident, facets = found.id, _facets(raw, place)
             dataset = datasets.setdefault(ident, found)
             dataset.fields, dataset.owners = found.fields or dataset.fields, found.owners or dataset.owners
             dataset.symlinks += [name for name in found.symlinks if name not in dataset.symlinks]
-            dataset.previous += [name for name in found.previous if name not in dataset.previous]
+            dataset.previous.update(found.previous)
             dataset.cleared = tuple(dict.fromkeys(dataset.cleared + found.cleared))
             (job.inputs if side == "inputs" else job.outputs).append(ident)
             if side == "inputs":
@@ -104,19 +104,19 @@ def parse_event(value: Any) -> LineageEvent:
     return LineageEvent(job, event_time, event_type, run_id, list(datasets.values()))
 
 
-def _dataset(raw: dict[str, Any], place: str) -> Dataset:
-    """A dataset's identity, and the fields and owners its facets name."""
+def _dataset(raw: dict[str, Any], place: str, when: datetime) -> Dataset:
+    """A dataset's identity, and the fields and owners its facets name (and the name it was renamed from, ``when``)."""
     ident = DatasetId(*_identity(raw, place))
     facets = _facets(raw, place)
     schema = facets.get("schema")
     fields = _schema_fields(schema, f"{place}.facets.schema") if schema is not None else []
     symlinks = _symlinks(facets["symlinks"], ident, f"{place}.facets.symlinks") if "symlinks" in facets else []
-    previous = _renamed_from(facets["lifecycleStateChange"], ident, f"{place}.facets.lifecycleStateChange") if "lifecycleStateChange" in facets else []
+    previous = _renamed_from(facets["lifecycleStateChange"], ident, f"{place}.facets.lifecycleStateChange") if "lifecycleStateChange" in facets else None
     return Dataset(ident, _kind(ident), _owners(facets, place), fields, symlinks=symlinks,
-                   cleared=_cleared(raw, ("schema", "ownership", "symlinks")), previous=previous)
+                   cleared=_cleared(raw, ("schema", "ownership", "symlinks")), previous={previous: when} if previous else {})
 
 
-def _renamed_from(facet: Any, ident: DatasetId, place: str) -> list[DatasetId]:
+def _renamed_from(facet: Any, ident: DatasetId, place: str) -> DatasetId | None:
     """The name a RENAME gave up (``previousIdentifier``: {namespace, name}); none for the facet's other changes (ALTER,
     CREATE, DROP, OVERWRITE, TRUNCATE, and any a later spec adds)."""
     change = facet.get("lifecycleStateChange") if isinstance(facet, dict) else None
@@ -124,11 +124,11 @@ def _renamed_from(facet: Any, ident: DatasetId, place: str) -> list[DatasetId]:
         raise OpenLineageError(f"{place}.lifecycleStateChange: expected a string (RENAME, CREATE, ALTER, DROP, OVERWRITE, TRUNCATE)")
     before = facet.get("previousIdentifier")
     if before is None or change != "RENAME":
-        return []
+        return None
     if not isinstance(before, dict):
         raise OpenLineageError(f"{place}.previousIdentifier: expected an object {{namespace, name}}")
     name = DatasetId(*_identity(before, f"{place}.previousIdentifier"))
-    return [] if name == ident else [name]
+    return None if name == ident else name
 
 
 def _symlinks(facet: Any, ident: DatasetId, place: str) -> list[DatasetId]:
