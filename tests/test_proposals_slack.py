@@ -607,6 +607,28 @@ async def test_slack_failing_for_a_while_is_no_refusal_the_card_is_posted_once_a
     assert not failed, [r.last_error for r in failed]
 
 
+async def test_a_token_slack_refuses_for_a_while_loses_no_message(slack: SlackHarness, caplog: pytest.LogCaptureFixture) -> None:
+    """A revoked or rotated token (invalid_auth) is the install's problem, not the message's: what the bot owes waits, is
+    said once in the log as an error, and goes once the token works again; nothing is given up on."""
+    await setup_catalog(slack)
+    await propose(slack, retyped(V1, "price", "string"))
+    card = await card_message(slack)
+    await slack.bot.idle()
+    token, slack.ws.token = slack.ws.token, "xoxb-rotated-elsewhere"  # Slack no longer takes the bot's token
+    await slack.driver.click(card, ids.APPROVE, user=BOB)
+    await slack.ws.wait_for(lambda: len([c for c in slack.ws.calls if c.error == "invalid_auth"]) >= 2 or None)
+    assert not (slack.ws.find_message(card.channel, card.ts) or card).edited
+    slack.ws.token = token  # the token is fixed
+    await slack.bot.idle()
+    assert await state_of(slack) == "approved" and "approved" in (slack.ws.find_message(card.channel, card.ts) or card).text
+    assert any("approved for analytics-team" in t for t in thread(slack, card))
+    async with slack.bot.db.session() as session:
+        failed = (await session.exec(select(OutboxMessage).where(OutboxMessage.state == "failed"))).all()
+    assert not failed, [r.last_error for r in failed]
+    refusals = [r for r in caplog.records if "Slack refused the bot's token" in r.getMessage()]
+    assert len(refusals) == 1 and refusals[0].levelname == "ERROR"
+
+
 async def test_a_card_someone_deleted_in_slack_is_posted_again_on_its_next_change_with_its_thread_notes(slack: SlackHarness) -> None:
     await setup_catalog(slack)
     await propose(slack, retyped(V1, "price", "string"))

@@ -29,6 +29,9 @@ MESSAGE, CARD, DM_CARD = "slack.message", "proposal.card", "proposal.dm_card"  #
 log = logging.getLogger(__name__)
 RETRYABLE_ERRORS = {"ratelimited", "internal_error", "fatal_error", "service_unavailable", "request_timeout"}
 GONE_ERRORS = {"message_not_found", "thread_not_found"}  # someone deleted the message in Slack
+CREDENTIAL_ERRORS = {  # Slack refuses the bot's token or its scopes, whatever the message: the install's problem, kept until fixed
+    "not_authed", "invalid_auth", "account_inactive", "token_revoked", "token_expired", "missing_scope", "not_allowed_token_type",
+    "ekm_access_denied", "team_access_not_granted", "org_login_required"}
 
 
 class Gone(GiveUp):
@@ -78,7 +81,9 @@ async def dm(outbox: Outbox, db: Database, user: str, text: str) -> None:
 async def call(client: AsyncWebClient, method: str, **args: Any) -> Any:
     """One Web API call; Slack's answer mapped to delivered, ``Retry`` or ``GiveUp``."""
     try:  # slack_sdk's method for it: each Web API method is encoded the way Slack accepts it (JSON only for writes)
-        return await getattr(client, method.replace(".", "_"))(**args)
+        answer = await getattr(client, method.replace(".", "_"))(**args)
+        _said.clear()
+        return answer
     except SlackApiError as err:
         status = getattr(err.response, "status_code", 200)
         error = err.response.get("error") if isinstance(err.response.data, dict) else None
@@ -88,6 +93,9 @@ async def call(client: AsyncWebClient, method: str, **args: Any) -> Any:
         if status >= 500 or error in RETRYABLE_ERRORS:
             raise Retry(f"{method}: Slack answered HTTP {status} {error or ''}".strip()) from None
         details = "; ".join(err.response.get("response_metadata", {}).get("messages", [])) if isinstance(err.response.data, dict) else ""
+        if error in CREDENTIAL_ERRORS:  # a revoked, rotated or under-scoped token: every message waits for the fix, none is lost
+            _refused(method, str(error), str(err.response.get("needed", "")) if isinstance(err.response.data, dict) else "")
+            raise Retry(f"{method}: Slack refused the bot's token ({error}); kept until the token or its scopes are fixed") from None
         if error in GONE_ERRORS:
             raise Gone(f"Slack refused {method}: {error}") from None
         if error == "user_not_found":
@@ -95,6 +103,18 @@ async def call(client: AsyncWebClient, method: str, **args: Any) -> Any:
         raise GiveUp(f"Slack refused {method}: {error}{' (' + details + ')' if details else ''}") from None
     except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as err:
         raise Retry(f"{method}: Slack could not be reached ({type(err).__name__})") from None
+
+
+_said: set[str] = set()  # the token refusals logged since Slack last took a call
+
+
+def _refused(method: str, error: str, needed: str) -> None:
+    """Log a refusal of the bot's token once (not once per message owed), as an error: someone has to fix the install."""
+    if error not in _said:
+        _said.add(error)
+        scope = f" (it needs the {needed} scope)" if needed else ""
+        log.error("Slack refused the bot's token on %s: %s%s. Messages owed wait in the outbox and go once the token or its scopes "
+                  "are fixed (SLACK_BOT_TOKEN, or the app reinstalled with its scopes)", method, error, scope)
 
 
 async def unposted(outbox: Outbox, db: Database, key: str, user: str, what: str, channel: str, why: str, asked: str = "") -> None:
