@@ -323,9 +323,11 @@ async def test_the_agenda_is_grouped_by_day_in_the_readers_time_zone(slack: Slac
     assert "00:00–02:00" in text and "01:00–03:00" in text and ":warning: conflicts with" in text
     assert "<!channel>" not in text and "&lt;!channel&gt;" in text
     await slack.driver.command("/calendar next year", user=BOB, channel="changes")
-    await slack.ws.wait_for(lambda: [e for e in slack.ws.ephemerals_for(BOB) if "could not read" in e.text])
+    [unread] = await slack.ws.wait_for(lambda: [e for e in slack.ws.ephemerals_for(BOB) if "could not read" in e.text])
+    assert "`/calendar add`" in unread.text and "`/calendar cancel ID`" in unread.text  # what else the command does
     await slack.driver.command("/calendar help", user=BOB, channel="changes")
-    await slack.ws.wait_for(lambda: [e for e in slack.ws.ephemerals_for(BOB) if "`/calendar feed`" in e.text])
+    [listed] = await slack.ws.wait_for(lambda: [e for e in slack.ws.ephemerals_for(BOB) if "`/calendar` commands" in e.text])
+    assert "`/calendar feed`" in listed.text
     await slack.bot.idle()
 
 

@@ -21,7 +21,8 @@ from bot.slack.choices import menu, name_of
 from bot.slack.render import Reply, escape, section
 from bot.slack.request import CommandRequest
 
-USAGE = "Usage: `/calendar [today|week|next week|YYYY-MM-DD]`, `/calendar feed`"
+USAGE = ("Usage: `/calendar [today|week|next week|YYYY-MM-DD]`, `/calendar add`, `/calendar feed`, `/calendar freeze`, "
+         "`/calendar move ID START END`, `/calendar cancel ID` (`/calendar help` says what each does)")
 FREEZE_USAGE = ("`/calendar freeze` lists them; oncall: `/calendar freeze add NAME 2026-12-24T00:00Z 2026-12-27T00:00Z reason…`, "
                 "`/calendar freeze add NAME \"0 18 * * 5\" 62h Europe/Berlin reason…`, `/calendar freeze lift NAME`")
 STATUS_MARK = {"tentative": ":grey_question:", "confirmed": ":white_check_mark:", "cancelled": ":no_entry_sign:"}
