@@ -3,7 +3,13 @@ under its new name the one a job last seen reading the old name is downstream of
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import tempfile
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +23,7 @@ from tests.test_lineage_symlinks import spark
 
 TOPIC = DatasetId("kafka://broker:9092", "orders")
 OLD, NEW = DatasetId("iceberg://lake", "sales.orders"), DatasetId("iceberg://lake", "sales.orders_eu")
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def table(ident: DatasetId, fields: list[str], renamed_from: DatasetId | None = None, change: str = "RENAME") -> dict[str, Any]:
@@ -124,3 +131,50 @@ async def test_a_table_renamed_and_renamed_back_is_under_its_first_name_whatever
         assert "finance-team" in graph.impact(TOPIC, ["amount"]).owners
     finally:
         await db.close()
+
+
+def test_a_name_the_catalog_declares_and_a_rename_gave_up_is_listed_until_renamed_back() -> None:
+    old, when = Dataset(OLD, fields=["amount"], owners=["sales-team"]), datetime(2026, 12, 2, tzinfo=UTC)
+    renamed_to = Dataset(NEW, fields=["amount"], previous={OLD: when})
+    assert LineageGraph([old, renamed_to], [], declared=[OLD]).outdated == [(OLD, NEW, when)]
+    assert LineageGraph([old, renamed_to], [], declared=[OLD, NEW]).outdated == []  # the catalog knows the new name too
+    assert LineageGraph([old, renamed_to], []).outdated == []  # no catalog: the new name is kept, nothing is out of date
+    back = Dataset(OLD, previous={NEW: datetime(2026, 12, 3, tzinfo=UTC)})
+    assert LineageGraph([old, renamed_to, back], [], declared=[OLD]).outdated == []  # renamed back: the catalog is right again
+    third = DatasetId("iceberg://lake", "sales.orders_all")
+    onward = Dataset(third, previous={NEW: datetime(2026, 12, 4, tzinfo=UTC)})
+    assert LineageGraph([old, renamed_to, onward], [], declared=[OLD]).outdated == [(OLD, third, datetime(2026, 12, 4, tzinfo=UTC))]
+
+
+def test_loading_the_catalog_and_the_health_report_name_a_declared_table_renamed_since(migrated_url: str) -> None:
+    def bot(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "bot", *args], env={**os.environ, "DATABASE_URL": migrated_url}, capture_output=True,
+                              text=True, timeout=60, cwd=ROOT)
+
+    def renamed(old: str, new: str, when: str) -> str:
+        return json.dumps({"eventTime": when, "producer": "x", "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/DatasetEvent",
+                           "dataset": {"namespace": "doris://olap", "name": new, "facets": {"lifecycleStateChange": {
+                               "_producer": "x", "_schemaURL": "x", "lifecycleStateChange": "RENAME",
+                               "previousIdentifier": {"namespace": "doris://olap", "name": old}}}}}) + "\n"
+
+    assert bot("catalog", "load", "examples/catalog.yaml").returncode == 0
+    with tempfile.TemporaryDirectory() as folder:
+        events = Path(folder) / "rename.jsonl"
+        events.write_text(renamed("ads_daily_sales", "ads_daily_sales_v2", "2026-12-02T10:00:00Z"))
+        assert bot("lineage", "import", str(events)).returncode == 0
+        loaded = bot("catalog", "load", "examples/catalog.yaml")
+        assert loaded.returncode == 0 and (
+            "examples/catalog.yaml: warning: ads_daily_sales (doris://olap) was renamed ads_daily_sales_v2 (doris://olap) at 2026-12-02 10:00 "
+            "UTC, OpenLineage says: the catalog's name is kept until the catalog says the new one") in loaded.stderr, loaded.stderr
+        report = json.loads(bot("health", "report", "--format", "json").stdout)
+        said = [{"dataset": "ads_daily_sales", "renamed_to": "ads_daily_sales_v2", "at": "2026-12-02T10:00:00+00:00"}]
+        assert report["overall"]["catalog_renamed"] == said and report["teams"]["analytics-team"]["catalog_renamed"] == said
+        assert report["teams"]["orders-team"]["catalog_renamed"] == []
+        text = bot("health", "report").stdout
+        assert ("Datasets renamed since the catalog named them (OpenLineage; the catalog's name stays until it changes): ads_daily_sales → "
+                "ads_daily_sales_v2 (2026-12-02)") in text, text
+        events.write_text(renamed("ads_daily_sales_v2", "ads_daily_sales", "2026-12-03T10:00:00Z"))  # renamed back
+        assert bot("lineage", "import", str(events)).returncode == 0
+        again = bot("catalog", "load", "examples/catalog.yaml")
+        assert again.returncode == 0 and "warning" not in again.stderr
+        assert json.loads(bot("health", "report", "--format", "json").stdout)["overall"]["catalog_renamed"] == []

@@ -78,6 +78,7 @@ def run_report(args: argparse.Namespace) -> int:
                 writer.writerow([figures["month"], team, name, "" if values[name] is None else values[name]])
             writer.writerow([figures["month"], team, "retire_candidates", len(values["retire_candidates"])])
             writer.writerow([figures["month"], team, "pipelines_missing_sli", len(values["pipelines_missing_sli"])])
+            writer.writerow([figures["month"], team, "catalog_renamed", len(values.get("catalog_renamed") or [])])
             for kind, row in (values.get("schema_types") or {}).items():
                 writer.writerows([figures["month"], team, f"{kind.lower()}_{name}", "" if value is None else value] for name, value in row.items())
     else:

@@ -7,7 +7,7 @@ import asyncio
 import json
 import os
 import sys
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -138,10 +138,13 @@ def run_load(args: argparse.Namespace) -> int:
     """``bot catalog load FILE``."""
     catalog = _checked(args.file)
 
-    async def store(service: LineageService) -> None:
+    async def store(service: LineageService) -> list[tuple[DatasetId, DatasetId, datetime]]:
         await service.load_catalog(catalog)
+        return (await service.graph()).outdated
 
-    _with_service(store)
+    for old, new, at in _with_service(store):
+        print(f"{args.file}: warning: {old.name} ({old.namespace}) was renamed {new.name} ({new.namespace}) at {at.astimezone(UTC):%Y-%m-%d %H:%M} "
+              "UTC, OpenLineage says: the catalog's name is kept until the catalog says the new one", file=sys.stderr)
     print(f"{args.file}: loaded — {_summary(catalog)}")
     return 0
 

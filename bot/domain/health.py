@@ -77,6 +77,8 @@ class Facts:
     releases: list[tuple[str | None, tuple[str, ...]]] = field(default_factory=list)  # (team, checks that blocked) per Flink release
     drills: list[tuple[str | None, str, datetime | None]] = field(default_factory=list)  # (team, Flink job, its last completed drill)
     transitions: list[TransitionFacts] = field(default_factory=list)  # those begun before the month's end and open at its start
+    renamed: list[tuple[str | None, str, str, datetime]] = field(default_factory=list)  # (team, a name the catalog declares, the
+    # name a rename since gave the dataset, when): the catalog's name is kept until the catalog changes
     as_of: datetime | None = None  # when the report is computed (a month so far ends now)
     teams: list[str] = field(default_factory=list)
     unmeasured: list[str] = field(default_factory=list)  # what could not be measured, and why
@@ -155,6 +157,8 @@ def _figures(facts: Facts, team: str | None) -> dict[str, Any]:
         "releases_blocked": {check: sum(1 for failed in releases if check in failed)
                              for check in sorted({c for failed in releases for c in failed})},
         "schema_types": _schema_types(subjects, proposals),
+        "catalog_renamed": [{"dataset": old, "renamed_to": new, "at": at.astimezone(UTC).isoformat()}
+                            for owner, old, new, at in facts.renamed if mine(owner)],
         **_transitions([t for t in facts.transitions if mine(t.team)], min(end, facts.as_of or end), end),
     }
 
@@ -194,7 +198,7 @@ def _moved(change: float | None, unit: str) -> str:
 
 def describe(figures: dict[str, Any]) -> list[tuple[str, str]]:
     """One team's (or the overall) figures as sentences, each with the emoji code Slack shows before it."""
-    retire = figures["retire_candidates"]
+    retire, renamed = figures["retire_candidates"], figures.get("catalog_renamed") or []  # (reports kept before it have none)
     trend = figures.get("black_box_trend")
     moved = _moved(round(trend * 100) if trend is not None else None, " pts")
     hours, minutes = figures["median_hours_to_acknowledge"], figures["median_minutes_to_acknowledge_sli"]
@@ -210,6 +214,8 @@ def describe(figures: dict[str, Any]) -> list[tuple[str, str]]:
                          f"{figures['undeclared_readers_total']}" + _moved(figures.get("undeclared_readers_trend"), "")
                          + "".join(f"; `{topic}`: {count}" for topic, count in sorted(figures["undeclared_readers"].items())[:10]))),
         (":black_large_square:", f"Lineage through black boxes: {percent(figures['black_box_share'])}{moved}"),
+        (":pencil2:", "Datasets renamed since the catalog named them (OpenLineage; the catalog's name stays until it changes): "
+                      + (", ".join(f"`{r['dataset']}` → `{r['renamed_to']}` ({r['at'][:10]})" for r in renamed[:10]) or "none")),
         (":twisted_rightwards_arrows:", f"Transitions: {figures.get('transitions_open', 0)} open, {figures.get('transitions_closed', 0)} closed "
                                         f"this month, {figures.get('transitions_overdue', 0)} overdue"),
         (":memo:", f"Changes through proposals: {figures['proposals']} of {figures['proposals'] + figures['out_of_band']} "

@@ -38,7 +38,7 @@ from bot.store.models import (
 
 HEALTH_REPORT = "health.report"
 STATE_FIGURES = ("retire candidates, readers nobody declared, the share of topics with a registered schema, the black-box share, "
-                 "pipelines missing an SLI and subjects per format")  # what is read from the store as it is now, not as it was
+                 "pipelines missing an SLI, subjects per format and datasets renamed since the catalog named them")  # what is read from the store as it is now, not as it was
 
 
 def bounds(month: date) -> tuple[datetime, datetime]:
@@ -122,6 +122,8 @@ class HealthService:
         for drill in drills:
             last[drill.job] = max(last.get(drill.job, aware(drill.created_at)), aware(drill.created_at))
         facts.drills = [(job.owners[0] if job.owners else None, job.id.name, last.get(job.id.name)) for job in graph.jobs.values() if job.flink is not None]
+        owners = {old: graph.datasets[old].owners if old in graph.datasets else [] for old, _, _ in graph.outdated}
+        facts.renamed = [(owners[old][0] if owners[old] else None, old.name, new.name, at) for old, new, at in graph.outdated]
         if not self.registry_configured:
             facts.unmeasured.append("the share of topics with a registered schema: no Schema Registry is configured (SCHEMA_REGISTRY_URL)")
         if not self.kafka_configured:

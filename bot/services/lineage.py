@@ -137,11 +137,14 @@ class LineageService:
     async def _ingest_one(self, session: AsyncSession, event: LineageEvent, namespaces: Namespaces) -> int:
         catalog = await _declared(session, namespaces, event.datasets)
         namespaces = namespaces.linked([*catalog, *event.datasets], [d.id for d in catalog])
+        plain, given = Namespaces(namespaces.names), list(event.datasets)
+        renamed = [Dataset(plain.dataset(d.id), d.kind, previous=d.previous) for d in given if d.previous and namespaces.dataset(d.id) != plain.dataset(d.id)]
         if namespaces.names or namespaces.same:  # stored under the catalog's name for each place and dataset: the same event
             # by another name changes nothing
-            event = dataclasses.replace(event, job=namespaces.job(event.job) if event.job else None, datasets=namespaces.datasets(event.datasets))
+            event = dataclasses.replace(event, job=namespaces.job(event.job) if event.job else None, datasets=namespaces.datasets(given))
         moved = False
-        for dataset in event.datasets:
+        for dataset in [*event.datasets, *renamed]:  # a rename kept under the catalog's (old) name is also kept under the new
+            # name, with its time: the graph orders renames by it, and tells the catalog its name is out of date
             row = (await session.exec(select(LineageDataset).where(
                 LineageDataset.namespace == dataset.id.namespace, LineageDataset.name == dataset.id.name))).first()
             if row is None:

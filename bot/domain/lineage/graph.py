@@ -22,7 +22,7 @@ import networkx as nx
 
 from bot.domain.lineage.field_paths import FIELD_PATHS, FieldWalk
 from bot.domain.lineage.model import WHOLE, Dataset, DatasetId, Job, JobId
-from bot.domain.lineage.namespaces import Namespaces
+from bot.domain.lineage.namespaces import Namespaces, outdated
 
 Node = tuple[Any, ...]
 _ID = itemgetter(1)  # a field's DatasetId, a port's or hub's JobId
@@ -177,6 +177,7 @@ class LineageGraph:
                  declared: Collection[DatasetId] = ()) -> None:
         found = list(datasets)  # every dataset is kept under the catalog's name for its place, and one name of its symlinks'
         self.namespaces = (namespaces or Namespaces()).linked(found, declared)  # (two the catalog ``declared`` stay two)
+        self.outdated = outdated(found, declared, self.namespaces)  # the catalog's names a rename has given up since
         self.datasets: dict[DatasetId, Dataset] = {d.id: d for d in self.namespaces.datasets(found)}
         self.jobs: dict[JobId, Job] = {}
         self.graph = nx.DiGraph()

@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from bot.domain.lineage.model import Dataset, DatasetId, FieldRef, Job
@@ -144,6 +145,26 @@ class Namespaces:
             kept.symlinks = _unique([*kept.symlinks, *others])
             kept.previous = {n: max(at, kept.previous.get(n, at)) for n, at in {**kept.previous, **previous}.items()}
         return list(merged.values())
+
+
+def outdated(datasets: Iterable[Dataset], declared: Collection[DatasetId], names: Namespaces) -> list[tuple[DatasetId, DatasetId, datetime]]:
+    """The catalog's names that a rename has given up since, as ``(declared, now, when)``: the name its renames, followed
+    in the order of their time, lead to now (one the catalog does not also declare), and the time of the last of them. A
+    table renamed and renamed back is under its declared name again: not listed."""
+    plain = Namespaces(names.names)
+    renames = sorted((at, plain.dataset(old), plain.dataset(d.id)) for d in datasets for old, at in d.previous.items())
+    if not renames:
+        return []
+    catalog = {plain.dataset(name) for name in declared}
+    found: list[tuple[DatasetId, DatasetId, datetime]] = []
+    for name in sorted(catalog & {old for _, old, _ in renames}):
+        now, since = name, None
+        for at, old, new in renames:
+            if old == now:
+                now, since = new, at
+        if since is not None and now != name and now not in catalog:
+            found.append((name, now, since))
+    return found
 
 
 def _unique(items: Iterable[Any]) -> list[Any]:
