@@ -358,6 +358,8 @@ def impact_text(impact: Impact, teams: set[str]) -> str:
     for item in impact.impacted:
         note = "  [only through a black box]" if item.black_box_only else ""
         lines.append(f"  {item.dataset.name}.{item.field}: {' -> '.join(item.path)}{note}")
+    lines += [f"  ({dataset.name} was dropped at {at.astimezone(UTC):%Y-%m-%d %H:%M} UTC, OpenLineage says: its readers are listed still, "
+              "in case it is made again)" for dataset, at in impact.dropped]
     if impact.jobs:
         lines.append("Jobs:")
         lines += [f"  {j.id.name} ({', '.join(j.owners) or 'no owner'}){' — black box: assumed to read every input field' if j.black_box else ''}"

@@ -262,7 +262,8 @@ class LineageService:
             names = row.symlinks or []
             datasets.append(Dataset(DatasetId(row.namespace, row.name), row.kind, list(row.owners), list(fields), row.subject,
                                     [DatasetId(n["namespace"], n["name"]) for n in names if not n.get(RENAMED)],
-                                    previous={DatasetId(n["namespace"], n["name"]): _renamed_at(n) for n in names if n.get(RENAMED)}))
+                                    previous={DatasetId(n["namespace"], n["name"]): _renamed_at(n) for n in names if n.get(RENAMED)},
+                                    dropped_at=dropped(row)))
         teams = set((await session.exec(select(TeamRow.name))).all())
         claimed: dict[tuple[str, str], str] = {}
         for claim in (await session.exec(select(LineageObservation).order_by(col(LineageObservation.id)))).all():
@@ -345,6 +346,12 @@ def _said(row: LineageDataset, dataset: Dataset, when: datetime) -> bool:
             elif facet in dataset.cleared and not said and kept and not declared:
                 setattr(row, attribute, [])
                 moved = True
+    was = dropped(row)
+    if dataset.dropped_at is not None:  # a DROP: the newest is kept
+        row.dropped_at = max(aware(row.dropped_at), when) if row.dropped_at else when
+    else:  # named otherwise: later than a drop, it is there again (made again by its next run, say)
+        row.named_at = max(aware(row.named_at), when) if row.named_at else when
+    moved = moved or dropped(row) != was
     symlinks: list[dict[str, Any]] = list(row.symlinks or [])
     if fresh and "symlinks" in dataset.cleared and not dataset.symlinks:  # the names it was renamed from are no symlinks
         symlinks = [n for n in symlinks if n.get(RENAMED)]
@@ -358,6 +365,13 @@ def _said(row: LineageDataset, dataset: Dataset, when: datetime) -> bool:
     if symlinks != (row.symlinks or []):
         row.symlinks, moved = symlinks, True
     return moved
+
+
+def dropped(row: LineageDataset) -> datetime | None:
+    """When the dataset was dropped, unless an event named it since (then None)."""
+    if row.dropped_at is None or (row.named_at is not None and aware(row.named_at) >= aware(row.dropped_at)):
+        return None
+    return aware(row.dropped_at)
 
 
 RENAMED = "renamed_from"  # marks, among a stored dataset's other names, a name it was renamed from

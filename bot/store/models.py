@@ -215,6 +215,8 @@ class LineageDataset(SQLModel, table=True):
     # names from OpenLineage's symlinks facet, [{namespace, name}], and those it was renamed from, [{namespace, name, renamed_from, at}]
     said_at: datetime | None = _when(nullable=True)  # the newest event that said its fields or owners (an older one arriving
     # late changes neither)
+    dropped_at: datetime | None = _when(nullable=True)  # the newest event that said it was dropped (lifecycleStateChange DROP)
+    named_at: datetime | None = _when(nullable=True)  # the newest event that named it otherwise: later than a drop, it is back
 
 
 class LineageJob(SQLModel, table=True):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Collection, Iterable
+from datetime import UTC, datetime
 from functools import cached_property
 from itertools import chain
 from operator import itemgetter
@@ -138,6 +139,12 @@ class Impact:
         """The datasets reached (through at least one job)."""
         return tuple(dict.fromkeys(map(_ID, self._fields)))
 
+    @property
+    def dropped(self) -> list[tuple[DatasetId, datetime]]:
+        """The datasets reached that were dropped and not named since, with when: their readers are listed still."""
+        known = self.graph.datasets
+        return [(d, at) for d in self.datasets if d in known and (at := known[d].dropped_at) is not None]
+
     @cached_property
     def owners(self) -> tuple[str, ...]:
         """The teams to ask: owners of the jobs on the way, then of the datasets reached."""
@@ -154,6 +161,8 @@ class Impact:
                 "jobs": [j.as_json() for j in self.jobs], "owners": list(self.owners)}
         if self.enclosed:
             data["enclosed"] = dict(self.enclosed)
+        if dropped := self.dropped:
+            data["dropped"] = [{"dataset": d.name, "namespace": d.namespace, "at": at.astimezone(UTC).isoformat()} for d, at in dropped]
         if teams is not None:
             data["owners"] = [o for o in self.owners if o in teams]
             data["unowned"] = [j.as_json() for j in self.unowned(teams)]

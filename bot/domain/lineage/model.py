@@ -81,6 +81,8 @@ class Dataset:
     previous: dict[DatasetId, datetime] = field(default_factory=dict)  # the names it was renamed from (OpenLineage's
     # ``lifecycleStateChange`` facet, RENAME with its ``previousIdentifier``), each with the time of the newest event that
     # said so: the name the newest rename gave is the one kept
+    dropped_at: datetime | None = None  # when it was dropped (the facet's DROP), unless an event named it since: its readers are
+    # still listed (a table dropped is often made again by its next run), and said to read a dropped table
 
 
 @dataclass(slots=True)

@@ -88,6 +88,7 @@ def parse_event(value: Any) -> LineageEvent:
             dataset.fields, dataset.owners = found.fields or dataset.fields, found.owners or dataset.owners
             dataset.symlinks += [name for name in found.symlinks if name not in dataset.symlinks]
             dataset.previous.update(found.previous)
+            dataset.dropped_at = dataset.dropped_at or found.dropped_at
             dataset.cleared = tuple(dict.fromkeys(dataset.cleared + found.cleared))
             (job.inputs if side == "inputs" else job.outputs).append(ident)
             if side == "inputs":
@@ -111,24 +112,26 @@ def _dataset(raw: dict[str, Any], place: str, when: datetime) -> Dataset:
     schema = facets.get("schema")
     fields = _schema_fields(schema, f"{place}.facets.schema") if schema is not None else []
     symlinks = _symlinks(facets["symlinks"], ident, f"{place}.facets.symlinks") if "symlinks" in facets else []
-    previous = _renamed_from(facets["lifecycleStateChange"], ident, f"{place}.facets.lifecycleStateChange") if "lifecycleStateChange" in facets else None
+    change, previous = _lifecycle(facets["lifecycleStateChange"], ident, f"{place}.facets.lifecycleStateChange") \
+        if "lifecycleStateChange" in facets else (None, None)
     return Dataset(ident, _kind(ident), _owners(facets, place), fields, symlinks=symlinks,
-                   cleared=_cleared(raw, ("schema", "ownership", "symlinks")), previous={previous: when} if previous else {})
+                   cleared=_cleared(raw, ("schema", "ownership", "symlinks")), previous={previous: when} if previous else {},
+                   dropped_at=when if change == "DROP" else None)
 
 
-def _renamed_from(facet: Any, ident: DatasetId, place: str) -> DatasetId | None:
-    """The name a RENAME gave up (``previousIdentifier``: {namespace, name}); none for the facet's other changes (ALTER,
-    CREATE, DROP, OVERWRITE, TRUNCATE, and any a later spec adds)."""
+def _lifecycle(facet: Any, ident: DatasetId, place: str) -> tuple[str, DatasetId | None]:
+    """The change the facet says (RENAME, DROP, CREATE, ALTER, OVERWRITE, TRUNCATE, or one a later spec adds), and the name a
+    RENAME gave up (``previousIdentifier``: {namespace, name}; none for the other changes)."""
     change = facet.get("lifecycleStateChange") if isinstance(facet, dict) else None
     if not isinstance(change, str):
         raise OpenLineageError(f"{place}.lifecycleStateChange: expected a string (RENAME, CREATE, ALTER, DROP, OVERWRITE, TRUNCATE)")
     before = facet.get("previousIdentifier")
     if before is None or change != "RENAME":
-        return None
+        return change, None
     if not isinstance(before, dict):
         raise OpenLineageError(f"{place}.previousIdentifier: expected an object {{namespace, name}}")
     name = DatasetId(*_identity(before, f"{place}.previousIdentifier"))
-    return None if name == ident else name
+    return change, None if name == ident else name
 
 
 def _symlinks(facet: Any, ident: DatasetId, place: str) -> list[DatasetId]:

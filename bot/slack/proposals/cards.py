@@ -236,6 +236,10 @@ def _impact_lines(impact: dict[str, Any]) -> list[str]:
     if black:
         lines.append(f":warning: black box{'es' if len(black) > 1 else ''} (no field mappings; assumed to read every field): "
                      + ", ".join(f"`{escape(b)}`" for b in black[:10]))
+    dropped = impact.get("dropped", [])
+    if dropped:
+        lines.append(":wastebasket: dropped since, OpenLineage says (their readers are asked still, in case they are made again): "
+                     + ", ".join(f"`{escape(d['dataset'])}` ({escape(d['at'][:16].replace('T', ' '))} UTC)" for d in dropped[:10]))
     lines += [f"• `{escape(i['dataset'])}.{escape(i['field'])}` ← {escape(i['path'])}{' _(black box only)_' if i.get('black_box_only') else ''}"
               for i in items]
     return lines
