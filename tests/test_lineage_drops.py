@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bot.cli.lineage import impact_text
-from bot.domain.lineage.model import DatasetId
+from bot.domain.lineage.graph import LineageGraph
+from bot.domain.lineage.model import Dataset, DatasetId
 from bot.domain.lineage.openlineage import parse_event
 from bot.services.lineage import LineageService
 from bot.store.database import Database
@@ -65,3 +66,13 @@ async def test_the_card_says_a_table_on_the_way_was_dropped(slack: SlackHarness)
     assert (":wastebasket: dropped since, OpenLineage says (their readers are asked still, in case they are made again): "
             "`dwd_orders_0` (2026-11-30 10:00 UTC)") in json.dumps(card.blocks, ensure_ascii=False)
     assert "analytics-team" in card.text or "analytics-team" in json.dumps(card.blocks)
+
+
+def test_a_dataset_of_several_names_is_dropped_as_its_kept_name_says() -> None:
+    when, table_name = datetime(2026, 12, 3, tzinfo=UTC), DatasetId("iceberg://lake", "sales.orders_t")
+    path, gone = Dataset(OLD, symlinks=[table_name]), Dataset(table_name, dropped_at=when)
+    assert LineageGraph([gone, path], []).datasets[table_name].dropped_at == when  # kept under the table's name: its own drop
+    assert LineageGraph([path, gone], []).datasets[OLD].dropped_at is None  # kept under the path: the table name's drop does not say
+    assert LineageGraph([Dataset(OLD, symlinks=[table_name], dropped_at=when), Dataset(table_name)], []).datasets[OLD].dropped_at == when
+    renamed = Dataset(table_name, previous={OLD: datetime(2026, 12, 4, tzinfo=UTC)})  # kept under its new name, met after the old one
+    assert LineageGraph([Dataset(OLD, dropped_at=when), renamed], []).datasets[table_name].dropped_at is None

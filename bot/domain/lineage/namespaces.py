@@ -138,7 +138,7 @@ class Namespaces:
                 continue
             if dataset.id == ident:  # the kept name's own dataset (a renamed one, met after its old name) says first
                 kept.kind, kept.owners, kept.fields = dataset.kind, dataset.owners or kept.owners, dataset.fields or kept.fields
-                kept.subject = dataset.subject or kept.subject
+                kept.subject, kept.dropped_at = dataset.subject or kept.subject, dataset.dropped_at  # (its own name's drop says)
             else:
                 kept.owners, kept.fields = kept.owners or dataset.owners, kept.fields or dataset.fields
                 kept.subject = kept.subject or dataset.subject
