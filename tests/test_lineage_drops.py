@@ -15,7 +15,7 @@ from bot.domain.lineage.openlineage import parse_event
 from bot.services.lineage import LineageService
 from bot.store.database import Database
 from tests.conftest import SlackHarness
-from tests.test_lineage_renames import OLD, TOPIC, run, table
+from tests.test_lineage_renames import NEW, OLD, TOPIC, run, table
 from tests.test_proposals_slack import V1, card_message, propose, retyped, setup_catalog
 
 
@@ -54,6 +54,11 @@ async def test_a_dropped_table_keeps_its_readers_says_so_and_is_back_once_an_eve
         assert await service.ingest([parse_event(again)]) == 1
         impact = (await service.graph()).impact(TOPIC, ["amount"])
         assert "dropped" not in impact.as_json() and "finance-team" in impact.owners
+        assert await service.ingest([parse_event(dropped(OLD, "2026-12-03T12:00:00Z"))]) == 0  # a drop older than that run, late
+        # a table never dropped before, written at noon; its drop of the morning arrives after: it is there
+        await service.ingest([parse_event(run("etl-eu", TOPIC, table(NEW, ["amount"]), "amount", "amount", "sales-team", "2026-12-05T12:00:00Z"))])
+        assert await service.ingest([parse_event(dropped(NEW, "2026-12-05T08:00:00Z"))]) == 0
+        assert (await service.graph()).datasets[NEW].dropped_at is None
     finally:
         await db.close()
 

@@ -347,10 +347,11 @@ def _said(row: LineageDataset, dataset: Dataset, when: datetime) -> bool:
                 setattr(row, attribute, [])
                 moved = True
     was = dropped(row)
-    if dataset.dropped_at is not None:  # a DROP: the newest is kept
+    if dataset.dropped_at is not None:  # a DROP: the newest is kept; an event that said its fields or owners names it too
         row.dropped_at = max(aware(row.dropped_at), when) if row.dropped_at else when
-    else:  # named otherwise: later than a drop, it is there again (made again by its next run, say)
-        row.named_at = max(aware(row.named_at), when) if row.named_at else when
+        row.named_at = row.named_at or row.said_at
+    elif row.dropped_at is not None and (row.named_at is None or when > aware(row.named_at)):  # named otherwise, once it was
+        row.named_at = when  # dropped: later than the drop, it is there again (made again by its next run, say)
     moved = moved or dropped(row) != was
     symlinks: list[dict[str, Any]] = list(row.symlinks or [])
     if fresh and "symlinks" in dataset.cleared and not dataset.symlinks:  # the names it was renamed from are no symlinks
