@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
+from typing import Any
 
+import pytest
 from sqlmodel import select
 
 from bot.domain.approvals import Decision
@@ -113,3 +115,50 @@ async def test_notes_that_waited_for_their_card_are_due_again_once_it_is_posted_
     await db.close()
     assert due == [True, False, False, False, False]  # the one that waited; not the one being delivered, one never tried, another
     # thread's, nor one Slack asked to wait (its Retry-After holds)
+
+
+async def test_a_row_whose_outcome_was_lost_goes_again_once_its_lease_runs_out_and_the_dispatcher_keeps_running(
+        migrated_url: str, caplog: pytest.LogCaptureFixture) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from bot.services.outbox import Dispatcher, Item, Outbox
+    from bot.store.database import Database
+
+    now = [datetime.now(UTC) + timedelta(seconds=30)]  # the rows are due
+    delivered: list[str] = []
+
+    async def handler(item: Item) -> None:
+        delivered.append(item.key)
+
+    class Flaky(Dispatcher):
+        """The database is away the first time an outcome is recorded."""
+
+        failed = False
+
+        async def _done(self, item: Item, expansion: Any) -> None:
+            if not self.failed:
+                self.failed = True
+                raise OSError("the database is away")
+            await super()._done(item, expansion)
+
+    db, outbox = Database(migrated_url), Outbox()
+    dispatcher = Flaky(db, outbox, {"note": handler}, poll=0.05, clock=lambda: now[0])
+    try:
+        dispatcher.start()
+        for key in ("a", "b"):
+            async with db.session() as session:
+                outbox.add(session, "note", key, {})
+                await session.commit()
+            outbox.wake()
+            for _ in range(200):
+                if key in delivered:
+                    break
+                await asyncio.sleep(0.02)
+        assert delivered == ["a", "b"] and await dispatcher.pending() == 1  # "a" was sent, its outcome lost; "b" went meanwhile
+        assert any("could not record the outcome of note row" in r.getMessage() for r in caplog.records)
+        now[0] += timedelta(minutes=2)  # past its lease: "a" goes again (at least once), then it is recorded
+        await asyncio.wait_for(dispatcher.idle(), 10)
+        assert delivered == ["a", "b", "a"] and dispatcher.results[("note", "sent")] == 2
+    finally:
+        await dispatcher.stop(5)
+        await db.close()

@@ -233,7 +233,9 @@ class Dispatcher:
                 claimed = await session.exec(
                     update(OutboxMessage).where(col(OutboxMessage.id) == row.id, col(OutboxMessage.state) == PENDING,
                                                 or_(col(OutboxMessage.lease_until).is_(None), col(OutboxMessage.lease_until) < now))
-                    .values(lease_until=now + self.lease, lease_owner=self.owner, attempts=OutboxMessage.attempts + 1))
+                    .values(lease_until=now + self.lease, lease_owner=self.owner, attempts=OutboxMessage.attempts + 1)
+                    .execution_options(synchronize_session=False))  # not evaluated against the rows just read: SQLite gives
+                # their lease back without its zone, which Python cannot compare with now's (an expired lease then stopped every claim)
                 if getattr(claimed, "rowcount", 0):
                     batch = await self._followers(session, row, now) if row.kind in self.coalesce else ()
                     items.append(Item(row.id, row.kind, row.key, dict(row.payload), row.attempts + 1, batch))
